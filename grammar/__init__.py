@@ -1,0 +1,1 @@
+"""Lark grammars for pipeline strings and condition expressions (package data)."""

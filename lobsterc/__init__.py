@@ -1,0 +1,1 @@
+"""The Lobster compiler: pipeline strings and workflow files to vm bytecode."""

@@ -1,0 +1,109 @@
+"""The `lobsterc` command: compile, dis (disassemble, or --check against a golden file).
+
+Exit codes: 0 ok, 1 findings (compile errors, drift), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from lobsterc.diagnostics import CompileError, render
+from lobsterc.source import Source
+from vm import codec
+from vm.dis import disassemble
+from vm.program import Program
+
+
+def compile_target(target: str) -> tuple[Program, str | None]:
+    """A .lbc file is loaded; anything else is compiled as pipeline source text."""
+    path = Path(target)
+    if path.suffix == ".lbc":
+        return codec.load_program(path.read_bytes()), None
+    text = path.read_text(encoding="utf-8")
+    return compile_text(text, target), text
+
+
+def compile_text(text: str, name: str) -> Program:
+    from lobsterc.codegen import compile_pipeline
+
+    return compile_pipeline(text.strip("\n"), name)
+
+
+def _report(exc: CompileError, text: str | None, name: str) -> int:
+    source = Source(name, text.strip("\n")) if text is not None else None
+    for diag in exc.diagnostics:
+        sys.stderr.write(render(diag, source) + "\n")
+    return 1
+
+
+def cmd_compile(ns) -> int:
+    try:
+        program, _ = compile_target(ns.file)
+    except CompileError as exc:
+        return _report(exc, _read(ns.file), ns.file)
+    out = Path(ns.output or Path(ns.file).with_suffix(".lbc"))
+    out.write_bytes(codec.dump_program(program))
+    sys.stdout.write(f"{out}  program sha256:{program.hash}\n")
+    return 0
+
+
+def cmd_dis(ns) -> int:
+    try:
+        program, text = compile_target(ns.file)
+    except CompileError as exc:
+        return _report(exc, _read(ns.file), ns.file)
+    listing = disassemble(program, text.strip("\n") if text is not None else None)
+    if ns.check is None:
+        sys.stdout.write(listing)
+        return 0
+    golden = Path(ns.check).read_text(encoding="utf-8") if Path(ns.check).exists() else ""
+    if golden == listing:
+        return 0
+    sys.stdout.writelines(difflib.unified_diff(golden.splitlines(True), listing.splitlines(True),
+                                               ns.check, f"{ns.file} (compiled)"))
+    return 1
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lobsterc", description="The Lobster compiler.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("compile", help="compile a source to a .lbc program")
+    p.add_argument("file")
+    p.add_argument("-o", "--output", help="where to write the .lbc (default: beside the source)")
+    p.set_defaults(run=cmd_compile)
+    p = sub.add_parser("dis", help="print the stable disassembly of a source or .lbc")
+    p.add_argument("file")
+    p.add_argument("--check", metavar="GOLDEN", help="compare with a golden file; exit 1 on drift")
+    p.set_defaults(run=cmd_dis)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        ns = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        return ns.run(ns)
+    except OSError as exc:
+        sys.stderr.write(f"lobsterc: {exc.strerror}: {exc.filename}\n")
+        return 2
+    except codec.LoadError as exc:
+        sys.stderr.write(f"lobsterc: {ns.file}: {exc}\n")
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

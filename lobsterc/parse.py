@@ -1,0 +1,113 @@
+"""Pipeline text -> ast.Pipeline, with the cached Lark parser; syntax errors -> Diagnostics."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib.resources import files
+
+from lobsterc import ast
+from lobsterc.diagnostics import CompileError, Diagnostic
+from lobsterc.source import Source
+
+DQ_ESCAPES = {'"', "\\", "$", "`"}
+
+
+@lru_cache(maxsize=1)
+def _parser():
+    from lark import Lark
+
+    grammar = (files("grammar") / "pipeline.lark").read_text(encoding="utf-8")
+    return Lark(grammar, start="pipeline", parser="lalr", maybe_placeholders=True)
+
+
+def decode_word(raw: str) -> tuple[str, bool]:
+    """The text a WORD token stands for, and whether any part of it was quoted."""
+    out: list[str] = []
+    quoted = False
+    i, n = 0, len(raw)
+    while i < n:
+        ch = raw[i]
+        if ch == "'":
+            quoted = True
+            i += 1
+            while raw[i] != "'":
+                if raw[i] == "\\" and raw[i + 1] == "'":
+                    out.append("'")
+                    i += 2
+                else:
+                    out.append(raw[i])
+                    i += 1
+            i += 1
+        elif ch == '"':
+            quoted = True
+            i += 1
+            while raw[i] != '"':
+                if raw[i] == "\\":
+                    nxt = raw[i + 1]
+                    if nxt in DQ_ESCAPES:
+                        out.append(nxt)
+                    elif nxt != "\n":
+                        out.append("\\" + nxt)
+                    i += 2
+                else:
+                    out.append(raw[i])
+                    i += 1
+            i += 1
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out), quoted
+
+
+def parse_pipeline(text: str, name: str = "<pipeline>") -> ast.Pipeline:
+    """Parse a pipeline string. Raises CompileError (kind parse_error) on bad syntax."""
+    from lark.exceptions import UnexpectedCharacters, UnexpectedInput
+
+    source = Source(name, text)
+    if not text.strip():
+        raise _error(source, "E101", "Empty pipeline", 0, len(text))
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedCharacters as exc:
+        pos = exc.pos_in_stream
+        code, message = ("E102", "Unclosed quote") if text[pos] in "'\"" else (
+            "E104", f"Unexpected character {text[pos]!r}")
+        raise _error(source, code, message, pos, len(text)) from None
+    except UnexpectedInput as exc:  # pragma: no cover - the grammar accepts any token order
+        raise _error(source, "E104", "Invalid pipeline", getattr(exc, "pos_in_stream", 0) or 0,
+                     len(text)) from None
+    return _build(source, tree)
+
+
+def _build(source: Source, tree) -> ast.Pipeline:
+    stages: list[ast.Stage] = []
+    slots: list = []  # a stage Tree, or the PIPE token that follows an empty slot
+    pending_empty = True
+    for child in tree.children:
+        if child is None:
+            continue
+        if getattr(child, "type", None) == "PIPE":
+            if pending_empty:
+                slots.append(child)
+            pending_empty = True
+        else:
+            slots.append(child)
+            pending_empty = False
+    for slot in slots:
+        if getattr(slot, "type", None) == "PIPE":
+            raise _error(source, "E103", "Empty command stage", slot.start_pos, slot.end_pos)
+        words = [_word(source, tok) for tok in slot.children]
+        first, last = slot.children[0], slot.children[-1]
+        span = source.span(first.start_pos, last.end_pos)
+        stages.append(ast.Stage(name=words[0], words=tuple(words[1:]), span=span))
+    return ast.Pipeline(stages=tuple(stages), span=source.span(0, len(source.text)))
+
+
+def _word(source: Source, tok) -> ast.Word:
+    text, quoted = decode_word(str(tok))
+    return ast.Word(text=text, quoted=quoted, span=source.span(tok.start_pos, tok.end_pos))
+
+
+def _error(source: Source, code: str, message: str, start: int, end: int) -> CompileError:
+    diag = Diagnostic(code=code, message=message, span=source.span(start, end), kind="parse_error")
+    return CompileError([diag], source)

@@ -1,0 +1,65 @@
+"""Sources and spans: offsets to 1-based line/column, and excerpts with a caret underline."""
+
+from __future__ import annotations
+
+import bisect
+
+from attrs import field, frozen
+
+
+@frozen
+class Span:
+    """A region of one source: 1-based lines and columns, end exclusive."""
+
+    source: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}:{self.col}"
+
+
+@frozen
+class Source:
+    """A named text. `name` is what diagnostics print (a path, or `<pipeline>`)."""
+
+    name: str
+    text: str
+    _line_starts: tuple[int, ...] = field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        starts = [0]
+        for i, ch in enumerate(self.text):
+            if ch == "\n":
+                starts.append(i + 1)
+        object.__setattr__(self, "_line_starts", tuple(starts))
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """0-based offset -> (line, col), both 1-based."""
+        offset = max(0, min(offset, len(self.text)))
+        line = bisect.bisect_right(self._line_starts, offset) - 1
+        return line + 1, offset - self._line_starts[line] + 1
+
+    def span(self, start: int, end: int) -> Span:
+        line, col = self.position(start)
+        end_line, end_col = self.position(max(start, end))
+        return Span(self.name, line, col, end_line, end_col)
+
+    def line_text(self, line: int) -> str:
+        if not 1 <= line <= len(self._line_starts):
+            return ""
+        start = self._line_starts[line - 1]
+        end = self.text.find("\n", start)
+        return self.text[start:] if end < 0 else self.text[start:end]
+
+
+def excerpt(source: Source, span: Span) -> str:
+    """The span's first line with a caret underline, prefixed by the line number."""
+    text = source.line_text(span.line).rstrip("\r")
+    width = span.end_col - span.col if span.end_line == span.line else len(text) - span.col + 1
+    width = max(1, width)
+    gutter = str(span.line)
+    pad = " " * len(gutter)
+    return f"  {gutter} | {text}\n  {pad} | {' ' * (span.col - 1)}{'^' * width}"

@@ -1,0 +1,343 @@
+"""Tests of vm.process with real child processes (no mocks)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from vm.process import (
+    Cancelled,
+    CommandNotFound,
+    OutputLimitExceeded,
+    ProcessError,
+    ProcessResult,
+    ProcessTimeout,
+    kill_all,
+    live_groups,
+    run_process,
+    shell_argv,
+)
+
+PY = sys.executable
+ENV = dict(os.environ)
+
+
+def run(argv, *, stdin=None, cwd=None, env=None, **kw):
+    return run_process(
+        argv, stdin=stdin, cwd=str(cwd or os.getcwd()), env=ENV if env is None else env, **kw
+    )
+
+
+def py(code: str) -> list[str]:
+    return [PY, "-c", code]
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie still "exists"; treat it as dead (it is not running)
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_dead(pid: int, within: float = 1.0) -> bool:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.02)
+    return not pid_alive(pid)
+
+
+def read_pid(path: Path, within: float = 1.0) -> int:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            text = path.read_text().strip()
+        except FileNotFoundError:
+            text = ""
+        if text:
+            return int(text)
+        time.sleep(0.01)
+    raise AssertionError("grandchild pid never written")
+
+
+# --------------------------------------------------------------------------- basics
+
+
+def test_exit_codes():
+    assert run(["true"]).code == 0
+    assert run(["false"]).code == 1
+    assert run(py("import sys; sys.exit(7)")).code == 7
+
+
+def test_signal_death_is_128_plus_signum():
+    r = run(py("import os, signal; os.kill(os.getpid(), signal.SIGTERM)"))
+    assert r.code == 128 + signal.SIGTERM
+
+
+def test_stdout_and_stderr_captured_separately():
+    r = run(py("import sys; sys.stdout.write('out\\n'); sys.stderr.write('err\\n')"))
+    assert r == ProcessResult(code=0, stdout=b"out\n", stderr=b"err\n")
+
+
+def test_stdin_none_is_dev_null():
+    r = run(py("import sys; print(repr(sys.stdin.read()))"))
+    assert r.stdout == b"''\n"
+
+
+def test_empty_stdin_bytes_gives_eof():
+    r = run(["cat"], stdin=b"")
+    assert r.code == 0 and r.stdout == b""
+
+
+def test_stdin_json_roundtrip():
+    items = [{"a": 1, "b": [True, None, "x\u00e9"]}, 2, "three"]
+    code = "import json, sys; d = json.load(sys.stdin); json.dump({'got': d}, sys.stdout)"
+    r = run(py(code), stdin=json.dumps(items).encode())
+    assert r.code == 0
+    assert json.loads(r.stdout) == {"got": items}
+
+
+def test_big_stdin_and_big_stdout_no_deadlock():
+    data = os.urandom(5 * 1024 * 1024)
+    # cat echoes while reading: both pipes fill up unless the runner interleaves
+    r = run(["cat"], stdin=data, deadline=time.monotonic() + 20)
+    assert r.code == 0
+    assert r.stdout == data
+
+
+def test_big_stdin_and_big_stderr_no_deadlock():
+    data = b"y" * (5 * 1024 * 1024)
+    r = run(["sh", "-c", "cat >&2"], stdin=data, deadline=time.monotonic() + 20)
+    assert r.code == 0 and r.stdout == b"" and r.stderr == data
+
+
+def test_big_stdout_binary_exact():
+    code = "import sys; sys.stdout.buffer.write(b'0123456789' * 2_000_000)"
+    r = run(py(code))
+    assert len(r.stdout) == 20_000_000
+    assert r.stdout[:10] == b"0123456789" and r.stdout[-10:] == b"0123456789"
+
+
+def test_epipe_child_exits_early_reports_its_code(tmp_path):
+    script = tmp_path / "head1"
+    script.write_text("#!/bin/sh\nhead -c1 >/dev/null\nexit 3\n")
+    script.chmod(0o755)
+    r = run([str(script)], stdin=b"z" * (10 * 1024 * 1024), deadline=time.monotonic() + 10)
+    assert r.code == 3
+
+
+def test_child_not_reading_stdin_at_all():
+    r = run(py("import sys; sys.stdout.write('bye')"), stdin=b"q" * (10 * 1024 * 1024))
+    assert r.code == 0 and r.stdout == b"bye"
+
+
+# --------------------------------------------------------------------------- env, cwd, argv
+
+
+def test_env_is_passed_exactly():
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LOBSTER_TEST_VAR": "hello world"}
+    r = run(py("import os, json; print(json.dumps(dict(os.environ)))"), env=env)
+    got = json.loads(r.stdout)
+    assert got["LOBSTER_TEST_VAR"] == "hello world"
+    # nothing of our own environment leaks in (Python may add LC_CTYPE for C-locale coercion)
+    assert set(got) - {"LC_CTYPE"} == set(env)
+
+
+def test_cwd_is_passed(tmp_path):
+    (tmp_path / "marker.txt").write_text("here")
+    r = run(py("import os; print(os.getcwd()); print(open('marker.txt').read())"), cwd=tmp_path)
+    lines = r.stdout.decode().splitlines()
+    assert os.path.realpath(lines[0]) == os.path.realpath(tmp_path)
+    assert lines[1] == "here"
+
+
+def test_missing_cwd_is_a_process_error_not_not_found(tmp_path):
+    with pytest.raises(ProcessError) as ei:
+        run(["true"], cwd=tmp_path / "nope")
+    assert not isinstance(ei.value, CommandNotFound)
+    assert "nope" in ei.value.message
+
+
+def test_argv_is_not_shell_interpreted(tmp_path):
+    target = tmp_path / "pwned"
+    r = run(["echo", f"$(touch {target}); `touch {target}` *"])
+    assert r.stdout == f"$(touch {target}); `touch {target}` *\n".encode()
+    assert not target.exists()
+
+
+# --------------------------------------------------------------------------- not found
+
+
+def test_command_not_found():
+    with pytest.raises(CommandNotFound) as ei:
+        run(["lobster-definitely-no-such-command-xyz"])
+    assert ei.value.message == "exec command not found: lobster-definitely-no-such-command-xyz"
+    assert isinstance(ei.value, ProcessError)
+
+
+def test_not_executable_is_not_found(tmp_path):
+    script = tmp_path / "plain.sh"
+    script.write_text("echo hi\n")
+    script.chmod(0o644)
+    with pytest.raises(CommandNotFound) as ei:
+        run([str(script)])
+    assert ei.value.message == f"exec command not found: {script}"
+
+
+def test_shell_not_found_message():
+    argv = shell_argv("echo hi", {"LOBSTER_SHELL": "/no/such/shell"})
+    with pytest.raises(CommandNotFound) as ei:
+        run(argv, shell=True)
+    assert ei.value.message == "exec shell not found; check LOBSTER_SHELL or ComSpec"
+
+
+def test_no_child_left_registered_after_errors():
+    with pytest.raises(CommandNotFound):
+        run(["lobster-definitely-no-such-command-xyz"])
+    run(["true"])
+    assert live_groups() == []
+
+
+# --------------------------------------------------------------------------- shell_argv
+
+
+def test_shell_argv_default():
+    assert shell_argv("echo hi | wc", {}) == ["/bin/sh", "-c", "echo hi | wc"]
+    assert shell_argv("x", {"LOBSTER_SHELL": ""}) == ["/bin/sh", "-c", "x"]
+
+
+@pytest.mark.parametrize(
+    "shell, expected_flags",
+    [
+        ("powershell", ["-NoProfile", "-Command"]),
+        ("pwsh", ["-NoProfile", "-Command"]),
+        ("/usr/bin/pwsh", ["-NoProfile", "-Command"]),
+        ("C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe", ["-NoProfile", "-Command"]),
+        ("PWSH.EXE", ["-NoProfile", "-Command"]),
+        ("cmd", ["/d", "/s", "/c"]),
+        ("cmd.exe", ["/d", "/s", "/c"]),
+        ("C:\\Windows\\system32\\CMD.EXE", ["/d", "/s", "/c"]),
+        ("/bin/bash", ["-c"]),
+        ("zsh", ["-c"]),
+    ],
+)
+def test_shell_argv_lobster_shell(shell, expected_flags):
+    assert shell_argv("echo 1", {"LOBSTER_SHELL": shell}) == [shell, *expected_flags, "echo 1"]
+
+
+def test_shell_line_runs():
+    r = run(shell_argv("echo a; echo b >&2; exit 4", ENV), shell=True)
+    assert r == ProcessResult(code=4, stdout=b"a\n", stderr=b"b\n")
+
+
+# --------------------------------------------------------------------------- timeout
+
+
+def test_timeout_kills_grandchild(tmp_path):
+    pidfile = tmp_path / "gc.pid"
+    argv = ["sh", "-c", f"sleep 30 & echo $! > {pidfile}; wait"]
+    start = time.monotonic()
+    with pytest.raises(ProcessTimeout) as ei:
+        run(argv, deadline=start + 0.3)
+    assert ei.value.message == "lobster runtime timed out"
+    assert time.monotonic() - start < 5
+    gc = read_pid(pidfile)
+    assert wait_dead(gc), f"grandchild {gc} survived the timeout"
+    assert live_groups() == []
+
+
+def test_timeout_while_writing_stdin():
+    # the child never reads its stdin; the writer must not block past the deadline
+    with pytest.raises(ProcessTimeout):
+        run(["sleep", "30"], stdin=b"x" * (10 * 1024 * 1024), deadline=time.monotonic() + 0.3)
+
+
+def test_timeout_custom_message():
+    assert ProcessTimeout("step s1 timed out").message == "step s1 timed out"
+
+
+def test_deadline_already_passed_does_not_spawn(tmp_path):
+    marker = tmp_path / "ran"
+    with pytest.raises(ProcessTimeout):
+        run(["touch", str(marker)], deadline=time.monotonic() - 1)
+    assert not marker.exists()
+
+
+# --------------------------------------------------------------------------- output caps
+
+
+def test_stdout_cap_raises_while_child_writes(tmp_path):
+    # the child would write forever: only a live cap can stop it before the deadline
+    code = "import sys\nwhile True: sys.stdout.write('x' * 4096)"
+    with pytest.raises(OutputLimitExceeded) as ei:
+        run(py(code), max_output_bytes=100_000, deadline=time.monotonic() + 10)
+    assert ei.value.stream == "stdout"
+    assert ei.value.message == "lobster stdout exceeded maxStdoutBytes"
+
+
+def test_stderr_cap_raises_with_stream_name():
+    code = "import sys\nwhile True: sys.stderr.write('e' * 4096)"
+    with pytest.raises(OutputLimitExceeded) as ei:
+        run(py(code), max_output_bytes=50_000, deadline=time.monotonic() + 10)
+    assert ei.value.stream == "stderr"
+    assert ei.value.message == "lobster stderr exceeded maxStdoutBytes"
+
+
+def test_output_at_cap_is_fine():
+    r = run(py("import sys; sys.stdout.write('a' * 1000)"), max_output_bytes=1000)
+    assert r.stdout == b"a" * 1000
+
+
+def test_cap_kills_grandchild(tmp_path):
+    pidfile = tmp_path / "gc.pid"
+    line = f"sleep 30 & echo $! > {pidfile}; while :; do echo xxxxxxxxxxxxxxxx; done"
+    with pytest.raises(OutputLimitExceeded):
+        run(["sh", "-c", line], max_output_bytes=10_000, deadline=time.monotonic() + 10)
+    assert wait_dead(read_pid(pidfile))
+
+
+# --------------------------------------------------------------------------- cancellation
+
+
+def test_kill_all_cancels_running_child(tmp_path):
+    pidfile = tmp_path / "gc.pid"
+    argv = ["sh", "-c", f"sleep 30 & echo $! > {pidfile}; wait"]
+    errors: list[BaseException] = []
+
+    def target():
+        try:
+            run(argv, deadline=time.monotonic() + 10)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    t = threading.Thread(target=target)
+    t.start()
+    gc = read_pid(pidfile)
+    kill_all()
+    t.join(5)
+    assert not t.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], Cancelled)
+    assert isinstance(errors[0], ProcessError) and errors[0].message
+    assert wait_dead(gc)
+    assert live_groups() == []
+
+
+def test_kill_all_without_children_is_harmless():
+    kill_all()
+    assert run(["true"]).code == 0

@@ -1,0 +1,305 @@
+"""The `lobster` command: run, resume, tool, doctor, help, version.
+
+Exit codes: 0 (also needs_approval, needs_input, cancelled), 1 runtime error, 2 parse error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sys
+from collections.abc import Sequence
+
+from vm import __version__, js, protocol
+from vm.protocol import Decision, Options, RequestError
+
+USAGE = """\
+lobster - run tool pipelines as one call, with durable approval and input checkpoints
+
+usage:
+  lobster run [--mode tool|human] [--args-json J] [--dry-run] (PIPELINE | FILE | --file FILE)
+  lobster PIPELINE                       the same as `lobster run PIPELINE`, in human mode
+  lobster resume (--token T | --id ID) (--approve yes|no | --response-json J | --cancel)
+  lobster tool [REQUEST | -]             one tool call: request JSON in, envelope out
+  lobster help [COMMAND]                 this text, or one pipeline command's help
+  lobster doctor                         check that this installation runs pipelines
+  lobster version
+
+examples:
+  lobster run --mode tool "exec --json --shell 'echo [1,2,3]' | where '>=2'"
+  lobster "exec --json --shell 'inbox list --json' | approve --prompt 'Apply?'"
+  lobster resume --token <resumeToken> --approve yes
+
+environment: LOBSTER_STATE_DIR (default ~/.lobster/state), LOBSTER_SHELL (default /bin/sh),
+LOBSTER_MAX_OUTPUT_BYTES (cap on each child's output).
+pipeline commands: run `lobster help COMMAND`, or the pipeline `commands.list`.
+"""
+
+_SAFE = re.compile(r"^[A-Za-z0-9_\-./:=@,+%]+$")
+
+
+def _print_json(value) -> None:
+    sys.stdout.write(js.json_pretty(value) + "\n")
+
+
+def _quote(token: str) -> str:
+    """Quote one argv token for the pipeline tokenizer (its own `\\'` escape)."""
+    if token and _SAFE.match(token):
+        return token
+    return "'" + token.replace("'", "\\'") + "'"
+
+
+def _flag(argv: list[str], i: int, name: str) -> tuple[str | None, int]:
+    """The value of `--name v` / `--name=v` at argv[i], and the index after it."""
+    word = argv[i]
+    if word.startswith(f"--{name}="):
+        return word.split("=", 1)[1], i + 1
+    if i + 1 < len(argv):
+        return argv[i + 1], i + 2
+    return None, i + 1
+
+
+# run ----------------------------------------------------------------------------------------
+def cmd_run(argv: list[str]) -> int:
+    mode, file, args_json, dry_run = "human", None, None, False
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if rest or not word.startswith("--"):
+            rest.append(word)
+            i += 1
+            continue
+        name = word[2:].split("=", 1)[0]
+        if name == "mode":
+            mode, i = _flag(argv, i, "mode")
+        elif name == "file":
+            file, i = _flag(argv, i, "file")
+        elif name == "args-json":
+            args_json, i = _flag(argv, i, "args-json")
+        elif name == "dry-run":
+            dry_run, i = True, i + 1
+        else:
+            rest.append(word)
+            i += 1
+    mode = "tool" if mode == "tool" else "human"
+    if args_json is not None:
+        try:
+            json.loads(args_json)
+        except ValueError:
+            return _fail(mode, RequestError("run --args-json must be valid JSON"))
+    if file is not None:
+        pipeline = file
+    elif len(rest) == 1:
+        pipeline = rest[0]
+    else:
+        pipeline = " ".join(_quote(word) for word in rest)
+    if not pipeline.strip() and file is None:
+        return _fail(mode, RequestError("Empty pipeline", code="E101"))
+    rendered: list[str] = []
+    options = Options(mode=mode, write=rendered.append, stdin_is_tty=sys.stdin.isatty(),
+                      ask_line=_ask_line)
+    if dry_run:
+        return _dry_run(pipeline, mode)
+    envelope = protocol.run(pipeline, options, args_json=args_json)
+    if mode == "tool":
+        _print_json(envelope)
+        return protocol.exit_code(envelope)
+    if not envelope["ok"]:
+        return _human_error(envelope)
+    sys.stdout.write("".join(rendered))
+    if envelope["status"] == "ok":
+        if not rendered:
+            _print_json(envelope["output"])
+    else:
+        _print_json({k: envelope[k] for k in ("status", "output", "requiresApproval",
+                                              "requiresInput")})
+    return 0
+
+
+def _dry_run(pipeline: str, mode: str) -> int:
+    """Check the pipeline and print its plan to stderr; run nothing."""
+    from lobsterc.plan import pipeline_plan
+
+    try:
+        plan = pipeline_plan(pipeline)
+    except RequestError as exc:
+        return _fail(mode, exc)
+    sys.stderr.write(plan)
+    if mode == "tool":
+        _print_json(protocol.ok_envelope("ok", []))
+    return 0
+
+
+def _ask_line(prompt: str) -> str:
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    return sys.stdin.readline()
+
+
+def _fail(mode: str, exc: RequestError) -> int:
+    if mode == "tool":
+        _print_json(exc.envelope)
+        return protocol.exit_code(exc.envelope)
+    return _human_error(exc.envelope)
+
+
+def _human_error(envelope: dict) -> int:
+    error = envelope["error"]
+    label = "Parse error" if error["type"] == "parse_error" else "Error"
+    lines = [f"{label}: {error['message']}"]
+    loc = error.get("location")
+    if loc:
+        lines.append(f"  at {loc['file']}:{loc['line']}:{loc['column']}")
+    if error.get("help"):
+        lines.append(f"  help: {error['help']}")
+    sys.stderr.write("\n".join(lines) + "\n")
+    return protocol.exit_code(envelope)
+
+
+# resume -------------------------------------------------------------------------------------
+def cmd_resume(argv: list[str]) -> int:
+    values: dict[str, str | None] = {}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        name = word[2:].split("=", 1)[0] if word.startswith("--") else ""
+        if name in ("token", "id", "approve", "decision", "response-json"):
+            values[name], i = _flag(argv, i, name)
+        elif name == "cancel":
+            if "=" in word:
+                values["cancel"], i = word.split("=", 1)[1], i + 1
+            elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                values["cancel"], i = argv[i + 1], i + 2
+            else:
+                values["cancel"], i = "true", i + 1
+        else:
+            i += 1
+    try:
+        envelope = _resume(values)
+    except RequestError as exc:
+        envelope = exc.envelope
+    _print_json(envelope)
+    return protocol.exit_code(envelope)
+
+
+def _resume(values: dict) -> dict:
+    token, approval_id = values.get("token"), values.get("id")
+    if not token and not approval_id:
+        raise RequestError("resume requires --token or --id")
+    approve = values.get("approve", values.get("decision"))
+    chosen = [k for k in ("approve", "response-json", "cancel")
+              if (values.get(k) if k != "approve" else approve) is not None]
+    if len(chosen) > 1:
+        raise RequestError("resume accepts only one of --approve, --response-json, or --cancel")
+    if not chosen:
+        raise RequestError("resume requires --approve yes|no, --response-json, or --cancel")
+    if approve is not None:
+        answer = approve.strip().lower()
+        if answer not in ("yes", "y", "no", "n"):
+            raise RequestError("resume --approve must be yes or no")
+        decision = Decision(approve=answer in ("yes", "y"))
+    elif values.get("response-json") is not None:
+        try:
+            decision = Decision(response=json.loads(values["response-json"]), has_response=True)
+        except ValueError:
+            raise RequestError("resume --response-json must be valid JSON") from None
+    else:
+        cancel = values["cancel"].strip().lower()
+        if cancel not in ("true", "false"):
+            raise RequestError("resume --cancel must be true or false")
+        if cancel == "false":
+            raise RequestError("resume requires --approve yes|no, --response-json, or --cancel")
+        decision = Decision(cancel=True)
+    options = Options(mode="tool")
+    if approval_id:
+        return protocol.resume(options, decision, approval_id=approval_id)
+    return protocol.resume(options, decision, token=token)
+
+
+# tool, doctor, help, version ----------------------------------------------------------------
+def cmd_tool(argv: list[str]) -> int:
+    text = argv[0] if argv and argv[0] != "-" else sys.stdin.read()
+    try:
+        request = json.loads(text)
+    except ValueError:
+        envelope = protocol.error_envelope("parse_error", "tool request must be valid JSON", "E002")
+    else:
+        envelope = protocol.handle(request, Options(mode="tool"))
+    _print_json(envelope)
+    return protocol.exit_code(envelope)
+
+
+def cmd_doctor(argv: list[str]) -> int:
+    envelope = protocol.run("exec --json --shell 'echo [1]'", Options(mode="tool"))
+    if not envelope.get("ok") or envelope.get("output") != [1]:
+        message = envelope.get("error", {}).get("message", "unexpected output")
+        _print_json(protocol.error_envelope("doctor_error", message, "T499"))
+        return 1
+    item = {"toolMode": True, "protocolVersion": protocol.PROTOCOL_VERSION, "version": __version__}
+    if argv:
+        item["notes"] = " ".join(argv)
+    _print_json(protocol.ok_envelope("ok", [item]))
+    return 0
+
+
+def cmd_help(argv: list[str]) -> int:
+    if not argv:
+        sys.stdout.write(USAGE)
+        return 0
+    from vm.commands import lookup
+
+    cmd = lookup(argv[0])
+    if cmd is None:
+        sys.stderr.write(f"Unknown command: {argv[0]}\n")
+        return 2
+    lines = [f"{cmd.name} — {cmd.summary}", "",
+             f"usage: {cmd.name}" + "".join(f" [--{f.name}{'' if f.kind == 'bool' else ' V'}]"
+                                            for f in cmd.flags)
+             + (f" {cmd.positionals}" if cmd.positionals else "")]
+    for f in cmd.flags:
+        alias = f" (also --{', --'.join(f.aliases)})" if f.aliases else ""
+        lines.append(f"  --{f.name:<20} {f.help}{alias}")
+    if cmd.aliases:
+        lines.append(f"aliases: {', '.join(cmd.aliases)}")
+    lines.append(f"side effects: {cmd.effects}")
+    for example in cmd.examples:
+        lines.append(f"example: {example}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    _install_signal_handlers()
+    if not args or args[0] in ("-h", "--help"):
+        return cmd_help([])
+    head, rest = args[0], args[1:]
+    if head in ("version", "--version", "-v"):
+        sys.stdout.write(__version__ + "\n")
+        return 0
+    if head == "help":
+        return cmd_help(rest)
+    if "-h" in rest or "--help" in rest:
+        return cmd_help([])
+    handlers = {"run": cmd_run, "resume": cmd_resume, "tool": cmd_tool, "doctor": cmd_doctor}
+    if head in handlers:
+        return handlers[head](rest)
+    return cmd_run(args)
+
+
+def _install_signal_handlers() -> None:
+    def stop(signum, _frame):
+        from vm.process import kill_all
+
+        kill_all()
+        os._exit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

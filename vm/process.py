@@ -1,0 +1,347 @@
+"""Child-process runner (POSIX): spawn in a fresh session, feed stdin, capture output with
+caps and an absolute deadline, and kill whole process groups on timeout or cancellation.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+
+from attrs import frozen
+
+__all__ = [
+    "Cancelled",
+    "CommandNotFound",
+    "OutputLimitExceeded",
+    "ProcessError",
+    "ProcessResult",
+    "ProcessTimeout",
+    "kill_all",
+    "live_groups",
+    "run_process",
+    "shell_argv",
+]
+
+DEFAULT_SHELL = "/bin/sh"
+_READ_CHUNK = 1 << 18  # 256 KiB per os.read
+_WRITE_CHUNK = 1 << 20  # at most 1 MiB handed to os.write at once
+_PIPE_SIZE = 1 << 20  # try to enlarge pipes to 1 MiB (Linux F_SETPIPE_SZ)
+_F_SETPIPE_SZ = 1031
+
+
+# --------------------------------------------------------------------------- shell lines
+
+
+def shell_argv(line: str, env: Mapping[str, str]) -> list[str]:
+    """The argv that runs a shell `line`: `/bin/sh -c LINE`, or `LOBSTER_SHELL` from `env`.
+
+    powershell/pwsh -> `-NoProfile -Command`; cmd/cmd.exe -> `/d /s /c`; others -> `-c`.
+    """
+    shell = (env.get("LOBSTER_SHELL") or "").strip() or DEFAULT_SHELL
+    base = shell.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    if base.endswith(".exe"):
+        base = base[: -len(".exe")]
+    if base in ("powershell", "pwsh"):
+        return [shell, "-NoProfile", "-Command", line]
+    if base == "cmd":
+        return [shell, "/d", "/s", "/c", line]
+    return [shell, "-c", line]
+
+
+# --------------------------------------------------------------------------- results, errors
+
+
+@frozen
+class ProcessResult:
+    """A finished child: exit status (128+signum after a signal death) and its output."""
+
+    code: int
+    stdout: bytes
+    stderr: bytes
+
+
+class ProcessError(Exception):
+    """Base of every failure of `run_process`; `.message` is the user-facing text."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class CommandNotFound(ProcessError):
+    """The program could not be spawned (missing or not executable)."""
+
+    def __init__(self, argv0: str, shell: bool = False) -> None:
+        if shell:
+            message = "exec shell not found; check LOBSTER_SHELL or ComSpec"
+        else:
+            message = f"exec command not found: {argv0}"
+        super().__init__(message)
+        self.argv0 = argv0
+        self.shell = shell
+
+
+class ProcessTimeout(ProcessError):
+    """The deadline passed; the child's process group was killed."""
+
+    def __init__(self, message: str = "lobster runtime timed out") -> None:
+        super().__init__(message)
+
+
+class OutputLimitExceeded(ProcessError):
+    """A stream ("stdout" or "stderr") exceeded its cap; the process group was killed."""
+
+    def __init__(self, stream: str, message: str | None = None) -> None:
+        super().__init__(message or f"lobster {stream} exceeded maxStdoutBytes")
+        self.stream = stream
+
+
+class Cancelled(ProcessError):
+    """`kill_all` was called while the child was running."""
+
+    def __init__(self, message: str = "lobster run cancelled") -> None:
+        super().__init__(message)
+
+
+# --------------------------------------------------------------------------- live registry
+
+
+class _Child:
+    """One live child process group, as known to `kill_all`."""
+
+    __slots__ = ("pgid", "cancelled")
+
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+        self.cancelled = False
+
+
+# RLock: kill_all may run from a signal handler on the thread that is spawning.
+_lock = threading.RLock()
+_live: dict[int, _Child] = {}
+_kill_generation = 0
+
+
+def live_groups() -> list[int]:
+    """Process-group ids of the children currently running (for diagnostics and tests)."""
+    with _lock:
+        return list(_live)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_all(sig: int = signal.SIGKILL) -> None:
+    """Send `sig` to every live child's process group; their `run_process` raise Cancelled."""
+    global _kill_generation
+    with _lock:
+        _kill_generation += 1
+        children = list(_live.values())
+        for child in children:
+            child.cancelled = True
+    for child in children:
+        _killpg(child.pgid, sig)
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _enlarge_pipe(fd: int) -> None:
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_SIZE)
+    except (OSError, ImportError, ValueError):
+        pass
+
+
+def _spawn(
+    argv: list[str], *, stdin_pipe: bool, cwd: str, env: Mapping[str, str], shell: bool
+) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+            close_fds=True,
+            shell=False,
+        )
+    except OSError as exc:
+        # CPython reports a failed chdir with the cwd as filename; anything else concerns
+        # the program itself.
+        if exc.filename is not None and exc.filename == cwd and exc.filename != argv[0]:
+            raise ProcessError(f"exec cwd not usable: {cwd}: {exc.strerror}") from exc
+        if exc.errno in (errno.ENOENT, errno.EACCES, errno.ENOTDIR, errno.EISDIR):
+            raise CommandNotFound(argv[0], shell=shell) from exc
+        raise ProcessError(f"exec could not start {argv[0]}: {exc.strerror or exc}") from exc
+
+
+def _exit_code(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def run_process(
+    argv: list[str],
+    *,
+    stdin: bytes | None,
+    cwd: str,
+    env: Mapping[str, str],
+    deadline: float | None = None,
+    max_output_bytes: int | None = None,
+    shell: bool = False,
+) -> ProcessResult:
+    """Run `argv` (never through a shell) and capture its output.
+
+    `stdin` None gives the child /dev/null; bytes are written fully (an early-exiting
+    reader is fine). `deadline` is an absolute `time.monotonic()` value; `max_output_bytes`
+    caps stdout and stderr each while they are written. On timeout, cap or `kill_all`, the
+    child's whole process group gets SIGKILL. `shell` only picks the not-found message.
+    """
+    if not argv:
+        raise ProcessError("exec requires a command")
+    if deadline is not None and time.monotonic() >= deadline:
+        raise ProcessTimeout()
+
+    with _lock:
+        generation = _kill_generation
+        proc = _spawn(argv, stdin_pipe=stdin is not None, cwd=cwd, env=env, shell=shell)
+        child = _Child(proc.pid)  # start_new_session: pgid == pid
+        _live[child.pgid] = child
+        if _kill_generation != generation:  # kill_all ran while we were spawning
+            child.cancelled = True
+    finished = False
+    try:
+        if child.cancelled:
+            _killpg(child.pgid, signal.SIGKILL)
+            raise Cancelled()
+        stdout, stderr = _communicate(proc, child, stdin, deadline, max_output_bytes)
+        returncode = _wait(proc, child, deadline)
+        finished = True
+        if child.cancelled:
+            raise Cancelled()
+        return ProcessResult(code=_exit_code(returncode), stdout=stdout, stderr=stderr)
+    finally:
+        if not finished:
+            _killpg(child.pgid, signal.SIGKILL)
+            _close_pipes(proc)
+            try:
+                proc.wait()
+            except BaseException:  # never mask the error already in flight
+                pass
+        else:
+            _close_pipes(proc)
+        with _lock:
+            _live.pop(child.pgid, None)
+
+
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+
+def _wait(proc: subprocess.Popen[bytes], child: _Child, deadline: float | None) -> int:
+    if deadline is None:
+        return proc.wait()
+    try:
+        return proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        if child.cancelled:
+            raise Cancelled() from None
+        raise ProcessTimeout() from None
+
+
+def _communicate(
+    proc: subprocess.Popen[bytes],
+    child: _Child,
+    stdin: bytes | None,
+    deadline: float | None,
+    limit: int | None,
+) -> tuple[bytes, bytes]:
+    assert proc.stdout is not None and proc.stderr is not None
+    out_fd = proc.stdout.fileno()
+    err_fd = proc.stderr.fileno()
+    names = {out_fd: "stdout", err_fd: "stderr"}
+    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    sizes = {out_fd: 0, err_fd: 0}
+
+    in_fd = -1
+    view = memoryview(stdin) if stdin is not None else memoryview(b"")
+    offset = 0
+
+    with selectors.DefaultSelector() as sel:
+        for fd in (out_fd, err_fd):
+            _enlarge_pipe(fd)
+            sel.register(fd, selectors.EVENT_READ)
+        if proc.stdin is not None:
+            in_fd = proc.stdin.fileno()
+            if len(view) == 0:
+                proc.stdin.close()
+                in_fd = -1
+            else:
+                _enlarge_pipe(in_fd)
+                os.set_blocking(in_fd, False)
+                sel.register(in_fd, selectors.EVENT_WRITE)
+
+        def close_stdin() -> None:
+            nonlocal in_fd
+            sel.unregister(in_fd)
+            assert proc.stdin is not None
+            try:
+                proc.stdin.close()
+            except OSError:  # EPIPE on flush of nothing buffered; harmless
+                pass
+            in_fd = -1
+
+        while sel.get_map():
+            if child.cancelled:
+                raise Cancelled()
+            timeout = None
+            if deadline is not None:
+                timeout = deadline - time.monotonic()
+                if timeout <= 0:
+                    raise ProcessTimeout()
+            events = sel.select(timeout)
+            for key, _ in events:
+                fd = key.fd
+                if fd == in_fd:
+                    try:
+                        written = os.write(fd, view[offset : offset + _WRITE_CHUNK])
+                    except BlockingIOError:
+                        continue
+                    except (BrokenPipeError, ConnectionResetError):
+                        close_stdin()  # the child stopped reading: not an error
+                        continue
+                    offset += written
+                    if offset >= len(view):
+                        close_stdin()
+                    continue
+                data = os.read(fd, _READ_CHUNK)
+                if not data:
+                    sel.unregister(fd)
+                    continue
+                sizes[fd] += len(data)
+                if limit is not None and sizes[fd] > limit:
+                    _killpg(child.pgid, signal.SIGKILL)
+                    raise OutputLimitExceeded(names[fd])
+                chunks[fd].append(data)
+        if child.cancelled:
+            raise Cancelled()
+    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])

@@ -1,0 +1,86 @@
+"""JSON Schema checks of answers, reported in the reference's (Ajv-style) wording.
+
+jsonschema is imported on first use only: most runs never validate anything.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+# Ajv checks `type` first, then the keywords of the value's type, then the generic ones;
+# with one error reported, that order decides which error a caller sees.
+_KEYWORD_ORDER = [
+    "type", "maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum", "multipleOf",
+    "maxLength", "minLength", "pattern", "format", "maxItems", "minItems", "uniqueItems",
+    "prefixItems", "items", "contains", "maxProperties", "minProperties", "required",
+    "dependentRequired", "propertyNames", "additionalProperties", "properties",
+    "patternProperties", "enum", "const", "not", "anyOf", "oneOf", "allOf", "if",
+]
+_RANK = {k: i for i, k in enumerate(_KEYWORD_ORDER)}
+
+
+def _validator_class():
+    from jsonschema import Draft7Validator
+
+    return Draft7Validator
+
+
+def schema_error(schema: Any) -> str | None:
+    """None if `schema` is a valid JSON Schema, else the validator's complaint."""
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        _validator_class().check_schema(schema)
+    except SchemaError as exc:
+        return exc.message
+    return None
+
+
+@lru_cache(maxsize=64)
+def _validator(schema_text: str):
+    return _validator_class()(json.loads(schema_text))
+
+
+def first_error(schema: Any, value: Any) -> tuple[str, str] | None:
+    """(instance path as a JSON pointer, '/' for the root; message) of the error Ajv would
+    report first, or None when `value` is valid."""
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    errors = list(validator.iter_errors(value))
+    if not errors:
+        return None
+    error = min(errors, key=lambda e: (len(e.absolute_path), _RANK.get(e.validator, 99)))
+    while error.context and error.validator not in ("anyOf", "oneOf"):
+        error = error.context[0]
+    pointer = "".join(f"/{p}" for p in error.absolute_path) or "/"
+    return pointer, _message(error)
+
+
+def _message(error) -> str:
+    kw, arg = error.validator, error.validator_value
+    if kw == "required":
+        missing = next((p for p in arg if isinstance(error.instance, dict)
+                        and p not in error.instance), arg[0] if arg else "")
+        return f"must have required property '{missing}'"
+    if kw == "type":
+        return "must be " + (",".join(arg) if isinstance(arg, list) else str(arg))
+    simple = {
+        "minimum": f"must be >= {arg}", "maximum": f"must be <= {arg}",
+        "exclusiveMinimum": f"must be > {arg}", "exclusiveMaximum": f"must be < {arg}",
+        "multipleOf": f"must be multiple of {arg}",
+        "minLength": f"must NOT have fewer than {arg} characters",
+        "maxLength": f"must NOT have more than {arg} characters",
+        "minItems": f"must NOT have fewer than {arg} items",
+        "maxItems": f"must NOT have more than {arg} items",
+        "minProperties": f"must NOT have fewer than {arg} properties",
+        "maxProperties": f"must NOT have more than {arg} properties",
+        "pattern": f'must match pattern "{arg}"', "format": f'must match format "{arg}"',
+        "enum": "must be equal to one of the allowed values",
+        "const": "must be equal to constant",
+        "additionalProperties": "must NOT have additional properties",
+        "uniqueItems": "must NOT have duplicate items",
+        "not": "must NOT be valid", "anyOf": "must match a schema in anyOf",
+        "oneOf": "must match exactly one schema in oneOf",
+    }
+    return simple.get(kw, error.message)

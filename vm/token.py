@@ -1,0 +1,83 @@
+"""Resume tokens: short signed pointers to a parked frame.
+
+A token is base64url of compact JSON `{"protocolVersion":1,"v":1,"kind":K,"stateKey":S,
+"sig":G}` (the reference's shape plus `sig`, an HMAC-SHA256 of the other fields under the
+store's key). The token carries no state: it is useless without the store that issued it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+
+from attrs import frozen
+
+KINDS = {"pipeline-resume": "pipeline", "workflow-file": "workflow"}
+_STATE_KEY = re.compile(r"^(pipeline|workflow)_resume_[0-9a-f]{32}$")
+
+
+class TokenError(Exception):
+    """A token that cannot be used; `message` is the envelope's text."""
+
+    def __init__(self, message: str, code: str = "E301") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+@frozen
+class Token:
+    kind: str  # "pipeline-resume" | "workflow-file"
+    state_key: str
+    sig: str
+
+    @property
+    def origin(self) -> str:
+        return KINDS[self.kind]
+
+
+def _sign(kind: str, state_key: str, key: bytes) -> str:
+    mac = hmac.new(key, f"1\x001\x00{kind}\x00{state_key}".encode(), hashlib.sha256)
+    return base64.urlsafe_b64encode(mac.digest()[:18]).decode().rstrip("=")
+
+
+def issue(kind: str, state_key: str, key: bytes) -> str:
+    body = {"protocolVersion": 1, "v": 1, "kind": kind, "stateKey": state_key,
+            "sig": _sign(kind, state_key, key)}
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode(text: str) -> Token:
+    """Parse a token's shape (errors worded as the reference words them); no signature check."""
+    try:
+        padded = text + "=" * (-len(text) % 4)
+        data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8"))
+    except (ValueError, UnicodeError):
+        raise TokenError("Invalid token") from None
+    if not isinstance(data, dict):
+        raise TokenError("Invalid token")
+    if data.get("protocolVersion") != 1:
+        raise TokenError("Unsupported protocol version")
+    if data.get("v") != 1:
+        raise TokenError("Unsupported token version")
+    kind, state_key = data.get("kind"), data.get("stateKey")
+    if kind not in KINDS:
+        raise TokenError("Invalid token")
+    if not isinstance(state_key, str) or not _STATE_KEY.match(state_key) \
+            or not state_key.startswith(KINDS[kind]):
+        raise TokenError("Invalid workflow token" if kind == "workflow-file" else "Invalid token")
+    sig = data.get("sig")
+    if not isinstance(sig, str):
+        raise TokenError("Invalid token: unsigned (tokens are signed by the state directory that "
+                         "issued them)", code="E302")
+    return Token(kind, state_key, sig)
+
+
+def verify(token: Token, key: bytes | None) -> None:
+    if key is None or not hmac.compare_digest(token.sig, _sign(token.kind, token.state_key, key)):
+        raise TokenError("Invalid token: signature does not match this state directory",
+                         code="E302")
