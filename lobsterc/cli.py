@@ -17,6 +17,8 @@ from vm import codec
 from vm.dis import disassemble
 from vm.program import Program
 
+WORKFLOW_SUFFIXES = (".lobster", ".yaml", ".yml", ".json")
+
 
 def compile_target(target: str) -> tuple[Program, str | None]:
     """A .lbc file is loaded; anything else is compiled as pipeline source text."""
@@ -24,18 +26,21 @@ def compile_target(target: str) -> tuple[Program, str | None]:
     if path.suffix == ".lbc":
         return codec.load_program(path.read_bytes()), None
     text = path.read_text(encoding="utf-8")
-    return compile_text(text, target), text
+    if path.suffix.lower() in WORKFLOW_SUFFIXES:
+        from lobsterc.workflow import compile_workflow
 
-
-def compile_text(text: str, name: str) -> Program:
+        return compile_workflow(target), text
     from lobsterc.codegen import compile_pipeline
 
-    return compile_pipeline(text.strip("\n"), name)
+    return compile_pipeline(text.strip("\n"), path.name), text.strip("\n")
 
 
 def _report(exc: CompileError, text: str | None, name: str) -> int:
-    source = Source(name, text.strip("\n")) if text is not None else None
     for diag in exc.diagnostics:
+        source = None
+        if text is not None and diag.span is not None:
+            body = text if Path(name).suffix.lower() in WORKFLOW_SUFFIXES else text.strip("\n")
+            source = Source(diag.span.source, body)
         sys.stderr.write(render(diag, source) + "\n")
     return 1
 
@@ -56,7 +61,7 @@ def cmd_dis(ns) -> int:
         program, text = compile_target(ns.file)
     except CompileError as exc:
         return _report(exc, _read(ns.file), ns.file)
-    listing = disassemble(program, text.strip("\n") if text is not None else None)
+    listing = disassemble(program, text)
     if ns.check is None:
         sys.stdout.write(listing)
         return 0

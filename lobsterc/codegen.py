@@ -83,11 +83,17 @@ def compile_pipeline(text: str, name: str = "<pipeline>") -> Program:
     return em.program(name, text)
 
 
-def emit_stage(em: Emitter, item: BoundStage, reg: int, step_id: str) -> None:
-    """The instruction one bound stage compiles to, reading and writing register `reg`."""
+def emit_stage(em: Emitter, item: BoundStage, reg: int, step_id: str,
+               templated: bool = False) -> None:
+    """The instruction one bound stage compiles to, reading and writing register `reg`.
+    `templated` stages (workflow pipeline steps) render `${arg}` / `$step.path` in each
+    argument word at run time; the words themselves were fixed when the text was parsed."""
     cmd, args, span = item.command, item.args, item.stage.span
     if cmd.lowering == "exec":
-        em.emit(Op.EXEC, reg, em.const(exec_spec(args)), reg, span)
+        spec = exec_spec(args)
+        if templated:
+            spec["tpl"] = True
+        em.emit(Op.EXEC, reg, em.const(spec), reg, span)
     elif cmd.lowering == "render":
         em.emit(Op.RENDER, reg, em.const(cmd.name), span=span)
     elif cmd.lowering == "approve":
@@ -95,7 +101,7 @@ def emit_stage(em: Emitter, item: BoundStage, reg: int, step_id: str) -> None:
     elif cmd.lowering == "ask":
         em.emit(Op.HALT_INPUT, reg, em.halt(input_site(step_id, args)), span=span)
     else:
-        spec = [cmd.name, dict(args.flags), list(args.positionals)]
+        spec = [cmd.name, dict(args.flags), list(args.positionals), templated]
         em.emit(Op.STAGE, reg, em.const(spec), reg, span)
 
 

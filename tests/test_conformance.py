@@ -10,8 +10,6 @@ import pytest
 from conftest import LOBSTER, ROOT
 
 CONFORMANCE = ROOT.parent / "shared" / "conformance"
-# Workflow files are the next issue (#3); until then their cases are known failures.
-WORKFLOWS_DONE = False
 
 
 def _cases():
@@ -27,16 +25,8 @@ def _replay():
     return module
 
 
-def _param(case_dir):
-    kind = json.loads((case_dir / "case.json").read_text())["kind"]
-    marks = []
-    if kind == "workflow" and not WORKFLOWS_DONE:
-        marks.append(pytest.mark.xfail(strict=True, reason="workflow files: issue 3"))
-    return pytest.param(case_dir, id=case_dir.name, marks=marks)
-
-
 @pytest.mark.skipif(not _cases(), reason="../shared/conformance is not beside this checkout")
-@pytest.mark.parametrize("case_dir", [_param(c) for c in _cases()])
+@pytest.mark.parametrize("case_dir", _cases(), ids=lambda p: p.name)
 def test_conformance_case(case_dir):
     replay = _replay()
     case, actual = replay.run_case(case_dir, [LOBSTER])

@@ -85,11 +85,7 @@ def cmd_run(argv: list[str]) -> int:
             rest.append(word)
             i += 1
     mode = "tool" if mode == "tool" else "human"
-    if args_json is not None:
-        try:
-            json.loads(args_json)
-        except ValueError:
-            return _fail(mode, RequestError("run --args-json must be valid JSON"))
+    workflow = file is not None
     if file is not None:
         pipeline = file
     elif len(rest) == 1:
@@ -100,10 +96,10 @@ def cmd_run(argv: list[str]) -> int:
         return _fail(mode, RequestError("Empty pipeline", code="E101"))
     rendered: list[str] = []
     options = Options(mode=mode, write=rendered.append, stdin_is_tty=sys.stdin.isatty(),
-                      ask_line=_ask_line)
+                      ask_line=_ask_line, log=sys.stderr.write)
     if dry_run:
         return _dry_run(pipeline, mode)
-    envelope = protocol.run(pipeline, options, args_json=args_json)
+    envelope = protocol.run(pipeline, options, args_json=args_json, file=workflow)
     if mode == "tool":
         _print_json(envelope)
         return protocol.exit_code(envelope)
@@ -111,7 +107,8 @@ def cmd_run(argv: list[str]) -> int:
         return _human_error(envelope)
     sys.stdout.write("".join(rendered))
     if envelope["status"] == "ok":
-        if not rendered:
+        is_workflow = workflow or protocol.is_workflow_path(pipeline, os.getcwd())
+        if not rendered and (envelope["output"] or not is_workflow):
             _print_json(envelope["output"])
     else:
         _print_json({k: envelope[k] for k in ("status", "output", "requiresApproval",
@@ -213,7 +210,7 @@ def _resume(values: dict) -> dict:
         if cancel == "false":
             raise RequestError("resume requires --approve yes|no, --response-json, or --cancel")
         decision = Decision(cancel=True)
-    options = Options(mode="tool")
+    options = Options(mode="tool", log=sys.stderr.write)
     if approval_id:
         return protocol.resume(options, decision, approval_id=approval_id)
     return protocol.resume(options, decision, token=token)

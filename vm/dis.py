@@ -9,7 +9,7 @@ block and the two hash lines.
 from __future__ import annotations
 
 from vm import js
-from vm.opcodes import CONST, HALT, OPS, REG, Op
+from vm.opcodes import CONST, HALT, OPS, REG, STEP, TARGET, Op
 from vm.program import HaltSite, Program
 
 _MNEMONIC_WIDTH = 14
@@ -29,9 +29,25 @@ def _halt_text(site: HaltSite) -> str:
     return " ".join(parts)
 
 
-def _operand(program: Program, kind: str, value: int) -> str:
+def _target(program: Program, pc: int, here: int) -> str:
+    """A jump target as a label: `step.index`, or `step.end` for the first pc after the
+    current step, so that no line depends on how long other steps are."""
+    current = program.step_at(here)
+    if current is not None and pc == current.last_pc + 1:
+        return f"{current.id}.end"
+    step = program.step_at(pc)
+    if step is not None:
+        return f"{step.id}.{pc - step.first_pc}"
+    return "@end"
+
+
+def _operand(program: Program, kind: str, value: int, here: int) -> str:
     if kind == REG:
         return f"r{value}"
+    if kind == STEP:
+        return str(program.constants[value])
+    if kind == TARGET:
+        return "-> " + _target(program, value, here)
     if kind == CONST:
         return js.json_compact(program.constants[value])
     if kind == HALT:
@@ -56,16 +72,17 @@ def disassemble(program: Program, source_text: str | None = None) -> str:
             current, index = step.id, 0
             out.append(f"step {step.id}")
         elif current is None or program.step_at(pc) is None:
-            if current != "@end":
-                current, index = "@end", 0
-                out.append("@end")
+            name = "@prologue" if current is None else "@end"
+            if current != name:
+                current, index = name, 0
+                out.append(name)
         op = Op(ins.op)
-        operands = [_operand(program, kind, value)
+        operands = [_operand(program, kind, value, pc)
                     for kind, value in zip(OPS[op].operands, (ins.a, ins.b, ins.c))]
-        label = f"{'end' if current == '@end' else current}.{index}"
+        label = f"{current.lstrip('@')}.{index}"
         text = f"  {label:<12} {op.name:<{_MNEMONIC_WIDTH}} {' '.join(operands)}".rstrip()
         loc = program.source_map[pc]
-        if lines is not None and loc and 1 <= loc[0] <= len(lines) and current != "@end":
+        if lines is not None and loc and 1 <= loc[0] <= len(lines) and current[0] != "@":
             line = lines[loc[0] - 1]
             snippet = line[loc[1] - 1:loc[3] - 1] if loc[2] == loc[0] else line[loc[1] - 1:]
             text += f"    ; {snippet.strip()}"

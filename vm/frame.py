@@ -27,6 +27,10 @@ class Pending:
     subject: Any = None
     has_subject: bool = False
     approval_id: str | None = None
+    step: str = ""  # workflow gates: the step whose result records the decision
+    defaults: Any = None
+    has_defaults: bool = False
+    identity: dict[str, Any] = field(factory=dict)  # initiatedBy, requiredApprover, ...
 
 
 @define
@@ -46,5 +50,10 @@ class Frame:
     pending: Pending | None = None
     loops: list[Any] = field(factory=list)  # for_each frames, innermost last
     calls: list[Any] = field(factory=list)  # sub-workflow return frames, innermost last
+    tries: list[Any] = field(factory=list)  # retry / timeout / on_error frames, innermost last
+    last_step: str | None = None  # the last completed step: the workflow's output
+    capture: list[str] | None = None  # renderer output of the running pipeline step
+    stage_env: dict[str, str] | None = None  # env and cwd of the running pipeline step
+    stage_cwd: str | None = None
     cost: dict[str, Any] = field(factory=dict)
     steps_run: int = 0

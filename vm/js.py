@@ -1,20 +1,20 @@
-"""JavaScript value semantics over JSON values held as plain Python objects.
-
-Owns `undefined`, `Number()`/`String()` coercions, `==` and `<`, property paths and
-`JSON.stringify`/`JSON.parse` as the reference's outputs depend on them.
-"""
+"""JavaScript value semantics over JSON values held as plain Python objects: `undefined`,
+`Number()`/`String()`, `==` and `<`, property paths, `JSON.stringify` and `JSON.parse`."""
 
 from __future__ import annotations
 
 import json
 import math
+import operator
 import re
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
     "UNDEFINED", "compare", "format_number", "get_path", "get_prop", "get_value_path",
-    "is_array_index", "js_object", "js_parse_int", "js_trim", "json_compact", "json_loads",
-    "json_pretty", "loose_eq", "to_number", "to_string", "truthy", "utf16_len", "utf16_lt",
+    "is_array_index", "js_object", "js_parse_int", "js_trim", "js_type", "json_compact",
+    "json_loads", "json_pretty", "loose_eq", "to_number", "to_string", "truthy", "utf16_len",
+    "utf16_lt",
 ]
 
 MAX_SAFE = 2**53
@@ -153,7 +153,8 @@ def js_object(pairs: Any) -> dict:
 
 # ---- Number() -------------------------------------------------------------------------
 
-_DECIMAL_RE = re.compile(r"[+-]?(?:Infinity|[0-9]+\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)")
+_DECIMAL_RE = re.compile(
+    r"[+-]?(?:Infinity|[0-9]+\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)")
 _RADIX_RE = re.compile(r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)")
 _RADIX = {"x": 16, "o": 8, "b": 2}
 
@@ -279,12 +280,20 @@ def to_string(v: Any) -> str:
 
 # ---- == and < -------------------------------------------------------------------------
 
+_PLAIN = (str, int, float)
+_NUMERIC = (int, float)
+_ORDER: dict[str, Callable[[Any, Any], bool]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
 def _to_primitive(v: Any) -> Any:
     return to_string(v) if isinstance(v, (list, tuple, dict)) else v
 
 
 def loose_eq(a: Any, b: Any) -> bool:
     """JS abstract equality `a == b`."""
+    if type(a) is type(b) and type(a) in _PLAIN:
+        return a == b
     ta, tb = js_type(a), js_type(b)
     if ta == tb:
         return a is b if ta == "object" else a == b
@@ -313,29 +322,17 @@ def utf16_lt(a: str, b: str) -> bool:
 
 def compare(a: Any, op: str, b: Any) -> bool:
     """JS relational comparison for `<`, `<=`, `>`, `>=`."""
+    order = _ORDER.get(op)
+    if order is None:
+        raise ValueError(f"unknown comparison operator: {op}")
+    if type(a) in _NUMERIC and type(b) in _NUMERIC:
+        return order(a, b)
     a, b = _to_primitive(a), _to_primitive(b)
     if isinstance(a, str) and isinstance(b, str):
-        if op == "<":
-            return utf16_lt(a, b)
-        if op == ">":
-            return utf16_lt(b, a)
-        if op == "<=":
-            return not utf16_lt(b, a)
-        if op == ">=":
-            return not utf16_lt(a, b)
-        raise ValueError(f"unknown comparison operator: {op}")
-    x, y = to_number(a), to_number(b)
-    if x != x or y != y:
-        return False
-    if op == "<":
-        return x < y
-    if op == "<=":
-        return x <= y
-    if op == ">":
-        return x > y
-    if op == ">=":
-        return x >= y
-    raise ValueError(f"unknown comparison operator: {op}")
+        if a.isascii() and b.isascii():
+            return order(a, b)
+        return order(a.encode("utf-16-be", "surrogatepass"), b.encode("utf-16-be", "surrogatepass"))
+    return order(to_number(a), to_number(b))
 
 
 # ---- JSON -----------------------------------------------------------------------------
@@ -348,26 +345,36 @@ def _refuse(_: Any) -> Any:
     raise _NeedsWalk
 
 
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
-                            check_circular=False, default=_refuse)
-_PRETTY = json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False,
-                           check_circular=False, default=_refuse)
+_encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_c_make_encoder = json.encoder.c_make_encoder  # type: ignore[attr-defined]
+if _c_make_encoder is not None:
+    _c_compact = _c_make_encoder(None, _refuse, _encode_str, None, ":", ",", False, False, False)
+
+    def _encode_compact(v: Any) -> str:
+        return "".join(_c_compact(v, 0))
+else:  # pragma: no cover - CPython always has the C encoder
+    _encode_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                                       check_circular=False, default=_refuse).encode
 _PY_FLOAT_RE = re.compile(r"[0-9]e[+-][0-9]|[0-9]\.0(?![0-9])")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
-_encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 
 def _escape_surrogates(text: str) -> str:
-    if text.isascii() or not _SURROGATE_RE.search(text):
+    """Lone surrogates become `\\udxxx` escapes, as the well-formed JSON.stringify writes them."""
+    if text.isascii():
         return text
-    return _SURROGATE_RE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE_RE.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+    return text
 
 
 def _python_floats_in(text: str) -> bool:
     return ("e+" in text or "e-" in text or ".0" in text) and _PY_FLOAT_RE.search(text) is not None
 
 
-def _dump(v: Any, indent: str | None, depth: int) -> str | None:
+def _scalar_text(v: Any) -> str:
     if v is None:
         return "null"
     if v is True:
@@ -378,56 +385,91 @@ def _dump(v: Any, indent: str | None, depth: int) -> str | None:
         return _encode_str(v)
     if isinstance(v, (int, float)):
         return format_number(v) if math.isfinite(v) else "null"
-    if v is UNDEFINED:
-        return None
-    if isinstance(v, (list, tuple)):
-        parts = [_dump(x, indent, depth + 1) or "null" for x in v]
-        return _join("[", parts, "]", indent, depth)
-    if isinstance(v, dict):
-        sep = ":" if indent is None else ": "
-        parts = []
-        for key, x in v.items():
-            text = _dump(x, indent, depth + 1)
-            if text is not None:
-                parts.append(_encode_str(key if isinstance(key, str) else to_string(key)) + sep + text)
-        return _join("{", parts, "}", indent, depth)
     raise TypeError(f"Object of type {type(v).__name__} is not JSON serializable")
 
 
-def _join(open_: str, parts: list[str], close: str, indent: str | None, depth: int) -> str:
-    if not parts:
-        return open_ + close
-    if indent is None:
-        return open_ + ",".join(parts) + close
-    inner = "\n" + indent * (depth + 1)
-    return open_ + inner + ("," + inner).join(parts) + "\n" + indent * depth + close
+def _write(v: Any, nl: str, step: str, colon: str, out: list[str]) -> None:
+    """Append the JSON text of a dict or list to `out`; `nl` is the newline plus indentation
+    of its own line ("" when compact), `step` one more level of indentation."""
+    inner = nl + step
+    if isinstance(v, dict):
+        mark = len(out)
+        sep = "{" + inner
+        for key, x in v.items():
+            if x is UNDEFINED:
+                continue
+            out.append(sep)
+            out.append(_encode_str(key if isinstance(key, str) else to_string(key)))
+            out.append(colon)
+            tx = type(x)
+            if tx is str:
+                out.append(_encode_str(x))
+            elif tx is int and -MAX_SAFE < x < MAX_SAFE:
+                out.append(repr(x))
+            elif tx is dict or tx is list or isinstance(x, (dict, list, tuple)):
+                _write(x, inner, step, colon, out)
+            else:
+                out.append(_scalar_text(x))
+            sep = "," + inner
+        out.append("{}" if len(out) == mark else nl + "}")
+        return
+    if not v:
+        out.append("[]")
+        return
+    sep = "[" + inner
+    for x in v:
+        out.append(sep)
+        tx = type(x)
+        if tx is str:
+            out.append(_encode_str(x))
+        elif tx is int and -MAX_SAFE < x < MAX_SAFE:
+            out.append(repr(x))
+        elif tx is dict or tx is list or isinstance(x, (dict, list, tuple)):
+            _write(x, inner, step, colon, out)
+        else:
+            out.append("null" if x is UNDEFINED else _scalar_text(x))
+        sep = "," + inner
+    out.append(nl + "]")
 
 
-def _stringify(v: Any, encoder: json.JSONEncoder, indent: str | None) -> str:
+def _stringify(v: Any, step: str) -> str:
     if v is UNDEFINED:
         raise ValueError("undefined has no JSON text")
-    try:
-        text = encoder.encode(v)
-    except (_NeedsWalk, ValueError):
-        text = None
-    if text is None or _python_floats_in(text):
-        text = _dump(v, indent, 0)
-        assert text is not None
-    return _escape_surrogates(text)
+    if not isinstance(v, (dict, list, tuple)):
+        return _escape_surrogates(_scalar_text(v))
+    out: list[str] = []
+    _write(v, "\n" if step else "", step, ": " if step else ":", out)
+    return _escape_surrogates("".join(out))
 
 
 def json_compact(v: Any) -> str:
     """`JSON.stringify(v)`. Top-level undefined has no JSON text: ValueError."""
-    return _stringify(v, _COMPACT, None)
+    try:
+        text = _encode_compact(v)
+    except (_NeedsWalk, ValueError):
+        return _stringify(v, "")
+    if _python_floats_in(text):
+        return _stringify(v, "")
+    return _escape_surrogates(text)
 
 
 def json_pretty(v: Any) -> str:
     """`JSON.stringify(v, null, 2)`. Top-level undefined has no JSON text: ValueError."""
-    return _stringify(v, _PRETTY, "  ")
+    return _stringify(v, "  ")
 
 
-_BIG_INT_RE = re.compile(r"[0-9]{16}")
-_INDEX_KEY_RE = re.compile(r'"(?:0|[1-9][0-9]*)"\s*:')
+_SHAPE = bytes(
+    ord("9") if 48 <= i <= 57 else i if i in b'":' else ord(" ") if i in b" \t\n\r" else ord("x")
+    for i in range(256))
+_INDEX_KEY_RE = re.compile(r'"(?:0|[1-9][0-9]*)"[ \t\n\r]*:')
+
+
+def _text_shape(text: str) -> tuple[bool, bool]:
+    """(may hold an integer of 16+ digits, may hold an array-index key): cheap over-estimates."""
+    shape = text.encode("utf-8", "surrogatepass").translate(_SHAPE)
+    big = b"9" * 16 in shape
+    index_keys = (b'9":' in shape or b'9" ' in shape) and _INDEX_KEY_RE.search(text) is not None
+    return big, index_keys
 
 
 def _parse_float(s: str) -> float | int:
@@ -449,8 +491,9 @@ def json_loads(text: str | bytes) -> Any:
     if isinstance(text, (bytes, bytearray)):
         text = text.decode("utf-8")
     hooks: dict[str, Any] = {"parse_float": _parse_float, "parse_constant": _reject_constant}
-    if _BIG_INT_RE.search(text):
+    big, index_keys = _text_shape(text)
+    if big:
         hooks["parse_int"] = _parse_int
-    if _INDEX_KEY_RE.search(text):
+    if index_keys:
         hooks["object_pairs_hook"] = js_object
     return json.loads(text, **hooks)

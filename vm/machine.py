@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from attrs import define, field, frozen
+from attrs import define, field
 
 from vm import js
 from vm.commands import COMMANDS, Args, CommandError, Context
@@ -21,32 +21,14 @@ from vm.commands.exec_cmd import run_exec
 from vm.frame import FRAME_FORMAT, Frame, Pending
 from vm.opcodes import Op
 from vm.program import HaltSite, Program
+from vm.outcome import Failed, Finished, Outcome, Parked
+from vm.workflow_ops import WORKFLOW_OPS, Workflow
 
 SUBJECT_LIMIT = 2000
 
 
 class VMBug(Exception):
     """An invariant of ours broke; never the caller's fault."""
-
-
-@frozen
-class Finished:
-    output: list
-
-
-@frozen
-class Parked:
-    frame: Frame
-
-
-@frozen
-class Failed:
-    code: str
-    message: str
-    location: tuple[int, int] | None = None
-
-
-Outcome = Finished | Parked | Failed
 
 
 @define
@@ -56,6 +38,7 @@ class Host:
     ctx: Context
     write: Callable[[str], None] = field(default=lambda text: None)  # human-mode renderer output
     ask_line: Callable[[str], str] | None = None  # interactive prompt, when there is a terminal
+    log: Callable[[str], None] = field(default=lambda text: None)  # [RETRY] lines and warnings
 
 
 def new_frame(program: Program, *, env: dict, cwd: str, mode: str, args: dict | None = None) -> Frame:
@@ -68,7 +51,7 @@ def run(program: Program, frame: Frame, host: Host, *, budget: int | None = None
     """Execute until the frame parks, finishes, fails, or has run `budget` instructions
     (then it returns Parked with no pending halt). The returned frame is complete."""
     code, K, R = program.code, program.constants, frame.registers
-    ctx = host.ctx
+    workflow = Workflow(program, frame, host)
     while True:
         if budget is not None:
             if budget <= 0:
@@ -78,43 +61,63 @@ def run(program: Program, frame: Frame, host: Host, *, budget: int | None = None
         frame.pc += 1
         op = ins.op
         try:
+            ctx = workflow.context()
             if ctx.deadline is not None and time.monotonic() > ctx.deadline:
                 raise CommandError("lobster runtime timed out", code="T420")
             if op == Op.STAGE:
-                name, flags, positionals = K[ins.b]
-                cmd = COMMANDS[name]
-                R[ins.a] = cmd.run(Args(flags, tuple(positionals)), R[ins.c], ctx)
+                name, flags, positionals, *tpl = K[ins.b]
+                if tpl and tpl[0]:
+                    flags, positionals = workflow.render_args(flags, positionals)
+                R[ins.a] = COMMANDS[name].run(Args(flags, tuple(positionals)), R[ins.c], ctx)
             elif op == Op.EXEC:
-                R[ins.a] = run_exec(K[ins.b], R[ins.c], ctx)
+                spec = K[ins.b]
+                R[ins.a] = run_exec(workflow.render_exec(spec) if spec.get("tpl") else spec,
+                                    R[ins.c], workflow.stage_context(ctx))
             elif op == Op.RENDER:
-                renderer = render_json if K[ins.b] == "json" else render_table
-                host.write(renderer(R[ins.a]))
+                text = (render_json if K[ins.b] == "json" else render_table)(R[ins.a])
+                if frame.capture is not None:
+                    frame.capture.append(text)
+                else:
+                    host.write(text)
                 R[ins.a] = []
             elif op == Op.HALT_APPROVE:
                 site = program.halts[ins.b]
+                if site.step:
+                    frame.pending = workflow.approval_pending(site, ins.b)
+                    return workflow.park()
                 if _interactive(host, site):
                     answer = host.ask_line(f"{site.prompt} [y/N] ").strip().lower()
                     if answer not in ("y", "yes"):
                         raise CommandError("Not approved")
                     continue
                 frame.pending = approval_pending(site, ins.b, ins.a, R[ins.a])
-                return Parked(frame)
+                return workflow.park()
             elif op == Op.HALT_INPUT:
                 site = program.halts[ins.b]
-                frame.pending = input_pending(site, ins.b, ins.a, R[ins.a])
-                return Parked(frame)
+                frame.pending = (workflow.input_pending(site, ins.b) if site.step
+                                 else input_pending(site, ins.b, ins.a, R[ins.a]))
+                return workflow.park()
+            elif op == Op.END:
+                return Finished(R[ins.a])
+            elif op in WORKFLOW_OPS:
+                done = WORKFLOW_OPS[op](workflow, ins, K)
+                if done is not None:
+                    return done
             elif op == Op.LOAD_CONST:
                 R[ins.a] = K[ins.b]
             elif op == Op.MOVE:
                 R[ins.a] = R[ins.b]
-            elif op == Op.END:
-                return Finished(R[ins.a])
             elif op == Op.NOP:
                 pass
             else:
                 raise VMBug(f"unhandled opcode {op} at pc {frame.pc - 1}")
         except CommandError as exc:
-            return Failed(exc.code, exc.message, _location(program, frame.pc - 1))
+            handled = workflow.fail(exc)
+            if handled is None:
+                continue
+            if isinstance(handled, Finished):
+                return handled
+            return Failed(handled.code, handled.message, _location(program, frame.pc - 1))
 
 
 def _interactive(host: Host, site: HaltSite) -> bool:
@@ -150,11 +153,27 @@ def input_pending(site: HaltSite, halt: int, register: int, items: list) -> Pend
                    has_subject=site.subject)
 
 
-def apply_decision(frame: Frame, answer: Any) -> None:
+def apply_decision(frame: Frame, answer: Any, approved_by: str | None = None) -> None:
     """Put a validated decision where the halted instruction expects it, and clear the halt."""
     pending = frame.pending
     if pending is None:
         raise VMBug("apply_decision on a frame that is not parked")
-    if pending.kind == "input":
+    if pending.step:
+        result = dict(frame.results.get(pending.step) or {"id": pending.step})
+        if pending.kind == "input":
+            result = {"id": pending.step, "subject": pending.subject, "response": answer}
+            frame.last_step = pending.step
+        else:
+            result["approved"] = True
+            for key in ("initiatedBy",):
+                if pending.identity.get(key) is not None:
+                    result[key] = pending.identity[key]
+            if approved_by:
+                result["approvedBy"] = approved_by
+        frame.results[pending.step] = result
+    elif pending.kind == "input":
         frame.registers[pending.register] = [answer]
+    now = time.monotonic()
+    for entry in frame.tries:
+        entry["deadline"] = None if entry.get("remaining") is None else now + entry["remaining"]
     frame.pending = None

@@ -45,6 +45,8 @@ class HaltSite:
     schema: Any = None  # input: the JSON Schema of the answer
     subject: bool = False  # input: attach the items as the subject
     emit: bool = False  # halt even where an interactive prompt would be possible
+    step: str = ""  # workflow gates: the step whose result the gate reads and records
+    config: dict[str, Any] = field(factory=dict)  # workflow gates: items, preview, identity...
 
 
 @frozen

@@ -74,6 +74,7 @@ class Options:
     max_stdout_bytes: int | None = None
     write: Callable[[str], None] = field(default=lambda text: None)
     ask_line: Callable[[str], str] | None = None
+    log: Callable[[str], None] = field(default=lambda text: None)
     stdin_is_tty: bool = False
 
     def store(self) -> Store:
@@ -182,12 +183,18 @@ def is_workflow_path(pipeline: str, cwd: str) -> bool:
     return os.path.exists(path) or not any(ch.isspace() for ch in text)
 
 
-def compile_source(pipeline: str, options: Options) -> Program:
-    """Compile inline pipeline text (lobsterc is imported here, and only here)."""
-    from lobsterc.codegen import compile_pipeline
+def compile_source(pipeline: str, options: Options, workflow: bool = False) -> Program:
+    """Compile inline pipeline text or a workflow file (lobsterc is imported here, and only
+    here: a run of an already compiled program, and every resume, never parses)."""
     from lobsterc.diagnostics import CompileError
 
     try:
+        if workflow:
+            from lobsterc.workflow import compile_workflow
+
+            return compile_workflow(os.path.join(options.cwd, pipeline.strip()))
+        from lobsterc.codegen import compile_pipeline
+
         return compile_pipeline(pipeline)
     except CompileError as exc:
         raise RequestError(**compile_error_fields(exc)) from None
@@ -201,24 +208,39 @@ def compile_error_fields(exc) -> dict:
     return {"message": diag.message, "code": diag.code, "kind": diag.kind, "location": location}
 
 
-def run(pipeline: str, options: Options, *, args_json: str | None = None,
-        capped: bool = False, program: Program | None = None) -> dict:
-    """Compile (unless given a program) and run to the end or the first halt."""
+def parse_args_json(args_json: str | None) -> dict:
+    if args_json is None:
+        return {}
     try:
+        value = js.json_loads(args_json)
+    except ValueError:
+        raise RequestError("run --args-json must be valid JSON") from None
+    if not isinstance(value, dict):
+        raise RequestError("run --args-json must be a JSON object")
+    return value
+
+
+def run(pipeline: str, options: Options, *, args_json: str | None = None,
+        capped: bool = False, program: Program | None = None, file: bool = False) -> dict:
+    """Compile (unless given a program) and run to the end or the first halt. `pipeline` is
+    inline text, or a workflow file path (always one when `file` is set)."""
+    try:
+        workflow = file or is_workflow_path(pipeline, options.cwd)
+        args = parse_args_json(args_json) if workflow else {}
         if program is None:
-            if is_workflow_path(pipeline, options.cwd):
-                raise RequestError("Workflow files are not supported by this version yet",
-                                   code="E010", kind="runtime_error")
-            program = compile_source(pipeline, options)
+            program = compile_source(pipeline, options, workflow=workflow)
         ctx = options.context()
-        frame = machine.new_frame(program, env=dict(ctx.env), cwd=ctx.cwd, mode=options.mode)
+        frame = machine.new_frame(program, env=dict(ctx.env), cwd=ctx.cwd, mode=options.mode,
+                                  args=args)
+        frame.origin = "workflow" if workflow else "pipeline"
         return _drive(program, frame, options, ctx, capped)
     except RequestError as exc:
         return exc.envelope
 
 
 def _drive(program: Program, frame: Frame, options: Options, ctx: Context, capped: bool) -> dict:
-    host = machine.Host(ctx=ctx, write=options.write, ask_line=options.ask_line)
+    host = machine.Host(ctx=ctx, write=options.write, ask_line=options.ask_line,
+                        log=options.log)
     outcome = machine.run(program, frame, host)
     if isinstance(outcome, machine.Failed):
         location = None
@@ -252,11 +274,14 @@ def _park(program: Program, frame: Frame, options: Options) -> dict:
                                    "items": pending.items}
         if pending.preview is not None:
             request["preview"] = pending.preview
+        request.update(pending.identity)
         request["resumeToken"] = token
         if pending.approval_id:
             request["approvalId"] = pending.approval_id
         return ok_envelope("needs_approval", [], approval=request)
     request = {"type": "input_request", "prompt": pending.prompt, "responseSchema": pending.schema}
+    if pending.has_defaults:
+        request["defaults"] = pending.defaults
     if pending.has_subject:
         request["subject"] = pending.subject
     request["resumeToken"] = token
@@ -285,13 +310,15 @@ def resume(options: Options, decision: Decision, *, token: str | None = None,
         else:
             parsed = _checked_token(token, store)
             state_key, origin = parsed.state_key, parsed.origin
-        not_found = f"{origin.capitalize()} resume state not found"
+        not_found = ("Resume state not found" if decision.cancel
+                     else f"{origin.capitalize()} resume state not found")
         blob = store.read_frame(state_key)
         if blob is None:
             raise RequestError(not_found, "T430", kind="runtime_error")
         frame, program = _load(store, blob)
+        approved_by = None
         if not decision.cancel:
-            _check_decision(frame, decision)
+            approved_by = _check_decision(frame, decision, options.env)
         claimed = store.claim_frame(state_key)
         if claimed is None:
             raise RequestError(not_found, "T430", kind="runtime_error")
@@ -299,7 +326,7 @@ def resume(options: Options, decision: Decision, *, token: str | None = None,
             store.remove_approval_id(frame.pending.approval_id if frame.pending else None)
             if decision.cancel or decision.approve is False:
                 return ok_envelope("cancelled", [])
-            machine.apply_decision(frame, decision.response)
+            machine.apply_decision(frame, decision.response, approved_by)
             options.mode = frame.mode
             ctx = options.context(cwd=frame.cwd, env=frame.env)
             return _drive(program, frame, options, ctx, capped=options.max_stdout_bytes is not None)
@@ -333,8 +360,9 @@ def _load(store: Store, blob: bytes) -> tuple[Frame, Program]:
     return frame, program
 
 
-def _check_decision(frame: Frame, decision: Decision) -> None:
-    """An invalid decision is a parse_error and leaves the checkpoint untouched."""
+def _check_decision(frame: Frame, decision: Decision, env: Mapping[str, str]) -> str | None:
+    """An invalid decision is a parse_error and leaves the checkpoint untouched. Returns the
+    approver's identity for an approval that needs one."""
     pending = frame.pending
     workflow = frame.origin == "workflow"
     if pending.kind == "approval":
@@ -342,7 +370,9 @@ def _check_decision(frame: Frame, decision: Decision) -> None:
             raise RequestError("Workflow resume requires --approve yes|no for approval requests"
                                if workflow else "approval resumes require approved=true|false, "
                                "not response", "E310")
-        return
+        if not decision.approve:
+            return None
+        return _check_approver(pending, env)
     if not decision.has_response:
         raise RequestError("Workflow resume requires --response-json for input requests"
                            if workflow else "pipeline input resumes require response", "E311")
@@ -351,5 +381,23 @@ def _check_decision(frame: Frame, decision: Decision) -> None:
     problem = first_error(pending.schema, decision.response)
     if problem is not None:
         where, message = problem
-        raise RequestError(f"pipeline input response failed schema validation at {where}: "
-                           f"{message}", "E312")
+        what = f"Workflow input step {pending.step}" if pending.step else "pipeline input"
+        raise RequestError(f"{what} response failed schema validation at {where}: {message}",
+                           "E312")
+    return None
+
+
+def _check_approver(pending, env: Mapping[str, str]) -> str | None:
+    approved_by = (env.get("LOBSTER_APPROVAL_APPROVED_BY") or "").strip() or None
+    identity = pending.identity
+    required, different = identity.get("requiredApprover"), identity.get("requireDifferentApprover")
+    who = f"Workflow step {pending.step} approval"
+    if (required or different) and not approved_by:
+        raise RequestError(f"{who} requires approver identity; set LOBSTER_APPROVAL_APPROVED_BY",
+                           "E313")
+    if required and approved_by != required:
+        raise RequestError(f"{who} requires approver '{required}', got '{approved_by}'", "E313")
+    if different and approved_by == identity.get("initiatedBy"):
+        raise RequestError(f"{who} must be granted by someone other than "
+                           f"'{identity.get('initiatedBy')}'", "E313")
+    return approved_by

@@ -51,12 +51,23 @@ def _predicate(expr: str) -> Callable[[Any], bool]:
     if match is None:
         raise CommandError(f"Invalid where expression: {expr}")
     path, op, raw = match.groups()
-    value = _where_literal(raw)
+    value, keys = _where_literal(raw), path.split(".")
+
+    def lhs(item: Any) -> Any:
+        for key in keys:
+            if type(item) is dict:
+                item = item.get(key, UNDEFINED)
+            elif isinstance(item, (dict, list)):
+                item = js.get_prop(item, key)
+            else:
+                return UNDEFINED
+        return item
+
     if op in ("=", "=="):
-        return lambda item: js.loose_eq(js.get_path(item, path), value)
+        return lambda item: js.loose_eq(lhs(item), value)
     if op == "!=":
-        return lambda item: not js.loose_eq(js.get_path(item, path), value)
-    return lambda item: js.compare(js.get_path(item, path), op, value)
+        return lambda item: not js.loose_eq(lhs(item), value)
+    return lambda item: js.compare(lhs(item), op, value)
 
 
 def where(args: Args, items: list, ctx: Context) -> list:
@@ -93,7 +104,8 @@ def _pick_one(item: Any, fields: list[str]) -> Any:
 # ---- head -----------------------------------------------------------------------------
 
 def head(args: Args, items: list, ctx: Context) -> list:
-    """The first `--n` items (default 10); a fractional N rounds up, as the reference's loop does."""
+    """The first `--n` items (default 10); a fractional N rounds up, as the reference's
+    counting loop does."""
     n = 10 if args.get("n") is None else js.to_number(args.get("n"))
     if not math.isfinite(n) or n < 0:
         raise CommandError("head --n must be a non-negative number")
@@ -260,17 +272,47 @@ def render_json(items: list) -> str:
 
 
 def _cell(value: Any) -> str:
-    if value is None or value is UNDEFINED:
-        return ""
+    """The reference's cell text: "" for null/undefined, strings raw, numbers and booleans
+    by `String()`, anything else compact JSON."""
     if isinstance(value, str):
         return value
+    if value is None or value is UNDEFINED:
+        return ""
     if isinstance(value, (bool, int, float)):
         return js.to_string(value)
     return js.json_compact(value)
 
 
-def _pad(cell: str, width: int) -> str:
-    return cell + " " * (width - js.utf16_len(cell))
+def _table_cell(value: Any) -> str:
+    kind = type(value)
+    if kind is str:
+        return value.replace("\n", " ")
+    if kind is int and -js.MAX_SAFE < value < js.MAX_SAFE:
+        return str(value)
+    return _cell(value).replace("\n", " ")
+
+
+def _has_astral(text: str) -> bool:
+    return not text.isascii() and len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text)
+
+
+def _pad_column(cells: list[str]) -> list[str]:
+    """Pad every cell to the column's width (at least 3), counted in UTF-16 units."""
+    if _has_astral("".join(cells)):
+        width = max(3, *map(js.utf16_len, cells))
+        return [cell + " " * (width - js.utf16_len(cell)) for cell in cells]
+    width = max(3, *map(len, cells))
+    return [cell.ljust(width) for cell in cells]
+
+
+def _table_columns(items: list, columns: list[str]) -> list[list[str]]:
+    out = []
+    for c in columns:
+        cells = [_table_cell(c)]
+        cells += [_table_cell(item.get(c) if type(item) is dict else js.get_prop(item, c))
+                  for item in items]
+        out.append(_pad_column(cells))
+    return out
 
 
 def render_table(items: list) -> str:
@@ -282,9 +324,7 @@ def render_table(items: list) -> str:
     if not all(isinstance(item, dict) for item in sample):
         return "".join(_cell(item) + "\n" for item in items)
     columns = list(dict.fromkeys(key for item in sample for key in item))
-    rows = [columns] + [[_cell(js.get_prop(item, c)) for c in columns] for item in items]
-    rows = [[cell.replace("\n", " ") for cell in row] for row in rows]
-    widths = [max(3, *(js.utf16_len(row[i]) for row in rows)) for i in range(len(columns))]
-    lines = ["  ".join(_pad(cell, w) for cell, w in zip(row, widths)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    padded = _table_columns(items, columns)
+    lines = ["  ".join(row) for row in zip(*padded)] if padded else [""] * (len(items) + 1)
+    lines.insert(1, "  ".join("-" * js.utf16_len(column[0]) for column in padded))
     return "".join(line + "\n" for line in lines)

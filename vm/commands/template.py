@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import email.utils
 import errno
+import functools
 import math
 import os
 import re
@@ -23,8 +24,40 @@ __all__ = ["FILTERS", "apply_filters", "parse_filter", "render_plain", "render_t
 _PLACEHOLDER_RE = re.compile(rf"\{{\{{{js.WS_CLASS}*([^}}]+?){js.WS_CLASS}*\}}\}}")
 
 
-def _lookup(item: Any, path: str) -> Any:
-    return item if path in (".", "this") else js.get_value_path(item, path)
+_Hole = tuple[tuple[str, ...] | None, tuple[tuple[str, ...], ...]]
+
+
+def _path_keys(path: str) -> tuple[str, ...] | None:
+    """`.`/`this` (the whole item) -> None; else the non-empty dotted segments."""
+    return None if path in (".", "this") else tuple(k for k in path.split(".") if k)
+
+
+def _lookup(item: Any, keys: tuple[str, ...] | None) -> Any:
+    if keys is None:
+        return item
+    value = item
+    for key in keys:
+        if value is None or value is UNDEFINED:
+            return UNDEFINED
+        value = value.get(key, UNDEFINED) if type(value) is dict else js.get_prop(value, key)
+    return value
+
+
+@functools.lru_cache(maxsize=512)
+def _compile(text: str, filters: bool) -> tuple[tuple[str, ...], tuple[_Hole, ...]]:
+    """Split a template into its literal runs and its placeholders (parsed once per text)."""
+    literals, holes, last = [], [], 0
+    for match in _PLACEHOLDER_RE.finditer(text):
+        literals.append(text[last:match.start()])
+        expr = js.js_trim(match.group(1))
+        if filters:
+            path, *chain = split_filter_chain(expr)
+            holes.append((_path_keys(path), tuple(tuple(parse_filter(f)) for f in chain)))
+        else:
+            holes.append((_path_keys(expr), ()))
+        last = match.end()
+    literals.append(text[last:])
+    return tuple(literals), tuple(holes)
 
 
 def _render_value(value: Any) -> str:
@@ -37,25 +70,31 @@ def _render_value(value: Any) -> str:
     return js.json_compact(value)
 
 
+def _plain_value(value: Any) -> str:
+    if value is None or value is UNDEFINED:
+        return ""
+    return value if isinstance(value, str) else js.json_compact(value)
+
+
 def render_plain(text: str, item: Any) -> str:
     """`map`'s substitution: each `{{path}}` (no filters) becomes the value at `path` of
     `item` (`.`/`this` = the item): "" for null/undefined, strings raw, else JSON."""
-    def substitute(match: re.Match[str]) -> str:
-        value = _lookup(item, js.js_trim(match.group(1)))
-        if value is None or value is UNDEFINED:
-            return ""
-        return value if isinstance(value, str) else js.json_compact(value)
-
-    return _PLACEHOLDER_RE.sub(substitute, text)
+    literals, holes = _compile(text, False)
+    out = [literals[0]]
+    for (keys, _), literal in zip(holes, literals[1:]):
+        out.append(_plain_value(_lookup(item, keys)))
+        out.append(literal)
+    return "".join(out)
 
 
 def render_template(text: str, item: Any) -> str:
     """Render every `{{path | filter args | ...}}` of `text` against `item`."""
-    def substitute(match: re.Match[str]) -> str:
-        path, *filters = split_filter_chain(js.js_trim(match.group(1)))
-        return _render_value(apply_filters(_lookup(item, path), filters))
-
-    return _PLACEHOLDER_RE.sub(substitute, text)
+    literals, holes = _compile(text, True)
+    out = [literals[0]]
+    for (keys, chain), literal in zip(holes, literals[1:]):
+        out.append(_render_value(_apply(_lookup(item, keys), chain)))
+        out.append(literal)
+    return "".join(out)
 
 
 # ---- expression syntax ----------------------------------------------------------------
@@ -111,15 +150,18 @@ def parse_filter(expr: str) -> list[str]:
     return parts or [text]
 
 
-def apply_filters(value: Any, filters: list[str]) -> Any:
-    """Run `value` through each filter expression in turn."""
-    for expr in filters:
-        name, *args = parse_filter(expr)
+def _apply(value: Any, chain: tuple[tuple[str, ...], ...]) -> Any:
+    for name, *args in chain:
         fn = FILTERS.get(name)
         if fn is None:
             raise CommandError(f"Unknown template filter: {name}")
         value = fn(value, *args)
     return value
+
+
+def apply_filters(value: Any, filters: list[str]) -> Any:
+    """Run `value` through each filter expression (`name args...`) in turn."""
+    return _apply(value, tuple(tuple(parse_filter(f)) for f in filters))
 
 
 # ---- filters --------------------------------------------------------------------------
@@ -143,7 +185,7 @@ def _truncate(v: Any, n: str | None = None, *_: str) -> str:
     limit = 80 if limit != limit or limit == 0 else limit
     if limit == math.inf or js.utf16_len(s) <= limit:
         return s
-    return _utf16_prefix(s, max(int(limit), -len(s) * 2)) + "..."
+    return _utf16_prefix(s, int(limit)) + "..."
 
 
 def _substitution(replacement: str, matched: str, before: str, after: str) -> str:
@@ -160,18 +202,14 @@ def _substitution(replacement: str, matched: str, before: str, after: str) -> st
 
 
 def replace_all(s: str, old: str, new: str) -> str:
-    """`s.replaceAll(old, new)` with a string pattern, `$$ $& $\u0060 $'` included."""
+    """`s.replaceAll(old, new)` for a string pattern, with the `$$`, `$&`, `$'` and the
+    `$` + backtick replacement patterns."""
     if "$" not in new:
         return s.replace(old, new)
     positions, start = [], 0
-    while True:
-        found = s.find(old, start)
-        if found < 0 or found > len(s):
-            break
+    while (found := s.find(old, start)) >= 0:
         positions.append(found)
         start = found + (len(old) or 1)
-        if start > len(s):
-            break
     out, last = [], 0
     for pos in positions:
         out.append(s[last:pos])
