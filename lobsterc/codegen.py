@@ -10,7 +10,7 @@ from lobsterc import ast
 from lobsterc.check import BoundStage, check_pipeline
 from lobsterc.diagnostics import CompileError
 from lobsterc.parse import parse_pipeline
-from lobsterc.source import Span
+from lobsterc.source import Source, Span
 from vm import __version__, js
 from vm.codec import seal
 from vm.opcodes import OPCODE_VERSION, Op
@@ -73,7 +73,7 @@ def compile_pipeline(text: str, name: str = "<pipeline>") -> Program:
     pipeline = parse_pipeline(text, name)
     bound, diags = check_pipeline(pipeline)
     if diags:
-        raise CompileError(diags)
+        raise CompileError(diags, Source(name, text))
     em = Emitter()
     for index, item in enumerate(bound, start=1):
         first = len(em.code)

@@ -50,11 +50,22 @@ class CompileError(Exception):
 
 
 def render(diag: Diagnostic, source: Source | None = None) -> str:
-    """`file:line:col: severity[CODE]: message`, the source line with a caret, and help."""
+    """`file:line:col: severity[CODE]: message`, the source line with a caret, and help.
+    Without a matching `source`, the file the span names is read, if there is one."""
     where = f"{diag.span}: " if diag.span else ""
     out = [f"{where}{diag.severity}[{diag.code}]: {diag.message}"]
-    if diag.span and source is not None and source.name == diag.span.source:
+    if diag.span and (source is None or source.name != diag.span.source):
+        source = _read_source(diag.span.source)
+    if diag.span and source is not None:
         out.append(excerpt(source, diag.span))
     if diag.help:
         out.append(f"  help: {diag.help}")
     return "\n".join(out)
+
+
+def _read_source(name: str) -> Source | None:
+    try:
+        with open(name, encoding="utf-8", newline="") as fh:
+            return Source(name, fh.read())
+    except (OSError, UnicodeDecodeError):
+        return None

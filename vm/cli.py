@@ -95,8 +95,9 @@ def cmd_run(argv: list[str]) -> int:
     if not pipeline.strip() and file is None:
         return _fail(mode, RequestError("Empty pipeline", code="E101"))
     rendered: list[str] = []
+    compile_errors: list = []
     options = Options(mode=mode, write=rendered.append, stdin_is_tty=sys.stdin.isatty(),
-                      ask_line=_ask_line, log=sys.stderr.write)
+                      ask_line=_ask_line, log=sys.stderr.write, report=compile_errors.append)
     if dry_run:
         return _dry_run(pipeline, mode)
     envelope = protocol.run(pipeline, options, args_json=args_json, file=workflow)
@@ -104,7 +105,7 @@ def cmd_run(argv: list[str]) -> int:
         _print_json(envelope)
         return protocol.exit_code(envelope)
     if not envelope["ok"]:
-        return _human_error(envelope)
+        return _human_error(envelope, compile_errors[0] if compile_errors else None)
     sys.stdout.write("".join(rendered))
     if envelope["status"] == "ok":
         is_workflow = workflow or protocol.is_workflow_path(pipeline, os.getcwd())
@@ -143,15 +144,19 @@ def _fail(mode: str, exc: RequestError) -> int:
     return _human_error(exc.envelope)
 
 
-def _human_error(envelope: dict) -> int:
+def _human_error(envelope: dict, compile_error=None) -> int:
+    """`Error: <msg>` (or `Parse error: <msg>`) as the reference prints it, then where: every
+    diagnostic with its source line, caret and hint, or the runtime location."""
     error = envelope["error"]
     label = "Parse error" if error["type"] == "parse_error" else "Error"
     lines = [f"{label}: {error['message']}"]
-    loc = error.get("location")
-    if loc:
+    if compile_error is not None:
+        from lobsterc.diagnostics import render
+
+        lines += [render(d, compile_error.source) for d in compile_error.diagnostics]
+    elif error.get("location"):
+        loc = error["location"]
         lines.append(f"  at {loc['file']}:{loc['line']}:{loc['column']}")
-    if error.get("help"):
-        lines.append(f"  help: {error['help']}")
     sys.stderr.write("\n".join(lines) + "\n")
     return protocol.exit_code(envelope)
 

@@ -76,6 +76,7 @@ class Options:
     ask_line: Callable[[str], str] | None = None
     log: Callable[[str], None] = field(default=lambda text: None)
     stdin_is_tty: bool = False
+    report: Callable[[Any], None] | None = None  # receives a CompileError before it is flattened
 
     def store(self) -> Store:
         return Store(self.state_dir or default_state_dir(self.env))
@@ -197,6 +198,8 @@ def compile_source(pipeline: str, options: Options, workflow: bool = False) -> P
 
         return compile_pipeline(pipeline)
     except CompileError as exc:
+        if options.report is not None:
+            options.report(exc)
         raise RequestError(**compile_error_fields(exc)) from None
 
 

@@ -134,7 +134,8 @@ class Workflow:
             self.unwind(entry)
             run_over = run_deadline is not None and time.monotonic() >= run_deadline
             retry = policy.get("retry")
-            if retry and entry["attempt"] < retry["max"] and not run_over and code != "T422":
+            if retry and entry["attempt"] < retry["max"] and not run_over and code != "T422" \
+                    and exc.retryable:
                 delay = _retry_delay(retry, entry["attempt"] - 1)
                 self.host.log(f"[RETRY] Step '{step}' failed (attempt {entry['attempt']}/"
                               f"{retry['max']}): {message}. Retrying in {delay}ms...\n")

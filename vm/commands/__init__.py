@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 
-from vm.commands import data, exec_cmd, state_cmds, template
+from vm.commands import data, exec_cmd, gateway, state_cmds, template
 from vm.commands.base import Args, Command, CommandError, Context, Flag
 
 __all__ = ["Args", "COMMANDS", "Command", "CommandError", "Context", "Flag", "lookup"]
@@ -77,6 +78,24 @@ def commands_list(args: Args, items: list, ctx: Context) -> list:
 
 KEY = Flag("key", help="dotted path into each item")
 
+GATEWAY_FLAGS = (
+    Flag("url", help="gateway URL (default APUS_URL, CLAWD_URL, OPENCLAW_URL)"),
+    Flag("token", help="gateway credential, sent to any host"),
+    Flag("tool", help="the tool to invoke"), Flag("action", help="the tool's action"),
+    Flag("args-json", help="the tool's arguments as JSON"),
+    Flag("session-key", help="gateway session", aliases=("sessionKey",)),
+    Flag("dry-run", "bool", "ask the tool not to act", aliases=("dryRun",)),
+    Flag("each", "bool", "one call per input item"),
+    Flag("item-key", help="the args key that holds each item (default item)", aliases=("itemKey",)),
+)
+
+
+def _gateway(name: str) -> Command:
+    return Command(name, "invoke a gateway tool over HTTP (POST /tools/invoke)",
+                   partial(gateway.invoke, name), flags=GATEWAY_FLAGS, effects="network",
+                   examples=(f"{name} --tool message --action send --each --item-key message "
+                             "--args-json '{\"provider\":\"telegram\"}'",))
+
 _ALL = (
     Command("exec", "run an OS command (argv, or a shell line with --shell)", None,
             flags=(Flag("json", "bool", "parse stdout as one JSON value"),
@@ -147,6 +166,7 @@ _ALL = (
             check=_diff_requires, examples=("diff.last --key inbox",)),
     Command("commands.list", "every command's signature, as JSON", commands_list,
             examples=("commands.list",)),
+    _gateway("apus.invoke"), _gateway("clawd.invoke"), _gateway("openclaw.invoke"),
 )
 
 COMMANDS: dict[str, Command] = {}

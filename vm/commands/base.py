@@ -16,10 +16,11 @@ from attrs import field, frozen
 class CommandError(Exception):
     """A command refused its input or failed: becomes a `runtime_error` with this message."""
 
-    def __init__(self, message: str, code: str = "T401") -> None:
+    def __init__(self, message: str, code: str = "T401", retryable: bool = True) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
+        self.retryable = retryable  # False once a side effect may have been dispatched
 
 
 @frozen

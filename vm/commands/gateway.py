@@ -1,0 +1,97 @@
+"""`apus.invoke` (aliases `clawd.invoke`, `openclaw.invoke`): call a gateway tool over HTTP.
+
+Ambient credentials (APUS_TOKEN, then CLAWD_TOKEN, then OPENCLAW_TOKEN) go only to a local
+gateway; `--token` is sent anywhere. A dispatched call is never retried automatically.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from urllib.parse import urljoin, urlsplit
+
+from vm import js
+from vm.commands.base import Args, CommandError, Context
+
+ENV_PREFIXES = ("APUS", "CLAWD", "OPENCLAW")
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def _from_env(ctx: Context, suffix: str) -> tuple[str | None, str | None]:
+    for prefix in ENV_PREFIXES:
+        value = (ctx.env.get(f"{prefix}_{suffix}") or "").strip()
+        if value:
+            return value, f"{prefix}_{suffix}"
+    return None, None
+
+
+def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
+    url = args.get("url") if isinstance(args.get("url"), str) else _from_env(ctx, "URL")[0]
+    if not url:
+        raise CommandError(f"{name} requires --url or APUS_URL")
+    tool, action = args.get("tool"), args.get("action")
+    if not isinstance(tool, str) or not isinstance(action, str):
+        raise CommandError(f"{name} requires --tool and --action")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise CommandError(f"{name} requires an http(s) --url")
+    token = args.get("token") if isinstance(args.get("token"), str) else None
+    if token is None:
+        token, variable = _from_env(ctx, "TOKEN")
+        if token and (parts.hostname or "") not in LOCAL_HOSTS:
+            raise CommandError(f"{name} refuses to send {variable} to non-local --url; pass "
+                               "--token explicitly for remote endpoints")
+    base_args = {}
+    if isinstance(args.get("args-json"), str):
+        try:
+            base_args = json.loads(args.get("args-json"))
+        except ValueError:
+            raise CommandError(f"{name} --args-json must be valid JSON") from None
+    body = {"tool": tool, "action": action}
+    if isinstance(args.get("session-key"), str):
+        body["sessionKey"] = args.get("session-key")
+    if args.get("dry-run") is True:
+        body["dryRun"] = True
+    endpoint = urljoin(url, "/tools/invoke")
+    if args.get("each") is True:
+        if not isinstance(base_args, dict):
+            raise CommandError(f"{name} --each requires --args-json to be an object")
+        key = args.get("item-key") if isinstance(args.get("item-key"), str) else "item"
+        out: list = []
+        for item in items:
+            out.extend(_call(name, endpoint, {**body, "args": {**base_args, key: item}}, token, ctx))
+        return out
+    return _call(name, endpoint, {**body, "args": base_args}, token, ctx)
+
+
+def _call(name: str, endpoint: str, body: dict, token: str | None, ctx: Context) -> list:
+    headers = {"content-type": "application/json"}
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(endpoint, data=js.json_compact(body).encode(), method="POST",
+                                     headers=headers)
+    timeout = None if ctx.deadline is None else max(0.05, ctx.deadline - time.monotonic())
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            text = response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode("utf-8", "replace")[:400]
+        raise CommandError(f"{name} failed ({exc.code}): {detail}", retryable=False) from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise CommandError(f"{name} request failed: {reason}", retryable=False) from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise CommandError(f"{name} expected JSON response", retryable=False) from None
+    if isinstance(data, dict) and data.get("ok") is True and "result" in data:
+        result = data["result"]
+    elif isinstance(data, dict) and data.get("ok") is False:
+        error = data.get("error") if isinstance(data.get("error"), dict) else {}
+        raise CommandError(f"{name} tool error: {error.get('message') or 'Unknown error'}",
+                           retryable=False)
+    else:
+        result = data
+    return list(result) if isinstance(result, list) else [result]
