@@ -229,7 +229,9 @@ def run(pipeline: str, options: Options, *, args_json: str | None = None,
     inline text, or a workflow file path (always one when `file` is set)."""
     try:
         workflow = file or is_workflow_path(pipeline, options.cwd)
-        args = parse_args_json(args_json) if workflow else {}
+        args = parse_args_json(args_json)  # checked always, used by workflow files only
+        if not workflow:
+            args = {}
         if program is None:
             program = compile_source(pipeline, options, workflow=workflow)
         ctx = options.context()

@@ -1,0 +1,87 @@
+"""Programs and frames as bytes: round trips, determinism, and refusal of junk."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lobsterc.codegen import compile_pipeline
+from vm import codec, machine
+from vm.codec import LoadError
+from vm.opcodes import OPS, Op
+from vm.program import FORMAT_VERSION
+
+PIPELINE = ("exec --json --shell 'echo [1,2]' | where '>=1' | approve --prompt ok --preview-from-stdin"
+            " | ask --schema '{\"type\":\"integer\"}' | json")
+
+
+def test_program_round_trip():
+    program = compile_pipeline(PIPELINE)
+    blob = codec.dump_program(program)
+    assert codec.load_program(blob) == program
+    assert program.hash == codec.program_hash(program)
+
+
+def test_compiling_twice_in_separate_processes_gives_identical_bytes(tmp_path):
+    script = ("import sys; from lobsterc.codegen import compile_pipeline; from vm import codec; "
+              "sys.stdout.buffer.write(codec.dump_program(compile_pipeline(sys.argv[1])))")
+    runs = [subprocess.run([sys.executable, "-c", script, PIPELINE], capture_output=True,
+                           check=True, env={"PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")]
+    assert runs[0] == runs[1] == codec.dump_program(compile_pipeline(PIPELINE))
+
+
+def test_every_opcode_has_a_table_entry():
+    assert set(OPS) == set(Op)
+    assert len({int(op) for op in Op}) == len(Op)
+
+
+def test_frame_round_trip(tmp_path):
+    program = compile_pipeline(PIPELINE)
+    frame = machine.new_frame(program, env={"A": "1"}, cwd=str(tmp_path), mode="tool")
+    frame.results["x"] = {"id": "x", "json": [1, {"a": None}], "stdout": "é"}
+    assert codec.load_frame(codec.dump_frame(frame)) == frame
+
+
+def test_tampered_program_hash_is_refused():
+    raw = msgpack.unpackb(codec.dump_program(compile_pipeline("exec --shell 'echo hi'")))
+    raw["constants"][0]["shell"] = "rm -rf /"
+    with pytest.raises(LoadError, match="hash mismatch"):
+        codec.load_program(msgpack.packb(raw))
+
+
+def test_unknown_format_and_magic_are_refused():
+    raw = msgpack.unpackb(codec.dump_program(compile_pipeline("json")))
+    raw["header"]["format_version"] = FORMAT_VERSION + 1
+    with pytest.raises(LoadError, match="unsupported bytecode format"):
+        codec.load_program(msgpack.packb(raw))
+    raw["header"]["magic"] = "ELF"
+    with pytest.raises(LoadError, match="bad magic"):
+        codec.load_program(msgpack.packb(raw))
+
+
+def test_out_of_range_operands_fail_verification():
+    raw = msgpack.unpackb(codec.dump_program(compile_pipeline("json")))
+    raw["code"][0][2] = 99
+    program = codec.converter.structure(raw, codec.Program)
+    raw["header"]["program_hash"] = codec.program_hash(program)
+    with pytest.raises(LoadError, match="out of range"):
+        codec.load_program(msgpack.packb(raw))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200) | st.builds(
+    lambda v: msgpack.packb(v), st.recursive(
+        st.none() | st.booleans() | st.integers(-10, 10) | st.text(max_size=5),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner,
+                                                                   max_size=4), max_leaves=12)))
+def test_junk_blobs_raise_only_load_error(blob):
+    for load in (codec.load_program, codec.load_frame):
+        try:
+            load(blob)
+        except LoadError:
+            pass
