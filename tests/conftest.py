@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,13 @@ BIN = Path(sys.executable).parent
 LOBSTER = str(BIN / "lobster")
 LOBSTERC = str(BIN / "lobsterc")
 ROOT = Path(__file__).resolve().parent.parent
+
+# Child `lobster` processes keep compiled bytecode in one shared cache even where the
+# environment disables writing it (a fresh interpreter compiling every module costs more
+# than the test it runs).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ.setdefault("PYTHONPYCACHEPREFIX",
+                      os.path.join(tempfile.gettempdir(), "lobster-test-pycache"))
 
 
 class Cli:

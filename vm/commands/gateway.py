@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from urllib.parse import urljoin, urlsplit
 
 from vm import js
@@ -67,6 +65,9 @@ def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
 
 
 def _call(name: str, endpoint: str, body: dict, token: str | None, ctx: Context) -> list:
+    import urllib.error
+    import urllib.request
+
     headers = {"content-type": "application/json"}
     if token:
         headers["authorization"] = f"Bearer {token}"

@@ -1,0 +1,547 @@
+"""End to end through the real `lobster` executable, each test in a private state dir."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import LOBSTER, ROOT
+from vm.protocol import Options, handle
+
+ENVELOPE_KEYS = ["protocolVersion", "ok", "status", "output", "requiresApproval", "requiresInput"]
+NOT_FOUND = "Pipeline resume state not found"
+
+
+@pytest.fixture
+def cli(cli, tmp_path_factory):
+    """The shared fixture, with bytecode caching on (outside the repo): dozens of processes."""
+    cli.env.pop("PYTHONDONTWRITEBYTECODE", None)
+    cli.env["PYTHONPYCACHEPREFIX"] = str(tmp_path_factory.getbasetemp() / "pycache")
+    return cli
+
+
+# helpers ------------------------------------------------------------------------------------
+def park(cli, pipeline: str) -> dict:
+    """Run `pipeline` in process into the fixture's state dir and cwd, with its env: a quick
+    way to a real checkpoint when the thing under test is the `lobster resume` after it."""
+    options = Options(state_dir=str(cli.state), cwd=str(cli.work), env=dict(cli.env),
+                      mode="tool")
+    return handle({"action": "run", "pipeline": pipeline}, options)
+
+
+def approval(envelope: dict) -> dict:
+    assert envelope["ok"] is True and envelope["status"] == "needs_approval", envelope
+    return envelope["requiresApproval"]
+
+
+def input_request(envelope: dict) -> dict:
+    assert envelope["ok"] is True and envelope["status"] == "needs_input", envelope
+    return envelope["requiresInput"]
+
+
+def resume(cli, token: str, *decision: str) -> tuple[dict, int]:
+    return cli.tool("resume", "--token", token, *decision)
+
+
+def assert_error(result: tuple[dict, int], kind: str, message: str) -> dict:
+    envelope, code = result
+    assert envelope["ok"] is False, envelope
+    assert list(envelope) == ["protocolVersion", "ok", "error"]
+    assert envelope["protocolVersion"] == 1
+    assert (envelope["error"]["type"], envelope["error"]["message"]) == (kind, message)
+    assert code == (2 if kind == "parse_error" else 1)
+    return envelope["error"]
+
+
+def assert_ok(result: tuple[dict, int], output: list, status: str = "ok") -> dict:
+    envelope, code = result
+    assert envelope == {"protocolVersion": 1, "ok": True, "status": status, "output": output,
+                        "requiresApproval": None, "requiresInput": None}
+    assert list(envelope) == ENVELOPE_KEYS
+    assert code == 0
+    return envelope
+
+
+def token_fields(token: str) -> dict:
+    return json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+
+
+def encode_token(fields: dict) -> str:
+    raw = json.dumps(fields, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def start_all(cli, argvs: list[list[str]]) -> list[subprocess.CompletedProcess]:
+    """Start every `lobster` call at once (independent calls overlap), then wait for all."""
+    procs = [(argv, subprocess.Popen([LOBSTER, *argv], cwd=cli.work, env=cli.env, text=True,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)) for argv in argvs]
+    done = []
+    for argv, proc in procs:
+        out, err = proc.communicate(timeout=60)
+        done.append(subprocess.CompletedProcess(argv, proc.returncode, out, err))
+    return done
+
+
+def run_all(cli, argvs: list[list[str]]) -> list[tuple[dict, int]]:
+    """`start_all`, then each call's envelope and exit code, in order."""
+    results = []
+    for proc in start_all(cli, argvs):
+        try:
+            results.append((json.loads(proc.stdout), proc.returncode))
+        except ValueError:
+            raise AssertionError(f"not JSON: {proc.stdout!r} stderr={proc.stderr!r}") from None
+    return results
+
+
+def tool_request(request: dict) -> list[str]:
+    return ["tool", json.dumps(request)]
+
+
+def pid_running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+GATED = "exec --json echo '[1,2,3]' | approve --prompt 'Go?' | map --wrap v | head --n 2"
+
+
+# approve ------------------------------------------------------------------------------------
+def test_halt_then_approve_runs_the_later_stages_on_the_approved_items(cli):
+    envelope, code = cli.pipeline(GATED)
+    assert code == 0
+    assert list(envelope) == ENVELOPE_KEYS
+    assert envelope["output"] == [] and envelope["requiresInput"] is None
+    request = approval(envelope)
+    assert list(request) == ["type", "prompt", "items", "resumeToken", "approvalId"]
+    assert request["type"] == "approval_request"
+    assert request["prompt"] == "Go?"
+    assert request["items"] == [1, 2, 3]
+    assert_ok(resume(cli, request["resumeToken"], "--approve", "yes"), [{"v": 1}, {"v": 2}])
+
+
+def test_approve_no_cancels_and_nothing_after_the_gate_runs(cli):
+    envelope = park(cli, "exec --json echo '[1]' | approve"
+                         " | exec --shell 'echo ran >> after.txt'")
+    token = approval(envelope)["resumeToken"]
+    assert_ok(resume(cli, token, "--approve", "no"), [], status="cancelled")
+    assert not (cli.work / "after.txt").exists()
+    assert_error(resume(cli, token, "--approve", "yes"), "runtime_error", NOT_FOUND)
+
+
+def test_approval_id_is_eight_lowercase_hex(cli):
+    request = approval(park(cli, "approve"))
+    assert re.fullmatch(r"[0-9a-f]{8}", request["approvalId"])
+
+
+def test_resume_by_approval_id(cli):
+    request = approval(park(cli, GATED))
+    approval_id = request["approvalId"]
+    assert_ok(cli.tool("resume", "--id", approval_id, "--approve", "yes"), [{"v": 1}, {"v": 2}])
+    assert_error(cli.tool("resume", "--id", approval_id, "--approve", "yes"), "parse_error",
+                 f'Approval ID "{approval_id}" not found or expired')
+    assert_error(resume(cli, request["resumeToken"], "--approve", "yes"), "runtime_error",
+                 NOT_FOUND)
+
+
+def test_resume_twice_is_refused(cli):
+    token = approval(park(cli, GATED))["resumeToken"]
+    assert_ok(resume(cli, token, "--approve", "yes"), [{"v": 1}, {"v": 2}])
+    assert_error(resume(cli, token, "--approve", "yes"), "runtime_error", NOT_FOUND)
+
+
+def test_cancel(cli):
+    envelope = park(cli, "exec --json echo '[1]' | approve"
+                         " | exec --shell 'echo ran >> after.txt'")
+    token = approval(envelope)["resumeToken"]
+    assert_ok(resume(cli, token, "--cancel"), [], status="cancelled")
+    assert not (cli.work / "after.txt").exists()
+    assert_error(resume(cli, token, "--approve", "yes"), "runtime_error", NOT_FOUND)
+
+
+def test_cancel_of_a_consumed_checkpoint(cli):
+    # reference doc 6.3: cancel of missing or already-claimed state -> `Resume state not found`
+    token = approval(park(cli, "approve"))["resumeToken"]
+    assert_ok(resume(cli, token, "--cancel"), [], status="cancelled")
+    assert_error(resume(cli, token, "--cancel"), "runtime_error", "Resume state not found")
+
+
+def test_a_resume_that_halts_again_returns_a_new_token_and_kills_the_old_one(cli):
+    envelope = park(cli, "exec --json echo '[1,2]' | approve --prompt one | map --wrap v"
+                         " | approve --prompt two | pick v")
+    first = approval(envelope)
+    assert first["prompt"] == "one"
+    again, code = resume(cli, first["resumeToken"], "--approve", "yes")
+    assert code == 0
+    second = approval(again)
+    assert second["prompt"] == "two"
+    assert second["items"] == [{"v": 1}, {"v": 2}]
+    assert second["resumeToken"] != first["resumeToken"]
+    assert second["approvalId"] != first["approvalId"]
+    assert_error(resume(cli, first["resumeToken"], "--approve", "yes"), "runtime_error",
+                 NOT_FOUND)
+    assert_ok(resume(cli, second["resumeToken"], "--approve", "yes"), [{"v": 1}, {"v": 2}])
+
+
+# ask ----------------------------------------------------------------------------------------
+def test_ask_invalid_answer_keeps_the_checkpoint_then_a_valid_answer_finishes(cli):
+    envelope = park(cli, "ask --prompt 'How many?' --schema "
+                         "'{\"type\":\"integer\",\"minimum\":1}' | map --wrap n")
+    request = input_request(envelope)
+    assert request["prompt"] == "How many?"
+    assert request["responseSchema"] == {"type": "integer", "minimum": 1}
+    token = request["resumeToken"]
+    refused = [  # none of these touches the checkpoint, so they may as well run side by side
+        (["--response-json", '"three"'],
+         "pipeline input response failed schema validation at /: must be integer"),
+        (["--response-json", "0"],
+         "pipeline input response failed schema validation at /: must be >= 1"),
+        (["--response-json", "{nope"], "resume --response-json must be valid JSON"),
+        (["--approve", "yes"], "pipeline input resumes require response"),
+    ]
+    results = run_all(cli, [["resume", "--token", token, *argv] for argv, _ in refused])
+    for (_, message), result in zip(refused, results):
+        assert_error(result, "parse_error", message)
+    assert_ok(resume(cli, token, "--response-json", "3"), [{"n": 3}])
+    assert_error(resume(cli, token, "--response-json", "3"), "runtime_error", NOT_FOUND)
+
+
+def test_ask_default_schema_answer(cli):
+    token = input_request(park(cli, "ask"))["resumeToken"]
+    wrong_enum, missing = run_all(cli, [
+        ["resume", "--token", token, "--response-json", '{"decision":"maybe"}'],
+        ["resume", "--token", token, "--response-json", "{}"]])
+    assert_error(wrong_enum, "parse_error",
+                 "pipeline input response failed schema validation at /decision: "
+                 "must be equal to one of the allowed values")
+    assert_error(missing, "parse_error", "pipeline input response failed schema validation "
+                                         "at /: must have required property 'decision'")
+    assert_ok(resume(cli, token, "--response-json", '{"decision":"approve"}'),
+              [{"decision": "approve"}])
+
+
+# tokens -------------------------------------------------------------------------------------
+def test_a_tampered_signature_is_refused_and_the_real_token_still_works(cli):
+    token = approval(park(cli, GATED))["resumeToken"]
+    fields = token_fields(token)
+    sig = fields["sig"]
+    fields["sig"] = ("A" if sig[0] != "A" else "B") + sig[1:]
+    error = assert_error(resume(cli, encode_token(fields), "--approve", "yes"), "parse_error",
+                         "Invalid token: signature does not match this state directory")
+    assert error["message"].startswith("Invalid token")
+    assert_ok(resume(cli, token, "--approve", "yes"), [{"v": 1}, {"v": 2}])
+
+
+def test_a_token_signed_with_another_key_is_refused(cli):
+    from vm import token as tokens
+
+    token = approval(park(cli, GATED))["resumeToken"]
+    fields = token_fields(token)
+    forged = tokens.issue(fields["kind"], fields["stateKey"], os.urandom(32))
+    unsigned = encode_token({k: v for k, v in fields.items() if k != "sig"})
+    bad_version = encode_token({**fields, "protocolVersion": 2})
+    results = run_all(cli, [["resume", "--token", bad, "--approve", "yes"]
+                            for bad in (forged, unsigned, "garbage!", bad_version)])
+    assert_error(results[0], "parse_error",
+                 "Invalid token: signature does not match this state directory")
+    envelope, code = results[1]
+    assert code == 2 and envelope["error"]["type"] == "parse_error"
+    assert envelope["error"]["message"].startswith("Invalid token")
+    assert_error(results[2], "parse_error", "Invalid token")
+    assert_error(results[3], "parse_error", "Unsupported protocol version")
+    assert_ok(resume(cli, token, "--approve", "yes"), [{"v": 1}, {"v": 2}])
+
+
+def test_a_token_from_another_state_dir_is_refused(cli, tmp_path):
+    token = approval(park(cli, GATED))["resumeToken"]
+    empty, keyed = tmp_path / "empty-state", tmp_path / "other-state"
+    # a checkpoint in the other store gives it a signing key of its own
+    handle({"action": "run", "pipeline": "approve"},
+           Options(state_dir=str(keyed), cwd=str(cli.work), env=dict(cli.env)))
+    argv = ["resume", "--token", token, "--approve", "yes"]
+    for other in (empty, keyed):
+        proc = cli.run(*argv, env={"LOBSTER_STATE_DIR": str(other)})
+        envelope = json.loads(proc.stdout)
+        assert proc.returncode == 2 and envelope["error"]["type"] == "parse_error", envelope
+        assert envelope["error"]["message"].startswith("Invalid token")
+    assert_ok(resume(cli, token, "--approve", "yes"), [{"v": 1}, {"v": 2}])
+
+
+def test_two_concurrent_resumes_exactly_one_proceeds_and_the_side_effect_happens_once(cli):
+    envelope = park(cli, "exec --json echo '[1]' | approve"
+                         " | exec --shell 'echo ran >> side.txt; sleep 0.2; echo done'")
+    token = approval(envelope)["resumeToken"]
+    results = run_all(cli, [["resume", "--token", token, "--approve", "yes"]] * 2)
+    outcomes = sorted((env["ok"], env.get("error", {}).get("message"), code)
+                      for env, code in results)
+    assert outcomes == [(False, NOT_FOUND, 1), (True, None, 0)], results
+    winner = next(env for env, _ in results if env["ok"])
+    assert winner["output"] == ["done"]
+    assert (cli.work / "side.txt").read_text() == "ran\n"
+
+
+# lobster tool -------------------------------------------------------------------------------
+def test_tool_request_as_argument_and_on_stdin(cli):
+    run = {"action": "run", "pipeline": GATED, "timeoutMs": 30000}
+    envelope, code = cli.tool("tool", json.dumps(run))
+    assert code == 0
+    token = approval(envelope)["resumeToken"]
+    proc = cli.run("tool", "-", stdin=json.dumps({"action": "resume", "token": token,
+                                                  "approve": True}))
+    assert_ok((json.loads(proc.stdout), proc.returncode), [{"v": 1}, {"v": 2}])
+    # without an argument the request is read from stdin too
+    proc = cli.run("tool", stdin=json.dumps({"action": "run", "pipeline": "exec echo hi"}))
+    assert_ok((json.loads(proc.stdout), proc.returncode), ["hi"])
+
+
+def test_tool_resume_by_approval_id_and_with_response_json(cli):
+    request = approval(park(cli, GATED))
+    by_id = {"action": "resume", "approvalId": request["approvalId"], "approve": True}
+    assert_ok(cli.tool("tool", json.dumps(by_id)), [{"v": 1}, {"v": 2}])
+    token = input_request(park(cli, "ask --schema '{\"type\":\"integer\"}'"))
+    token = token["resumeToken"]
+    assert_error(cli.tool("tool", json.dumps({"action": "resume", "token": token,
+                                              "responseJson": '"x"'})),
+                 "parse_error", "pipeline input response failed schema validation at /: "
+                                "must be integer")
+    assert_ok(cli.tool("tool", json.dumps({"action": "resume", "token": token,
+                                           "responseJson": "7"})), [7])
+
+
+TOOL_ERRORS = [
+    ({"action": "run"}, "pipeline required"),
+    ({"action": "run", "pipeline": "  "}, "pipeline required"),
+    ({"action": "resume", "approve": True}, "token or approvalId required"),
+    ({"action": "resume", "token": "t"},
+     "resume requires exactly one of approve, responseJson, or cancel: true"),
+    ({"action": "resume", "token": "t", "approve": True, "cancel": True},
+     "resume requires exactly one of approve, responseJson, or cancel: true"),
+    ({"action": "resume", "token": "t", "approve": True, "responseJson": "1"},
+     "resume requires exactly one of approve, responseJson, or cancel: true"),
+    ({"action": "resume", "token": "t", "responseJson": "{bad"}, "responseJson must be valid JSON"),
+    ({"action": "resume", "token": "t", "cancel": False}, "cancel must be true"),
+    ({"action": "run", "pipeline": "exec echo hi", "argsJson": "{bad"},
+     "run --args-json must be valid JSON"),
+    ({"action": "run", "pipeline": "exec pwd", "cwd": "/tmp"}, "cwd must be a relative path"),
+    ({"action": "run", "pipeline": "exec pwd", "cwd": "../elsewhere"},
+     "cwd must stay within the gateway working directory"),
+    ({"action": "run", "pipeline": "exec pwd", "cwd": "sub/../../x"},
+     "cwd must stay within the gateway working directory"),
+]
+
+
+def test_tool_request_errors(cli):
+    # the checks are the protocol's: the table runs in process, one case through `lobster tool`
+    for request, message in TOOL_ERRORS:
+        options = Options(state_dir=str(cli.state), cwd=str(cli.work), env=dict(cli.env))
+        envelope = handle(request, options)
+        assert_error((envelope, 2 if envelope["error"]["type"] == "parse_error" else 1),
+                     "parse_error", message)
+    [result] = run_all(cli, [tool_request(TOOL_ERRORS[-1][0])])
+    assert_error(result, "parse_error", TOOL_ERRORS[-1][1])
+
+
+def test_tool_request_that_is_not_json(cli):
+    envelope, code = cli.tool("tool", "{not json")
+    assert code == 2 and envelope["ok"] is False and envelope["error"]["type"] == "parse_error"
+
+
+def test_relative_cwd_is_used_for_exec(cli):
+    (cli.work / "sub" / "deeper").mkdir(parents=True)
+    (cli.work / "sub" / "marker.txt").write_text("here\n")
+    results = run_all(cli, [
+        tool_request({"action": "run", "pipeline": "exec pwd", "cwd": "sub"}),
+        tool_request({"action": "run", "pipeline": "exec --shell 'cat marker.txt'", "cwd": "sub"}),
+        tool_request({"action": "run", "pipeline": "exec pwd", "cwd": "sub/deeper/.."}),
+        tool_request({"action": "run", "pipeline": "exec pwd", "cwd": "."}),
+    ])
+    sub = str((cli.work / "sub").resolve())
+    assert_ok(results[0], [sub])
+    assert_ok(results[1], ["here"])
+    assert_ok(results[2], [sub])
+    assert_ok(results[3], [str(cli.work.resolve())])
+
+
+# limits -------------------------------------------------------------------------------------
+def test_timeout_kills_the_whole_process_group(cli):
+    line = "echo $$ > sh.pid; sleep 5 & echo $! > sleep.pid; wait"
+    request = {"action": "run", "pipeline": f"exec --shell '{line}'", "timeoutMs": 300}
+    started = time.monotonic()
+    result = cli.tool("tool", json.dumps(request))
+    elapsed = time.monotonic() - started
+    assert_error(result, "runtime_error", "lobster runtime timed out")
+    assert elapsed < 3, elapsed
+    pids = [int((cli.work / name).read_text()) for name in ("sh.pid", "sleep.pid")]
+    deadline = time.monotonic() + 2
+    while any(pid_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not any(pid_running(pid) for pid in pids), pids
+
+
+def _big(stream: str, size: int = 200_000) -> str:
+    target = "sys.stdout" if stream == "stdout" else "sys.stderr"
+    return f"exec {sys.executable} -c 'import sys; {target}.write(\"a\" * {size})'"
+
+
+def test_max_stdout_bytes_caps_child_output_and_the_envelope(cli):
+    results = run_all(cli, [
+        tool_request({"action": "run", "pipeline": _big("stdout"), "maxStdoutBytes": 2048}),
+        tool_request({"action": "run", "pipeline": _big("stderr"), "maxStdoutBytes": 2048}),
+        # the child writes ~1.5 KB, but the envelope (one pretty line per item) is over 2 KB
+        tool_request({"action": "run", "pipeline": "exec seq 1 400", "maxStdoutBytes": 2048}),
+        tool_request({"action": "run", "pipeline": _big("stdout", 1500), "maxStdoutBytes": 2048}),
+    ])
+    assert_error(results[0], "runtime_error", "lobster stdout exceeded maxStdoutBytes")
+    assert_error(results[1], "runtime_error", "lobster stderr exceeded maxStdoutBytes")
+    assert_error(results[2], "runtime_error", "lobster runtime result exceeded maxStdoutBytes")
+    assert_ok(results[3], ["a" * 1500])
+
+
+# exit codes and human mode ------------------------------------------------------------------
+def test_exit_codes(cli):
+    cases = [
+        (["run", "--mode", "tool", "exec echo hi"], 0),
+        (["run", "--mode", "tool", "ask"], 0),  # needs_input is not an error
+        (["run", "--mode", "tool", "exec --shell 'exit 3'"], 1),
+        (["run", "--mode", "tool", "exec 'unclosed"], 2),
+        (["resume", "--approve", "yes"], 2),
+    ]
+    results = run_all(cli, [argv for argv, _ in cases])
+    assert [code for _, code in results] == [code for _, code in cases], results
+
+
+ROWS = "exec --json echo '[{\"name\":\"ab\",\"n\":1},{\"name\":\"abcdef\",\"n\":22}]'"
+PRETTY = '[\n  1,\n  {\n    "a": "b"\n  }\n]\n'
+HUMAN = [  # argv, exit code, stdout, first line of stderr
+    (["run", "exec --json echo '[1,{\"a\":\"b\"}]'"], 0, PRETTY, None),
+    (["exec --json echo '[1,{\"a\":\"b\"}]'"], 0, PRETTY, None),  # bare = run, human mode
+    ([f"{ROWS} | table"], 0, "name    n  \n------  ---\nab      1  \nabcdef  22 \n", None),
+    ([f"{ROWS} | json"], 0, '[\n  {\n    "name": "ab",\n    "n": 1\n  },\n'
+                            '  {\n    "name": "abcdef",\n    "n": 22\n  }\n]\n', None),
+    (["exec --json echo '[]' | table"], 0, "(no results)\n", None),
+    (["exec --shell 'echo boom >&2; exit 3'"], 1, "", "Error: exec failed (3): boom"),
+    (["exec 'unclosed"], 2, "", "Parse error: Unclosed quote"),
+    (["nosuch"], 1, "", "Error: Unknown command: nosuch"),
+    (["run", "--args-json", "{bad", "exec echo hi"], 2, "",
+     "Parse error: run --args-json must be valid JSON"),
+]
+
+
+def test_human_mode_output_and_errors(cli):
+    for (argv, code, stdout, stderr), proc in zip(HUMAN, start_all(cli, [c[0] for c in HUMAN])):
+        assert (proc.returncode, proc.stdout) == (code, stdout), argv
+        if stderr is None:
+            assert proc.stderr == "", argv
+        else:
+            assert proc.stderr.splitlines()[0] == stderr, argv
+
+
+def test_human_mode_halt_prints_the_request_without_ok(cli):
+    proc = cli.run("exec --json echo '[1]' | approve --prompt 'Sure?'")
+    assert proc.returncode == 0
+    printed = json.loads(proc.stdout)
+    assert list(printed) == ["status", "output", "requiresApproval", "requiresInput"]
+    assert printed["status"] == "needs_approval"
+    assert printed["requiresApproval"]["prompt"] == "Sure?"
+    assert_ok(resume(cli, printed["requiresApproval"]["resumeToken"], "--approve", "yes"), [1])
+
+
+# help, version, doctor ----------------------------------------------------------------------
+def test_help_version_doctor(cli):
+    from vm import __version__
+
+    argvs = [["help"], ["--help"], ["help", "where"], ["help", "nosuch"], ["version"],
+             ["-v"], ["doctor"]]
+    usage, dash_help, where, nosuch, *versions, doctor = start_all(cli, argvs)
+    assert usage.returncode == 0
+    assert "lobster run" in usage.stdout and "lobster resume" in usage.stdout
+    assert dash_help.stdout == usage.stdout
+    assert where.returncode == 0
+    assert where.stdout.startswith("where — ")
+    assert nosuch.returncode == 2
+    assert nosuch.stderr.strip() == "Unknown command: nosuch"
+    for version in versions:
+        assert (version.returncode, version.stdout) == (0, __version__ + "\n")
+    assert_ok((json.loads(doctor.stdout), doctor.returncode),
+              [{"toolMode": True, "protocolVersion": 1, "version": __version__}])
+
+
+# the inbox example --------------------------------------------------------------------------
+INBOX_PIPELINE = ("exec --json --shell 'inbox list --json'"
+                  " | exec --stdin json --json --shell 'inbox categorize --json'"
+                  " | pick id,subject,category,proposed"
+                  " | approve --preview-from-stdin --limit 5 --prompt 'Apply changes?'"
+                  " | exec --stdin json --json --shell 'inbox apply --json'")
+
+EXPECTED_LABELS = {"m1": ["needs-reply"], "m2": ["action-required"], "m3": ["fyi"],
+                   "m4": ["work", "needs-reply"], "m5": ["action-required"], "m6": ["fyi"]}
+
+
+@pytest.fixture
+def inbox(cli, tmp_path) -> Path:
+    folder = tmp_path / "inbox"
+    shutil.copytree(ROOT / "examples" / "inbox", folder)
+    cli.env["PATH"] = f"{folder}{os.pathsep}{cli.env['PATH']}"
+    cli.env["INBOX_FILE"] = str(folder / "mailbox.json")
+    return folder
+
+
+def test_inbox_example_halts_with_a_preview_and_applies_on_approve(cli, inbox):
+    mailbox = inbox / "mailbox.json"
+    before = mailbox.read_text()
+    envelope, code = cli.pipeline(INBOX_PIPELINE)
+    assert code == 0
+    request = approval(envelope)
+    assert request["prompt"] == "Apply changes?"
+    assert [item["id"] for item in request["items"]] == ["m1", "m2", "m3", "m4", "m5", "m6"]
+    assert [item["category"] for item in request["items"]] == \
+        ["reply", "action", "fyi", "reply", "action", "fyi"]
+    assert json.loads(request["preview"]) == request["items"][:5]
+    assert mailbox.read_text() == before  # nothing applied before the approval
+    envelope, code = resume(cli, request["resumeToken"], "--approve", "yes")
+    assert code == 0 and envelope["status"] == "ok", envelope
+    [summary] = envelope["output"]
+    assert (summary["changed"], summary["unchanged"]) == (5, 1)
+    after = json.loads(mailbox.read_text())
+    assert {m["id"]: m["labels"] for m in after["messages"]} == EXPECTED_LABELS
+    # a second triage finds nothing new to label
+    envelope = park(cli, INBOX_PIPELINE)
+    again = approval(envelope)
+    assert all(item["proposed"] == {"addLabels": []} for item in again["items"])
+
+
+def test_inbox_example_rejected_leaves_the_mailbox_alone(cli, inbox):
+    mailbox = inbox / "mailbox.json"
+    before = mailbox.read_text()
+    token = approval(park(cli, INBOX_PIPELINE))["resumeToken"]
+    assert_ok(resume(cli, token, "--approve", "no"), [], status="cancelled")
+    assert mailbox.read_text() == before
+
+
+def test_inbox_cli_errors(inbox):
+    exe = str(inbox / "inbox")
+    env = {**os.environ, "INBOX_FILE": str(inbox / "mailbox.json")}
+    cases = [([exe], None, 2, "usage: inbox (list | categorize | apply) --json"),
+             ([exe, "list"], None, 2, "usage: inbox (list | categorize | apply) --json"),
+             ([exe, "categorize", "--json"], "not json", 1,
+              "inbox: stdin is not valid JSON: Expecting value: line 1 column 1 (char 0)"),
+             ([exe, "apply", "--json"], '[{"id": "zz"}]', 1, 'inbox: unknown message id: "zz"')]
+    for argv, stdin, code, message in cases:
+        proc = subprocess.run(argv, input=stdin or "", env=env, capture_output=True, text=True)
+        assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (code, "", message)
+    missing = subprocess.run([exe, "list", "--json"], env={**env, "INBOX_FILE": "/nonexistent/m"},
+                             capture_output=True, text=True)
+    assert (missing.returncode, missing.stderr.strip()) == (1, "inbox: mailbox not found: "
+                                                               "/nonexistent/m")
