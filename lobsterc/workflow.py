@@ -29,6 +29,11 @@ ITEMS_REG = 0  # a pipeline step's items
 
 def compile_workflow(path: str) -> Program:
     """Load, check and compile a workflow file (and the sub-workflows it calls)."""
+    return compile_workflow_files(path)[0]
+
+
+def compile_workflow_files(path: str) -> tuple[Program, list[str]]:
+    """The program, and the real path of every file it was compiled from."""
     wf = load_workflow_file(path)
     em = Emitter()
     em.registers = 2
@@ -37,7 +42,8 @@ def compile_workflow(path: str) -> Program:
     compiler.workflow(wf, prefix="")
     em.emit(Op.END_WORKFLOW, span=wf.span_of())
     compiler.emit_regions()
-    return em.program(os.path.basename(path), wf.source.text)
+    files = [os.path.realpath(path)] + [chain[-1] for _, _, _, chain in compiler.regions]
+    return em.program(os.path.basename(path), wf.source.text), files
 
 
 def arg_defaults(wf: WorkflowFile) -> dict:

@@ -1,4 +1,4 @@
-"""The `lobster` command: run, resume, tool, doctor, help, version.
+"""The `lobster` command: run, resume, tool, graph, doctor, help, version.
 
 Exit codes: 0 (also needs_approval, needs_input, cancelled), 1 runtime error, 2 parse error.
 """
@@ -23,12 +23,13 @@ usage:
   lobster PIPELINE                       the same as `lobster run PIPELINE`, in human mode
   lobster resume (--token T | --id ID) (--approve yes|no | --response-json J | --cancel)
   lobster tool [REQUEST | -]             one tool call: request JSON in, envelope out
+  lobster graph [--file] FILE [--format mermaid|dot|ascii] [--args-json J]
   lobster help [COMMAND]                 this text, or one pipeline command's help
   lobster doctor                         check that this installation runs pipelines
   lobster version
 
 examples:
-  lobster run --mode tool "exec --json --shell 'echo [1,2,3]' | where '>=2'"
+  lobster run --mode tool "exec --json --shell 'echo [1,2,3]' | head --n 2"
   lobster "exec --json --shell 'inbox list --json' | approve --prompt 'Apply?'"
   lobster resume --token <resumeToken> --approve yes
 
@@ -85,6 +86,9 @@ def cmd_run(argv: list[str]) -> int:
             rest.append(word)
             i += 1
     mode = "tool" if mode == "tool" else "human"
+    if (not dry_run and file is None and len(rest) == 2 and rest[1] == "--dry-run"
+            and protocol.is_workflow_path(rest[0], os.getcwd())):
+        dry_run, rest = True, rest[:1]  # `lobster run wf.lobster --dry-run`
     workflow = file is not None
     if file is not None:
         pipeline = file
@@ -99,7 +103,7 @@ def cmd_run(argv: list[str]) -> int:
     options = Options(mode=mode, write=rendered.append, stdin_is_tty=sys.stdin.isatty(),
                       ask_line=_ask_line, log=sys.stderr.write, report=compile_errors.append)
     if dry_run:
-        return _dry_run(pipeline, mode)
+        return _dry_run(pipeline, mode, workflow, args_json)
     envelope = protocol.run(pipeline, options, args_json=args_json, file=workflow)
     if mode == "tool":
         _print_json(envelope)
@@ -117,12 +121,17 @@ def cmd_run(argv: list[str]) -> int:
     return 0
 
 
-def _dry_run(pipeline: str, mode: str) -> int:
-    """Check the pipeline and print its plan to stderr; run nothing."""
-    from lobsterc.plan import pipeline_plan
+def _dry_run(pipeline: str, mode: str, workflow: bool = False, args_json: str | None = None
+             ) -> int:
+    """Check the pipeline (or workflow file) and print its plan to stderr; run nothing."""
+    from lobsterc.plan import pipeline_plan, workflow_plan
 
     try:
-        plan = pipeline_plan(pipeline)
+        if workflow or protocol.is_workflow_path(pipeline, os.getcwd()):
+            args = protocol.parse_args_json(args_json)
+            plan = workflow_plan(os.path.join(os.getcwd(), pipeline.strip()), args)
+        else:
+            plan = pipeline_plan(pipeline)
     except RequestError as exc:
         return _fail(mode, exc)
     sys.stderr.write(plan)
@@ -221,6 +230,65 @@ def _resume(values: dict) -> dict:
     return protocol.resume(options, decision, token=token)
 
 
+# graph --------------------------------------------------------------------------------------
+GRAPH_USAGE = """\
+usage: lobster graph [--file] FILE [--format mermaid|dot|ascii] [--args-json J]
+
+Print a workflow file's steps and the data flow between them (nothing is run).
+  --format     mermaid (default), dot, or ascii
+  --args-json  a JSON object of args for ${arg} in the labels, over the file's defaults
+"""
+
+
+def cmd_graph(argv: list[str]) -> int:
+    """`lobster graph`: usage errors exit 2 with the bare message, load errors `Error: ...`
+    exit 1."""
+    from lobsterc.graph import FORMATS, graph, parse_args_json
+
+    path, fmt, args_json = None, "mermaid", None
+    i = 0
+    try:
+        while i < len(argv):
+            word = argv[i]
+            name = word[2:].split("=", 1)[0] if word.startswith("--") else None
+            if word in ("-h", "--help"):
+                sys.stdout.write(GRAPH_USAGE)
+                return 0
+            if name in ("file", "format", "args-json"):
+                value, i = _flag(argv, i, name)
+                if value is None and name == "file":
+                    raise RequestError("graph requires a workflow file path (use --file <path>)")
+                if value is None:
+                    raise RequestError(f"graph --{name} requires a value")
+                if name == "file":
+                    path = value
+                elif name == "format":
+                    fmt = value
+                else:
+                    args_json = value
+            elif name is not None:
+                raise RequestError(f"graph does not take --{name}")
+            elif path is None:
+                path, i = word, i + 1
+            else:
+                raise RequestError("graph accepts one workflow file path")
+        if not path:
+            raise RequestError("graph requires a workflow file path (use --file <path>)")
+        if fmt not in FORMATS:
+            raise RequestError(f"graph --format must be one of: {', '.join(FORMATS)}")
+        args = parse_args_json(args_json)
+    except RequestError as exc:
+        sys.stderr.write(exc.envelope["error"]["message"] + "\n")
+        return 2
+    try:
+        text = graph(path, fmt, args)
+    except RequestError as exc:
+        sys.stderr.write(f"Error: {exc.envelope['error']['message']}\n")
+        return 1
+    sys.stdout.write(text)
+    return 0
+
+
 # tool, doctor, help, version ----------------------------------------------------------------
 def cmd_tool(argv: list[str]) -> int:
     text = argv[0] if argv and argv[0] != "-" else sys.stdin.read()
@@ -284,6 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if head == "help":
         return cmd_help(rest)
+    if head == "graph":
+        return cmd_graph(rest)
     if "-h" in rest or "--help" in rest:
         return cmd_help([])
     handlers = {"run": cmd_run, "resume": cmd_resume, "tool": cmd_tool, "doctor": cmd_doctor}

@@ -16,8 +16,6 @@ from attrs import define, field
 
 from vm import js
 from vm.commands import COMMANDS, Args, CommandError, Context
-from vm.commands.data import render_json, render_table
-from vm.commands.exec_cmd import run_exec
 from vm.frame import FRAME_FORMAT, Frame, Pending
 from vm.opcodes import Op
 from vm.program import HaltSite, Program
@@ -70,11 +68,15 @@ def run(program: Program, frame: Frame, host: Host, *, budget: int | None = None
                     flags, positionals = workflow.render_args(flags, positionals)
                 R[ins.a] = COMMANDS[name].run(Args(flags, tuple(positionals)), R[ins.c], ctx)
             elif op == Op.EXEC:
+                from vm.commands.exec_cmd import run_exec
+
                 spec = K[ins.b]
                 R[ins.a] = run_exec(workflow.render_exec(spec) if spec.get("tpl") else spec,
                                     R[ins.c], workflow.stage_context(ctx))
             elif op == Op.RENDER:
-                text = (render_json if K[ins.b] == "json" else render_table)(R[ins.a])
+                from vm.commands.data import render
+
+                text = render(K[ins.b], R[ins.a])
                 if frame.capture is not None:
                     frame.capture.append(text)
                 else:

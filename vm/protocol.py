@@ -185,22 +185,37 @@ def is_workflow_path(pipeline: str, cwd: str) -> bool:
 
 
 def compile_source(pipeline: str, options: Options, workflow: bool = False) -> Program:
-    """Compile inline pipeline text or a workflow file (lobsterc is imported here, and only
-    here: a run of an already compiled program, and every resume, never parses)."""
+    """The program for inline pipeline text or a workflow file: from the compile cache, or
+    compiled (lobsterc, and with it lark, is imported here and only here)."""
+    from vm import cache
+
+    store = options.store()
+    if workflow:
+        path = os.path.realpath(os.path.join(options.cwd, pipeline.strip()))
+        cache_key = cache.key("workflow", path)
+    else:
+        cache_key = cache.key("pipeline", pipeline)
+    program = cache.lookup(store, cache_key)
+    if program is not None:
+        return program
     from lobsterc.diagnostics import CompileError
 
     try:
         if workflow:
-            from lobsterc.workflow import compile_workflow
+            from lobsterc.workflow import compile_workflow_files
 
-            return compile_workflow(os.path.join(options.cwd, pipeline.strip()))
-        from lobsterc.codegen import compile_pipeline
+            program, files = compile_workflow_files(os.path.join(options.cwd, pipeline.strip()))
+            deps = {f: cache.file_sha(f) for f in files}
+        else:
+            from lobsterc.codegen import compile_pipeline
 
-        return compile_pipeline(pipeline)
+            program, deps = compile_pipeline(pipeline), {}
     except CompileError as exc:
         if options.report is not None:
             options.report(exc)
         raise RequestError(**compile_error_fields(exc)) from None
+    cache.remember(store, cache_key, program, deps)
+    return program
 
 
 def compile_error_fields(exc) -> dict:

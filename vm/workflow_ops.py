@@ -7,16 +7,13 @@ stacks, the last completed step); `Workflow` only holds references to it for one
 from __future__ import annotations
 
 import os
-import random
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
 from attrs import evolve
 
 from vm import js, refs, steps
 from vm.commands import COMMANDS, Args, CommandError, Context
-from vm.commands.exec_cmd import run_exec
 from vm.condition import MISSING, evaluate
 from vm.frame import Frame, Pending
 from vm.opcodes import Op
@@ -363,6 +360,8 @@ def op_parallel(wf: Workflow, ins: Instr, K) -> None:
         own = time.monotonic() + spec["timeout_ms"] / 1000
         deadline = own if deadline is None else min(deadline, own)
     branch_ctx = evolve(ctx, deadline=deadline)
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
     with ThreadPoolExecutor(max_workers=len(spec["branches"])) as pool:
         futures = {pool.submit(_run_branch, wf, branch, branch_ctx): branch["id"]
                    for branch in spec["branches"]}
@@ -419,13 +418,15 @@ def _run_branch(wf: Workflow, branch: dict, ctx: Context) -> dict:
     items = steps.stdin_items(stdin)
     rendered: list[str] = []
     stage_ctx = evolve(ctx, env=env, cwd=cwd)
+    from vm.commands.exec_cmd import run_exec
+
     for kind, data in branch["stages"]:
         if kind == "exec":
             items = run_exec(wf.render_exec(data), items, stage_ctx)
         elif kind == "render":
-            from vm.commands.data import render_json, render_table
+            from vm.commands.data import render
 
-            rendered.append((render_json if data == "json" else render_table)(items))
+            rendered.append(render(data, items))
             items = []
         else:
             name, flags, positionals, _ = data
@@ -453,6 +454,8 @@ def _retry_delay(retry: dict, k: int) -> int:
     base = retry["delay_ms"]
     delay = base if retry["backoff"] == "fixed" else min(base * 2**k, retry["max_delay_ms"])
     if retry["jitter"]:
+        import random
+
         delay = delay * (1 + random.uniform(-0.1, 0.1))
         delay = min(delay, retry["max_delay_ms"]) if retry["backoff"] != "fixed" else delay
     return max(0, round(delay))

@@ -328,3 +328,8 @@ def render_table(items: list) -> str:
     lines = ["  ".join(row) for row in zip(*padded)] if padded else [""] * (len(items) + 1)
     lines.insert(1, "  ".join("-" * js.utf16_len(column[0]) for column in padded))
     return "".join(line + "\n" for line in lines)
+
+
+def render(renderer: str, items: list) -> str:
+    """The text of the `json` or `table` renderer."""
+    return render_json(items) if renderer == "json" else render_table(items)

@@ -1,0 +1,73 @@
+"""Compiled programs by source, so a repeated pipeline or workflow skips parsing entirely.
+
+  <state>/cache/<key>.json  := {"program": <program hash>, "deps": {path: sha256 of its text}}
+
+The key is a sha256 of the compiler's fingerprint and the source (pipeline text, or a workflow
+file's real path). A workflow entry is used only while every file it was compiled from still
+has the same content. Entries are hints: a torn, stale or foreign one is a miss, never an error,
+so they are written without fsync.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from vm import __version__, codec
+from vm.program import FORMAT_VERSION, Program
+from vm.store import Store
+
+_PACKAGES = ("lobsterc", "grammar")
+
+
+def compiler_fingerprint() -> str:
+    """Versions, plus size and mtime of the compiler's files (a changed compiler is a miss)."""
+    parts = [__version__, str(FORMAT_VERSION)]
+    root = Path(__file__).resolve().parent.parent
+    for package in _PACKAGES:
+        try:
+            entries = sorted(os.scandir(root / package), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.endswith((".py", ".lark", ".json")):
+                st = entry.stat()
+                parts.append(f"{package}/{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+    return "\0".join(parts)
+
+
+def key(kind: str, source: str) -> str:
+    return hashlib.sha256(f"{compiler_fingerprint()}\0{kind}\0{source}".encode()).hexdigest()
+
+
+def file_sha(path: str) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def lookup(store: Store, cache_key: str) -> Program | None:
+    try:
+        entry = json.loads((store.root / "cache" / f"{cache_key}.json").read_text())
+        deps = entry["deps"]
+        if any(file_sha(path) != sha for path, sha in deps.items()):
+            return None
+        blob = store.load_program_bytes(entry["program"])
+        return None if blob is None else codec.load_program(blob)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, codec.LoadError):
+        return None
+
+
+def remember(store: Store, cache_key: str, program: Program, deps: dict[str, str]) -> None:
+    try:
+        store.save_program(program.hash, codec.dump_program(program))
+        directory = store.root / "cache"
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = directory / f".{cache_key}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps({"program": program.hash, "deps": deps}))
+        os.replace(tmp, directory / f"{cache_key}.json")
+    except OSError:
+        pass  # a cache that cannot be written only costs the next run a compile
