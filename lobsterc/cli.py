@@ -1,4 +1,5 @@
-"""The `lobsterc` command: compile, dis (disassemble, or --check against a golden file).
+"""The `lobsterc` command: compile, dis (disassemble, or --check against a golden file), graph
+(a workflow file as mermaid / dot / ascii), schema (the workflow file JSON Schema).
 
 Exit codes: 0 ok, 1 findings (compile errors, drift), 2 usage error.
 """
@@ -80,6 +81,37 @@ def _read(path: str) -> str | None:
         return None
 
 
+def cmd_graph(ns) -> int:
+    """The same text as `lobster graph`; a bad file is reported with its source line."""
+    from lobsterc.graph import FORMATS, parse_args_json, render_graph
+    from lobsterc.workflow_file import load_workflow_file
+    from vm.protocol import RequestError
+
+    if ns.format not in FORMATS:
+        sys.stderr.write(f"graph --format must be one of: {', '.join(FORMATS)}\n")
+        return 2
+    try:
+        args = parse_args_json(ns.args_json)
+    except RequestError as exc:
+        sys.stderr.write(exc.envelope["error"]["message"] + "\n")
+        return 2
+    try:
+        wf = load_workflow_file(ns.file)
+    except CompileError as exc:
+        return _report(exc, _read(ns.file), ns.file)
+    sys.stdout.write(render_graph(wf, ns.format, args))
+    return 0
+
+
+def cmd_schema(ns) -> int:
+    import json
+
+    from lobsterc.workflow_file import workflow_schema
+
+    sys.stdout.write(json.dumps(workflow_schema(), indent=2, ensure_ascii=False) + "\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lobsterc", description="The Lobster compiler.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -91,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--check", metavar="GOLDEN", help="compare with a golden file; exit 1 on drift")
     p.set_defaults(run=cmd_dis)
+    p = sub.add_parser("graph", help="print a workflow file's graph (as `lobster graph` does)")
+    p.add_argument("file")
+    p.add_argument("--format", default="mermaid", help="mermaid (default), dot, or ascii")
+    p.add_argument("--args-json", metavar="J", help="a JSON object of args for ${arg} in labels")
+    p.set_defaults(run=cmd_graph)
+    p = sub.add_parser("schema", help="print the workflow file format as a JSON Schema")
+    p.set_defaults(run=cmd_schema)
     return parser
 
 

@@ -1,0 +1,247 @@
+"""`lobster graph`: a workflow file's steps and data flow as Mermaid, Graphviz dot, or text
+(reference section 4.13). Nothing is run; `${arg}` is resolved from the caller's args over the
+file's defaults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attrs import frozen
+
+from lobsterc.diagnostics import CompileError
+from lobsterc.workflow_file import WorkflowFile, is_approval, load_workflow_file, step_kind
+from vm.protocol import RequestError, compile_error_fields
+from vm.refs import REF, substitute_args
+
+__all__ = ["FORMATS", "graph", "render_graph", "Node", "Edge", "nodes_and_edges"]
+
+FORMATS = ("mermaid", "dot", "ascii")
+DETAIL_LIMIT = 80
+WHEN_LIMIT = 70
+
+
+@frozen
+class Node:
+    id: str
+    type: str  # parallel | for_each | workflow | pipeline | run | approval | input | step
+    details: str  # one line, at most DETAIL_LIMIT characters; "" when there are none
+
+    @property
+    def label(self) -> str:
+        """`id\\n<details>` with a literal backslash-n (renderers escape around it)."""
+        return f"{self.id}\\n{self.details}" if self.details else self.id
+
+
+@frozen
+class Edge:
+    source: str
+    target: str
+    label: str  # next | stdin | for_each | when: <condition>
+
+
+def graph(path: str, fmt: str = "mermaid", args: dict | None = None) -> str:
+    """Load a workflow file and render its graph. Load errors raise RequestError."""
+    if fmt not in FORMATS:
+        raise RequestError(f"graph --format must be one of: {', '.join(FORMATS)}")
+    try:
+        wf = load_workflow_file(path)
+    except CompileError as exc:
+        raise RequestError(**compile_error_fields(exc)) from None
+    return render_graph(wf, fmt, args)
+
+
+def render_graph(wf: WorkflowFile, fmt: str = "mermaid", args: dict | None = None) -> str:
+    nodes, edges = nodes_and_edges(wf, args)
+    if fmt == "mermaid":
+        return _mermaid(nodes, edges)
+    if fmt == "dot":
+        return _dot(nodes, edges)
+    if fmt == "ascii":
+        return _ascii(nodes, edges)
+    raise ValueError(f"unknown graph format {fmt!r}")
+
+
+# the model ---------------------------------------------------------------------------------
+def nodes_and_edges(wf: WorkflowFile, args: dict | None = None) -> tuple[list[Node], list[Edge]]:
+    from lobsterc.workflow import arg_defaults
+
+    resolved = {**arg_defaults(wf), **(args or {})}
+    steps = wf.data["steps"]
+    nodes = [_node(step, resolved) for step in steps]
+    known = {node.id for node in nodes}
+    edges: list[Edge] = []
+    seen: set[tuple[str, str, str]] = set()
+
+    def add(source: str, target: str, label: str) -> None:
+        key = (source, target, label)
+        if source in known and source != target and key not in seen:
+            seen.add(key)
+            edges.append(Edge(source, target, label))
+
+    for index, step in enumerate(steps):
+        sid = step["id"]
+        if index:
+            add(steps[index - 1]["id"], sid, "next")
+        stdin = step.get("stdin")
+        if isinstance(stdin, str):
+            for ref in _template_refs(stdin):
+                add(ref, sid, "stdin")
+        if isinstance(step.get("for_each"), str):
+            for ref in _template_refs(step["for_each"]):
+                add(ref, sid, "for_each")
+        key = "when" if "when" in step else "condition" if "condition" in step else None
+        if key is not None and isinstance(step[key], str):
+            label = _truncate(f"when: {_one_line(step[key])}", WHEN_LIMIT)
+            for ref in _condition_refs(step[key]):
+                add(ref, sid, label)
+    return nodes, edges
+
+
+def _node(step: dict, args: dict) -> Node:
+    kind = step_kind(step)
+    details = ""
+    if kind == "parallel":
+        par = step["parallel"]
+        ids = ", ".join(branch["id"] for branch in par["branches"])
+        details = f"branches: {ids}" + ("; wait: any" if par.get("wait") == "any" else "")
+        node_type = "parallel"
+    elif kind == "for_each":
+        details = f"each {step.get('item_var', 'item')} in {step['for_each']}"
+        node_type = "for_each"
+    elif kind == "workflow":
+        details, node_type = step["workflow"], "workflow"
+    elif kind == "pipeline":
+        details, node_type = step["pipeline"], "pipeline"
+    elif kind == "shell":
+        details = step["run"] if isinstance(step.get("run"), str) else step["command"]
+        node_type = "run"
+    elif kind == "input":
+        prompt = step["input"].get("prompt")
+        details, node_type = (prompt if isinstance(prompt, str) else ""), "input"
+    elif kind == "approval" or is_approval(step.get("approval")):
+        details, node_type = _approval_prompt(step), "approval"
+    else:
+        node_type = "step"
+    details = _truncate(_one_line(substitute_args(details, args)), DETAIL_LIMIT)
+    return Node(step["id"], node_type, details)
+
+
+def _approval_prompt(step: dict) -> str:
+    approval = step.get("approval")
+    if isinstance(approval, dict) and isinstance(approval.get("prompt"), str):
+        return approval["prompt"]
+    if isinstance(approval, str) and approval.strip() not in ("", "required"):
+        return approval
+    return f"Approve {step['id']}?"
+
+
+def _template_refs(text: str) -> list[str]:
+    out: list[str] = []
+    for match in REF.finditer(text):
+        if match[1] not in out:
+            out.append(match[1])
+    return out
+
+
+def _condition_refs(text: str) -> list[str]:
+    """The step ids a condition reads: from its compiled tree (so a `$x.y` inside a quoted
+    string is not a reference); from the raw text when it does not compile."""
+    from lobsterc.expr import compile_condition, condition_refs
+
+    try:
+        return condition_refs(compile_condition(text, None))
+    except CompileError:
+        return _template_refs(text)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# renderers ---------------------------------------------------------------------------------
+_HTML = {"&": "&amp;", '"': "&quot;", "<": "&lt;", ">": "&gt;", "|": "&#124;"}
+
+
+def _html(text: str) -> str:
+    return "".join(_HTML.get(ch, ch) for ch in text)
+
+
+def _mermaid_ids(nodes: list[Node]) -> dict[str, str]:
+    """Step id -> a Mermaid node id of `[A-Za-z0-9_]`: other characters become `_`, a leading
+    digit gets `s_`, and a clash with an id already taken gets `_2`, `_3`, ..."""
+    taken: set[str] = set()
+    out: dict[str, str] = {}
+    for node in nodes:
+        base = "".join(ch if ch.isascii() and (ch.isalnum() or ch == "_") else "_"
+                       for ch in node.id)
+        if base[:1].isdigit():
+            base = f"s_{base}"
+        candidate, n = base, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}_{n}"
+        taken.add(candidate)
+        out[node.id] = candidate
+    return out
+
+
+def _mermaid(nodes: list[Node], edges: list[Edge]) -> str:
+    ids = _mermaid_ids(nodes)
+    lines = ["flowchart TD"]
+    for node in nodes:
+        label = _html(node.id) + (f"\\n{_html(node.details)}" if node.details else "")
+        if node.type == "approval":
+            lines.append(f'  {ids[node.id]}{{"{label}"}}')
+        else:
+            lines.append(f'  {ids[node.id]}["{label}"]')
+    for edge in edges:
+        lines.append(f"  {ids[edge.source]} -->|{_html(edge.label)}| {ids[edge.target]}")
+    return "\n".join(lines) + "\n"
+
+
+def _dot_str(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _dot(nodes: list[Node], edges: list[Edge]) -> str:
+    lines = ["digraph workflow {", "  rankdir=TB;"]
+    for node in nodes:
+        shape = "diamond" if node.type == "approval" else "box"
+        label = _dot_str(node.id) + (f"\\n{_dot_str(node.details)}" if node.details else "")
+        lines.append(f'  "{_dot_str(node.id)}" [shape={shape},label="{label}"];')
+    for edge in edges:
+        lines.append(f'  "{_dot_str(edge.source)}" -> "{_dot_str(edge.target)}" '
+                     f'[label="{_dot_str(edge.label)}"];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _ascii(nodes: list[Node], edges: list[Edge]) -> str:
+    lines = ["Workflow Graph", "Nodes:"]
+    for node in nodes:
+        lines.append(f"- {node.id} [{node.type}]" + (f" ({node.details})" if node.details else ""))
+    lines.append("Edges:")
+    if not edges:
+        lines.append("- (none)")
+    for edge in edges:
+        lines.append(f"- {edge.source} -> {edge.target} ({edge.label})")
+    return "\n".join(lines) + "\n"
+
+
+def parse_args_json(text: str | None) -> dict[str, Any]:
+    """`--args-json` for graph: a JSON object, with the reference's two error texts."""
+    if text is None:
+        return {}
+    from vm import js
+
+    try:
+        value = js.json_loads(text)
+    except ValueError:
+        raise RequestError("graph --args-json must be valid JSON") from None
+    if not isinstance(value, dict):
+        raise RequestError("graph --args-json must be a JSON object")
+    return value
