@@ -42,7 +42,8 @@ def test_every_opcode_has_a_table_entry():
 
 def test_frame_round_trip(tmp_path):
     program = compile_pipeline(PIPELINE)
-    frame = machine.new_frame(program, env={"A": "1"}, cwd=str(tmp_path), mode="tool")
+    frame = machine.new_frame(program, cwd=str(tmp_path), mode="tool")
+    frame.env = {"A": "1"}
     frame.results["x"] = {"id": "x", "json": [1, {"a": None}], "stdout": "é"}
     assert codec.load_frame(codec.dump_frame(frame)) == frame
 

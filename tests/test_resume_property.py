@@ -74,7 +74,7 @@ def drive_in_process(text: str, answers: list, workdir: str, *, cut: int | None 
                       env=dict(os.environ), mode="tool")
     ctx = options.context()
     host = machine.Host(ctx=ctx)
-    frame = machine.new_frame(program, env=dict(ctx.env), cwd=ctx.cwd, mode="tool")
+    frame = machine.new_frame(program, cwd=ctx.cwd, mode="tool")
     halts, pending_answers, budget = [], list(answers), cut
     while True:
         outcome = machine.run(program, frame, host, budget=budget)

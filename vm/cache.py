@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from functools import lru_cache
 from pathlib import Path
 
 from vm import __version__, codec
@@ -22,6 +23,7 @@ from vm.store import Store
 _PACKAGES = ("lobsterc", "grammar")
 
 
+@lru_cache(maxsize=1)
 def compiler_fingerprint() -> str:
     """Versions, plus size and mtime of the compiler's files (a changed compiler is a miss)."""
     parts = [__version__, str(FORMAT_VERSION)]
@@ -49,14 +51,26 @@ def file_sha(path: str) -> str | None:
         return None
 
 
+_MEMO: dict[tuple[str, str], tuple[Program, dict[str, str]]] = {}  # (state dir, key) -> hit
+
+
 def lookup(store: Store, cache_key: str) -> Program | None:
+    memo = _MEMO.get((str(store.root), cache_key))
+    if memo is not None:
+        program, deps = memo
+        if all(file_sha(path) == sha for path, sha in deps.items()):
+            return program
     try:
         entry = json.loads((store.root / "cache" / f"{cache_key}.json").read_text())
         deps = entry["deps"]
         if any(file_sha(path) != sha for path, sha in deps.items()):
             return None
         blob = store.load_program_bytes(entry["program"])
-        return None if blob is None else codec.load_program(blob)
+        if blob is None:
+            return None
+        program = codec.load_program(blob)
+        _MEMO[(str(store.root), cache_key)] = (program, deps)
+        return program
     except (OSError, ValueError, KeyError, TypeError, AttributeError, codec.LoadError):
         return None
 

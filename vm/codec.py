@@ -72,7 +72,23 @@ def dump_program(program: Program) -> bytes:
     return _pack(converter.unstructure(program))
 
 
+_LOADED: dict[bytes, Program] = {}  # verified programs of this process, by their bytes' digest
+
+
 def load_program(blob: bytes) -> Program:
+    """Decode and verify a program; a process that loads the same bytes again (a gateway
+    resuming many runs of one program) gets the verified object back at once."""
+    digest = hashlib.sha256(blob).digest()
+    program = _LOADED.get(digest)
+    if program is None:
+        program = _decode_program(blob)
+        if len(_LOADED) >= 256:
+            _LOADED.clear()
+        _LOADED[digest] = program
+    return program
+
+
+def _decode_program(blob: bytes) -> Program:
     raw = _unpack(blob)
     if not isinstance(raw, dict) or not isinstance(raw.get("header"), dict):
         raise LoadError("not a Lobster program")

@@ -43,7 +43,7 @@ class Frame:
     registers: list[Any] = field(factory=list)
     results: dict[str, Any] = field(factory=dict)
     args: dict[str, Any] = field(factory=dict)
-    env: dict[str, str] = field(factory=dict)
+    env: dict[str, str] = field(factory=dict)  # overlay on the caller's env (sub-workflows)
     cwd: str = "."
     mode: str = "tool"
     origin: str = "pipeline"  # "pipeline" | "workflow": which resume wording applies

@@ -39,10 +39,12 @@ class Host:
     log: Callable[[str], None] = field(default=lambda text: None)  # [RETRY] lines and warnings
 
 
-def new_frame(program: Program, *, env: dict, cwd: str, mode: str, args: dict | None = None) -> Frame:
+def new_frame(program: Program, *, cwd: str, mode: str, args: dict | None = None) -> Frame:
+    """A frame at pc 0. The caller's environment is not part of it: a resumed run sees the
+    environment of the process that resumes it, and no secret of the first is written."""
     return Frame(format=FRAME_FORMAT, program_hash=program.hash, run_id=uuid.uuid4().hex,
                  created_at=time.time(), registers=[[] for _ in range(program.registers)],
-                 args=dict(args or {}), env=dict(env), cwd=cwd, mode=mode)
+                 args=dict(args or {}), cwd=cwd, mode=mode)
 
 
 def run(program: Program, frame: Frame, host: Host, *, budget: int | None = None) -> Outcome:

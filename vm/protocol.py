@@ -250,8 +250,7 @@ def run(pipeline: str, options: Options, *, args_json: str | None = None,
         if program is None:
             program = compile_source(pipeline, options, workflow=workflow)
         ctx = options.context()
-        frame = machine.new_frame(program, env=dict(ctx.env), cwd=ctx.cwd, mode=options.mode,
-                                  args=args)
+        frame = machine.new_frame(program, cwd=ctx.cwd, mode=options.mode, args=args)
         frame.origin = "workflow" if workflow else "pipeline"
         return _drive(program, frame, options, ctx, capped)
     except RequestError as exc:
@@ -348,7 +347,7 @@ def resume(options: Options, decision: Decision, *, token: str | None = None,
                 return ok_envelope("cancelled", [])
             machine.apply_decision(frame, decision.response, approved_by)
             options.mode = frame.mode
-            ctx = options.context(cwd=frame.cwd, env=frame.env)
+            ctx = options.context(cwd=frame.cwd)
             return _drive(program, frame, options, ctx, capped=options.max_stdout_bytes is not None)
         finally:
             claimed.unlink(missing_ok=True)

@@ -148,24 +148,26 @@ class Store:
 
     # approval ids --------------------------------------------------------------------------
     def publish_approval_id(self, state_key: str) -> str | None:
-        """A fresh 8-hex id pointing at `state_key`, published without ever overwriting."""
+        """A fresh 8-hex id pointing at `state_key`. Created exclusively (an existing id is
+        never overwritten) and synced before the id is handed out; a file torn by a crash
+        before that reads as an unknown id, and nobody was ever given it."""
         directory = self.root / "approvals"
         directory.mkdir(parents=True, exist_ok=True)
         body = json.dumps({"stateKey": state_key, "createdAt": time.time()}).encode()
-        tmp = directory / f".new.{secrets.token_hex(6)}.tmp"
-        atomic_write(tmp, body)
-        try:
-            for _ in range(16):
-                approval_id = secrets.token_hex(4)
-                try:
-                    os.link(tmp, directory / approval_id)
-                except FileExistsError:
-                    continue
-                _fsync_dir(directory)
-                return approval_id
-            return None
-        finally:
-            tmp.unlink(missing_ok=True)
+        for _ in range(16):
+            approval_id = secrets.token_hex(4)
+            try:
+                fd = os.open(directory / approval_id, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                continue
+            try:
+                os.write(fd, body)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            _fsync_dir(directory)
+            return approval_id
+        return None
 
     def lookup_approval_id(self, approval_id: str) -> str | None:
         clean = re.sub(r"[^a-f0-9]", "", approval_id.lower())

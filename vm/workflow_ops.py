@@ -48,8 +48,11 @@ class Workflow:
         return evolve(ctx, env=frame.stage_env, cwd=frame.stage_cwd or ctx.cwd)
 
     def step_env(self, templates: dict) -> dict[str, str]:
+        """The caller's env, the sub-workflow overlay, the injected args, then the workflow's
+        and the step's own `env` (templated)."""
         frame = self.frame
-        env = dict(frame.env)
+        env = dict(self.host.ctx.env)
+        env.update(frame.env)
         env.update(refs.injected_env(frame.args))
         for name, template in templates.items():
             env[name] = refs.render(template, frame.args, frame.results)
@@ -323,10 +326,11 @@ def op_call(wf: Workflow, ins: Instr, K) -> None:
     args = dict(spec["defaults"])
     for name, value in spec["args"].items():
         args[name] = wf.render(value) if isinstance(value, str) else value
-    env = wf.step_env(spec["env"])
+    overlay = {**frame.env, **refs.injected_env(frame.args),
+               **{k: wf.render(v) for k, v in spec["env"].items()}}
     frame.calls.append({"step": step, "return_pc": frame.pc, "results": frame.results,
                         "args": frame.args, "env": frame.env, "last_step": frame.last_step})
-    frame.results, frame.args, frame.env, frame.last_step = {}, args, env, None
+    frame.results, frame.args, frame.env, frame.last_step = {}, args, overlay, None
     frame.pc = ins.c
 
 
