@@ -66,7 +66,7 @@ class RequestError(Exception):
 class Options:
     """Where and how a request runs. The CLI and an embedding gateway fill these in."""
 
-    env: Mapping[str, str] = field(factory=lambda: dict(os.environ))
+    env: Mapping[str, str] = field(factory=lambda: os.environ)
     cwd: str = field(factory=os.getcwd)
     state_dir: str | None = None
     mode: str = "tool"
@@ -88,7 +88,7 @@ class Options:
 
     def context(self, cwd: str | None = None, env: Mapping[str, str] | None = None) -> Context:
         deadline = None if self.timeout_ms is None else time.monotonic() + self.timeout_ms / 1000
-        return Context(env=dict(env if env is not None else self.env), cwd=cwd or self.cwd,
+        return Context(env=env if env is not None else self.env, cwd=cwd or self.cwd,
                        state_dir=str(self.store().root), mode=self.mode, deadline=deadline,
                        max_output_bytes=self.output_cap(), stdin_is_tty=self.stdin_is_tty)
 
