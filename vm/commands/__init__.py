@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from functools import partial
 
-from vm.commands import data, exec_cmd, gateway, state_cmds, template
 from vm.commands.base import Args, Command, CommandError, Context, Flag
 
 __all__ = ["Args", "COMMANDS", "Command", "CommandError", "Context", "Flag", "lookup"]
+
+
+class _Lazy:
+    """A command module imported on its first call: signatures are data, and a process that
+    never runs a command does not pay for importing it."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        def call(*args, **kwargs):
+            return getattr(importlib.import_module(self._name), attr)(*args, **kwargs)
+
+        call.__name__ = call.__qualname__ = attr
+        return call
+
+
+data = _Lazy("vm.commands.data")
+template = _Lazy("vm.commands.template")
+state_cmds = _Lazy("vm.commands.state_cmds")
+gateway = _Lazy("vm.commands.gateway")
+STDIN_MODES = ("raw", "json", "jsonl")  # exec --stdin
 
 
 def _needs_positional(message: str):
@@ -23,7 +45,7 @@ def _exec_check(args: Args) -> str | None:
     if not (isinstance(args.get("shell"), str) or args.positionals):
         return "exec requires a command"
     mode = args.get("stdin")
-    if mode is not None and (not isinstance(mode, str) or mode.lower() not in exec_cmd.STDIN_MODES):
+    if mode is not None and (not isinstance(mode, str) or mode.lower() not in STDIN_MODES):
         return f"exec --stdin must be raw, json, or jsonl (got {mode if isinstance(mode, str) else 'true'})"
     return None
 
@@ -96,6 +118,33 @@ def _gateway(name: str) -> Command:
                    examples=(f"{name} --tool message --action send --each --item-key message "
                              "--args-json '{\"provider\":\"telegram\"}'",))
 
+LLM_FLAGS = (
+    Flag("provider", help="adapter: apus (alias openclaw), pi or http (default: auto-detect)",
+         choices=("apus", "openclaw", "pi", "http")),
+    Flag("token", help="bearer credential for the adapter, sent to any host"),
+    Flag("prompt", help="the instructions (else the positional words)"),
+    Flag("model", help="model id (default LOBSTER_LLM_MODEL, LLM_TASK_MODEL, adapter default)"),
+    Flag("artifacts-json", help="JSON array of extra artifacts (after the input items)"),
+    Flag("metadata-json", help="JSON object of metadata sent with the request"),
+    Flag("output-schema", help="JSON Schema the answer's output.data must satisfy"),
+    Flag("schema-version", help="logical schema version for caching (default v1)"),
+    Flag("max-validation-retries", help="extra calls when the answer fails --output-schema "
+         "(default 1)"),
+    Flag("temperature", help="sampling temperature"),
+    Flag("max-output-tokens", help="cap on completion tokens"),
+    Flag("state-key", help="run-state key for reuse (default LOBSTER_RUN_STATE_KEY)"),
+    Flag("refresh", "bool", "ignore run state and cache; always call the adapter"),
+    Flag("disable-cache", "bool", "neither read nor write the file cache"),
+)
+
+
+def _llm(name: str, summary: str) -> Command:
+    return Command(name, summary, partial(llm.invoke, name), flags=LLM_FLAGS,
+                   positionals="[prompt words...]", effects="network",
+                   examples=(f"{name} --prompt 'Write summary'",
+                             f"exec --json --shell 'cat items.json' | {name} --prompt 'Score each "
+                             "item' --output-schema '{\"type\":\"object\"}'"))
+
 _ALL = (
     Command("exec", "run an OS command (argv, or a shell line with --shell)", None,
             flags=(Flag("json", "bool", "parse stdout as one JSON value"),
@@ -167,6 +216,8 @@ _ALL = (
     Command("commands.list", "every command's signature, as JSON", commands_list,
             examples=("commands.list",)),
     _gateway("apus.invoke"), _gateway("clawd.invoke"), _gateway("openclaw.invoke"),
+    _llm("llm.invoke", "call an LLM adapter (apus, pi, http) with caching and schema checks"),
+    _llm("llm_task.invoke", "llm.invoke through the Apus gateway's llm-task tool"),
 )
 
 COMMANDS: dict[str, Command] = {}

@@ -11,7 +11,6 @@ from typing import Any
 
 from vm import js
 from vm.commands.base import Args, CommandError, Context
-from vm.commands.template import render_plain
 from vm.js import UNDEFINED
 
 __all__ = ["dedupe", "group_by", "head", "map_items", "pick", "render_json", "render_table",
@@ -260,7 +259,7 @@ def _map_one(item: Any, wrap: str | None, assignments: list[tuple[str, str]], re
         return cur
     cur = dict(cur) if isinstance(cur, dict) else {"value": cur}
     for name, template in assignments:
-        cur[name] = render_plain(template, item)
+        cur[name] = _render_plain(template, item)
     return js.js_object(cur) if reorder else cur
 
 
@@ -333,3 +332,9 @@ def render_table(items: list) -> str:
 def render(renderer: str, items: list) -> str:
     """The text of the `json` or `table` renderer."""
     return render_json(items) if renderer == "json" else render_table(items)
+
+
+def _render_plain(text: str, item: Any) -> str:
+    from vm.commands.template import render_plain
+
+    return render_plain(text, item)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from vm import js
+from vm.commands import STDIN_MODES
 from vm.commands.base import CommandError, Context
 from vm.process import (Cancelled, CommandNotFound, OutputLimitExceeded, ProcessError,
                         ProcessTimeout, run_process, shell_argv)
 
-STDIN_MODES = ("raw", "json", "jsonl")
 
 
 def encode_stdin(mode: str | None, items: list) -> bytes | None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import email.utils
 import errno
 import functools
 import math
@@ -372,6 +371,8 @@ def _iso_time(text: str) -> float:
 
 
 def _rfc2822_time(text: str) -> float:
+    import email.utils
+
     parsed = email.utils.parsedate_tz(text)
     if parsed is None:
         return math.nan
