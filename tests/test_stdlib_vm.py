@@ -29,7 +29,7 @@ DEFAULT_SCHEMA = {
 STDLIB = ["exec", "where", "pick", "head", "sort", "dedupe", "groupBy", "map", "template",
           "json", "table", "approve", "ask", "state.get", "state.set", "diff.last",
           "commands.list"]
-GATEWAY = ["apus.invoke", "clawd.invoke", "openclaw.invoke"]
+GATEWAY = ["apus.invoke", "clawd.invoke", "openclaw.invoke", "llm.invoke", "llm_task.invoke"]
 
 
 @pytest.fixture
@@ -337,7 +337,7 @@ def test_commands_list(run):
 
 def test_commands_list_has_the_gateway_bridge(run):
     # SPEC section 5: the stdlib includes apus.invoke (aliases clawd.invoke, openclaw.invoke)
-    # (llm.invoke joins this list when it lands)
+    # and llm.invoke (alias llm_task.invoke)
     names = [c["name"] for c in ok(run("commands.list"))]
     for name in GATEWAY:
         assert name in names

@@ -30,6 +30,7 @@ data = _Lazy("vm.commands.data")
 template = _Lazy("vm.commands.template")
 state_cmds = _Lazy("vm.commands.state_cmds")
 gateway = _Lazy("vm.commands.gateway")
+llm = _Lazy("vm.commands.llm")
 STDIN_MODES = ("raw", "json", "jsonl")  # exec --stdin
 
 
