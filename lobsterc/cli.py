@@ -1,5 +1,5 @@
-"""The `lobsterc` command: compile, dis (disassemble, or --check against a golden file), graph
-(a workflow file as mermaid / dot / ascii), schema (the workflow file JSON Schema).
+"""The `lobsterc` command: compile, dis (disassemble, or --check against a golden file), lint,
+graph (a workflow file as mermaid / dot / ascii), schema (the workflow file JSON Schema).
 
 Exit codes: 0 ok, 1 findings (compile errors, drift), 2 usage error.
 """
@@ -39,7 +39,7 @@ def compile_target(target: str) -> tuple[Program, str | None]:
 def _report(exc: CompileError, text: str | None, name: str) -> int:
     for diag in exc.diagnostics:
         source = None
-        if text is not None and diag.span is not None:
+        if text is not None and diag.span is not None and diag.span.source in (name, Path(name).name):
             body = text if Path(name).suffix.lower() in WORKFLOW_SUFFIXES else text.strip("\n")
             source = Source(diag.span.source, body)
         sys.stderr.write(render(diag, source) + "\n")
@@ -58,6 +58,11 @@ def cmd_compile(ns) -> int:
 
 
 def cmd_dis(ns) -> int:
+    if ns.file is None or (ns.check and len(ns.check) > 1):
+        if ns.file is not None or not ns.check:
+            sys.stderr.write("usage: lobsterc dis FILE [--check GOLDEN] | dis --check GOLDEN...\n")
+            return 2
+        return max([_check_golden(path) for path in ns.check])
     try:
         program, text = compile_target(ns.file)
     except CompileError as exc:
@@ -66,12 +71,38 @@ def cmd_dis(ns) -> int:
     if ns.check is None:
         sys.stdout.write(listing)
         return 0
-    golden = Path(ns.check).read_text(encoding="utf-8") if Path(ns.check).exists() else ""
+    return _diff_golden(ns.check[0], listing, ns.file)
+
+
+def _diff_golden(check: str, listing: str, name: str) -> int:
+    golden = Path(check).read_text(encoding="utf-8") if Path(check).exists() else ""
     if golden == listing:
         return 0
     sys.stdout.writelines(difflib.unified_diff(golden.splitlines(True), listing.splitlines(True),
-                                               ns.check, f"{ns.file} (compiled)"))
+                                               check, f"{name} (compiled)"))
     return 1
+
+
+def _check_golden(path: str) -> int:
+    """`dis --check X`: a golden `X.lbs` is compared with its source (named in its header,
+    in the same directory); a source `X.lobster` with `X.lbs` beside it (none: nothing to do)."""
+    if not path.endswith(".lbs"):
+        golden = str(Path(path).with_suffix(".lbs"))
+        return _check_pair(path, golden) if Path(golden).exists() else 0
+    header = Path(path).read_text(encoding="utf-8").splitlines()[1:2]
+    if not header or not header[0].startswith("; source "):
+        sys.stderr.write(f"lobsterc: {path}: not a disassembly (no '; source' line)\n")
+        return 2
+    name = header[0][len("; source "):].strip().rsplit(" sha256:", 1)[0].strip()
+    return _check_pair(str(Path(path).parent / name), path)
+
+
+def _check_pair(source: str, golden: str) -> int:
+    try:
+        program, text = compile_target(source)
+    except CompileError as exc:
+        return _report(exc, _read(source), source)
+    return _diff_golden(golden, disassemble(program, text), source)
 
 
 def _read(path: str) -> str | None:
@@ -79,6 +110,13 @@ def _read(path: str) -> str | None:
         return Path(path).read_text(encoding="utf-8")
     except OSError:
         return None
+
+
+def cmd_lint(ns) -> int:
+    from lobsterc.lint import run_lint
+
+    return run_lint(ns.files, fmt=ns.format, require_approval=ns.require_approval,
+                    strict=ns.strict)
 
 
 def cmd_graph(ns) -> int:
@@ -120,9 +158,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="where to write the .lbc (default: beside the source)")
     p.set_defaults(run=cmd_compile)
     p = sub.add_parser("dis", help="print the stable disassembly of a source or .lbc")
-    p.add_argument("file")
-    p.add_argument("--check", metavar="GOLDEN", help="compare with a golden file; exit 1 on drift")
+    p.add_argument("file", nargs="?")
+    p.add_argument("--check", metavar="GOLDEN", nargs="+",
+                   help="compare with golden file(s); exit 1 with a unified diff on drift")
     p.set_defaults(run=cmd_dis)
+    p = sub.add_parser("lint", help="report every problem of pipeline and workflow files")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--format", default="text", choices=("text", "json"))
+    p.add_argument("--require-approval", action="store_true",
+                   help="prove every writes_state / network step follows an approval gate")
+    p.add_argument("--strict", action="store_true",
+                   help="with --require-approval: shell and exec steps need approval too")
+    p.set_defaults(run=cmd_lint)
     p = sub.add_parser("graph", help="print a workflow file's graph (as `lobster graph` does)")
     p.add_argument("file")
     p.add_argument("--format", default="mermaid", help="mermaid (default), dot, or ascii")

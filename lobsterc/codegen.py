@@ -54,8 +54,8 @@ class Emitter:
         self.halts.append(site)
         return len(self.halts) - 1
 
-    def step(self, step_id: str, first_pc: int, span: Span | None) -> None:
-        self.steps.append(StepInfo(step_id, first_pc, len(self.code) - 1, _loc(span)))
+    def step(self, step_id: str, first_pc: int, span: Span | None, file: str = "") -> None:
+        self.steps.append(StepInfo(step_id, first_pc, len(self.code) - 1, _loc(span), file))
 
     def program(self, source_name: str, source_text: str) -> Program:
         header = Header(MAGIC, FORMAT_VERSION, OPCODE_VERSION, __version__, source_name,

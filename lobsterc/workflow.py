@@ -57,9 +57,10 @@ def _get(mapping: Any, key: str, default: Any = None) -> Any:
 
 
 class _Compiler:
-    def __init__(self, em: Emitter, chain: list[str]) -> None:
+    def __init__(self, em: Emitter, chain: list[str], file: str = "") -> None:
         self.em = em
         self.chain = chain
+        self.file = file  # "" for the main file; a sub-workflow's base name otherwise
         self.regions: list[tuple[str, WorkflowFile, str, list[str]]] = []  # pending sub-workflows
         self.region_calls: list[tuple[int, int]] = []  # (CALL pc, region index)
 
@@ -80,7 +81,7 @@ class _Compiler:
         while len(starts) < len(self.regions):
             call_id, wf, prefix, chain = self.regions[len(starts)]
             starts.append(len(self.em.code))
-            sub = _Compiler(self.em, chain)
+            sub = _Compiler(self.em, chain, file=os.path.basename(chain[-1]))
             sub.regions, sub.region_calls = self.regions, self.region_calls
             sub.workflow(wf, prefix)
             self.em.emit(Op.RETURN, self.em.const(call_id), span=wf.span_of())
@@ -113,7 +114,7 @@ class _Compiler:
         block_label, block_first = label, first
         if kind == "for_each":
             block_first = self.for_each(step, at, label, scope, first)
-            block_label = f"{label}/next"
+            block_label = f"{label}/(next)"  # ids never hold parentheses: no clash with a sub-step
         elif kind == "input":
             em.emit(Op.HALT_INPUT, ITEMS_REG, em.halt(self.input_site(step, label)),
                     span=wf.span_of(*at, "input"))
@@ -133,7 +134,7 @@ class _Compiler:
             self.patch(jump, len(em.code))
         if end_try is not None:
             self.patch(end_try, len(em.code))  # on_error continue / skip_rest land here
-        em.step(block_label, block_first, span)
+        em.step(block_label, block_first, span, self.file)
 
     def patch(self, pc: int, target: int) -> None:
         ins = self.em.code[pc]
@@ -218,6 +219,8 @@ class _Compiler:
                                                     "cwd": self.step_cwd(step)}), span=span)
         for index, item in enumerate(bound, start=1):
             emit_stage(em, item, ITEMS_REG, f"{label}:{index}", templated=True)
+            # stage spans are relative to the pipeline text; the file's position is the value's
+            em.source_map[-1] = (span.line, span.col, span.end_line, span.end_col)
         em.emit(Op.STORE_PIPELINE, S, ITEMS_REG, span=span)
 
     # sub-workflows ---------------------------------------------------------------------------
@@ -257,7 +260,7 @@ class _Compiler:
                 "steps": [sub["id"] for sub in step["steps"]]}
         span = wf.span_of(*at, "for_each")
         begin = em.emit(Op.LOOP_BEGIN, S, em.const(loop), 0, span=span)
-        em.step(label, first, span)
+        em.step(label, first, span, self.file)
         body = len(em.code)
         inner: list[str] = list(scope)
         for index, sub in enumerate(step["steps"]):

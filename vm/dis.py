@@ -33,8 +33,10 @@ def _target(program: Program, pc: int, here: int) -> str:
     """A jump target as a label: `step.index`, or `step.end` for the first pc after the
     current step, so that no line depends on how long other steps are."""
     current = program.step_at(here)
-    if current is not None and pc == current.last_pc + 1:
-        return f"{current.id}.end"
+    if current is not None:
+        for step in program.steps:  # the end of this step, or of one of its own blocks
+            if pc == step.last_pc + 1 and (step is current or step.id.startswith(current.id + "/")):
+                return f"{step.id}.end"
     step = program.step_at(pc)
     if step is not None:
         return f"{step.id}.{pc - step.first_pc}"
@@ -82,7 +84,10 @@ def disassemble(program: Program, source_text: str | None = None) -> str:
         label = f"{current.lstrip('@')}.{index}"
         text = f"  {label:<12} {op.name:<{_MNEMONIC_WIDTH}} {' '.join(operands)}".rstrip()
         loc = program.source_map[pc]
-        if lines is not None and loc and 1 <= loc[0] <= len(lines) and current[0] != "@":
+        owner = program.step_at(pc)
+        if owner is not None and owner.file and loc:
+            text += f"    ; {owner.file}:{loc[0]}"  # a sub-workflow's line, not this source's
+        elif lines is not None and loc and 1 <= loc[0] <= len(lines) and current[0] != "@":
             line = lines[loc[0] - 1]
             snippet = line[loc[1] - 1:loc[3] - 1] if loc[2] == loc[0] else line[loc[1] - 1:]
             text += f"    ; {snippet.strip()}"

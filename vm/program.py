@@ -31,6 +31,7 @@ class StepInfo:
     first_pc: int
     last_pc: int
     span: tuple[int, int, int, int] | None = None  # line, col, end_line, end_col
+    file: str = ""  # the file of the step's source spans, when not the program's own source
 
 
 @frozen
