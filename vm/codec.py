@@ -29,7 +29,7 @@ class LoadError(Exception):
     """A blob that is not a valid program or frame of this format."""
 
 
-converter = make_converter(forbid_extra_keys=True)
+converter = make_converter(forbid_extra_keys=True, detailed_validation=False)
 converter.register_unstructure_hook(Instr, lambda i: [i.op, i.a, i.b, i.c])
 converter.register_structure_hook(Instr, lambda v, _: Instr(*v))
 

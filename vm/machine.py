@@ -8,7 +8,7 @@ that failed, a timeout) becomes a Failed outcome with the source location of its
 from __future__ import annotations
 
 import time
-import uuid
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -42,7 +42,7 @@ class Host:
 def new_frame(program: Program, *, cwd: str, mode: str, args: dict | None = None) -> Frame:
     """A frame at pc 0. The caller's environment is not part of it: a resumed run sees the
     environment of the process that resumes it, and no secret of the first is written."""
-    return Frame(format=FRAME_FORMAT, program_hash=program.hash, run_id=uuid.uuid4().hex,
+    return Frame(format=FRAME_FORMAT, program_hash=program.hash, run_id=secrets.token_hex(16),
                  created_at=time.time(), registers=[[] for _ in range(program.registers)],
                  args=dict(args or {}), cwd=cwd, mode=mode)
 

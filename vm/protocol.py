@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-import uuid
+import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -282,7 +282,7 @@ def _park(program: Program, frame: Frame, options: Options) -> dict:
     store = options.store()
     store.save_program(program.hash, codec.dump_program(program))
     pending = frame.pending
-    state_key = f"{frame.origin}_resume_{uuid.uuid4().hex}"
+    state_key = f"{frame.origin}_resume_{secrets.token_hex(16)}"
     kind = "pipeline-resume" if frame.origin == "pipeline" else "workflow-file"
     if pending.kind == "approval":
         pending.approval_id = store.publish_approval_id(state_key)
