@@ -9,35 +9,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from vm import js
+
 __all__ = ["MISSING", "evaluate", "truthy", "same_value", "deep_equal", "js_number"]
 
 
-class _Missing:
-    """JavaScript `undefined`: a referenced field that does not exist."""
-
-    _instance: _Missing | None = None
-
-    def __new__(cls) -> _Missing:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-MISSING: Any = _Missing()
+MISSING: Any = js.UNDEFINED  # a referenced field that does not exist (JavaScript `undefined`)
 
 Resolve = Callable[[str, list[str]], Any]
 
-# JavaScript's StringToNumber: whitespace it trims, and the literal forms it accepts.
-_JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
-_RADIX = {"0x": 16, "0X": 16, "0o": 8, "0O": 8, "0b": 2, "0B": 2}
-_RADIX_DIGITS = {16: "0123456789abcdefABCDEF", 8: "01234567", 2: "01"}
 
 
 def evaluate(tree: Any, resolve: Resolve) -> bool:
@@ -90,7 +70,7 @@ def _ordered_number(value: Any) -> float | None:
     """A number for `< <= > >=`: a non-NaN number or a non-blank numeric string, else None."""
     if _is_number(value):
         number = float(value) if isinstance(value, float) else value
-    elif isinstance(value, str) and value.strip(_JS_SPACE):
+    elif isinstance(value, str) and js.js_trim(value):
         number = js_number(value)
     else:
         return None
@@ -101,22 +81,7 @@ def _ordered_number(value: Any) -> float | None:
 
 def js_number(text: str) -> float | int:
     """JavaScript `Number(string)`: NaN when the text is not a numeric literal."""
-    s = text.strip(_JS_SPACE)
-    if not s:
-        return 0
-    if s in ("Infinity", "+Infinity"):
-        return math.inf
-    if s == "-Infinity":
-        return -math.inf
-    radix = _RADIX.get(s[:2])
-    if radix is not None:
-        digits = s[2:]
-        if digits and all(ch in _RADIX_DIGITS[radix] for ch in digits):
-            return int(digits, radix)
-        return math.nan
-    if _DECIMAL.match(s):
-        return float(s)
-    return math.nan
+    return js.to_number(text)
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -149,12 +114,4 @@ def deep_equal(a: Any, b: Any) -> bool:
 
 def truthy(value: Any) -> bool:
     """JavaScript truthiness: "", 0, -0, NaN, null and undefined are false; [] and {} are true."""
-    if value is None or value is MISSING:
-        return False
-    if isinstance(value, bool):
-        return value
-    if _is_number(value):
-        return not (value == 0 or (isinstance(value, float) and math.isnan(value)))
-    if isinstance(value, str):
-        return value != ""
-    return True
+    return js.truthy(value)

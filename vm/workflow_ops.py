@@ -187,23 +187,27 @@ class Workflow:
 def op_shell(wf: Workflow, ins: Instr, K) -> None:
     frame = wf.frame
     step, spec = K[ins.a], K[ins.b]
-    line = wf.render(spec["run"])
     stdin = refs.resolve_input(spec["stdin"], frame.args, frame.results)
-    ctx = wf.context()
     env = wf.step_env(spec["env"])
-    try:
-        result = run_process(shell_argv(line, env), stdin=steps.stdin_bytes(stdin),
-                             cwd=wf.step_cwd(spec["cwd"]), env=env, deadline=ctx.deadline,
-                             max_output_bytes=ctx.max_output_bytes, shell=True)
-    except ProcessError as exc:
-        from vm.commands.exec_cmd import _process_code
+    wf.record(step, run_shell_step(step, wf.render(spec["run"]), stdin, env,
+                                   wf.step_cwd(spec["cwd"]), wf.context()))
 
-        raise CommandError(exc.message, code=_process_code(exc)) from None
+
+def run_shell_step(step: str, line: str, stdin: Any, env: dict, cwd: str, ctx: Context) -> dict:
+    """A workflow shell line in a child process; its result, or the reference's failure."""
+    try:
+        result = run_process(shell_argv(line, env), stdin=steps.stdin_bytes(stdin), cwd=cwd,
+                             env=env, deadline=ctx.deadline, max_output_bytes=ctx.max_output_bytes,
+                             shell=True)
+    except ProcessError as exc:
+        from vm.commands.exec_cmd import process_code
+
+        raise CommandError(exc.message, code=process_code(exc)) from None
     stdout = result.stdout.decode("utf-8", "replace")
     if result.code != 0:
         detail = result.stderr.decode("utf-8", "replace").strip() or stdout.strip() or line
         raise CommandError(f"workflow command failed ({result.code}): {detail}", code="T410")
-    wf.record(step, steps.shell_result(step, stdout))
+    return steps.shell_result(step, stdout)
 
 
 def op_load_stdin(wf: Workflow, ins: Instr, K) -> None:
@@ -405,20 +409,7 @@ def _run_branch(wf: Workflow, branch: dict, ctx: Context) -> dict:
     cwd = wf.step_cwd(branch["cwd"])
     stdin = refs.resolve_input(branch.get("stdin"), frame.args, frame.results)
     if "run" in branch:
-        line = wf.render(branch["run"])
-        try:
-            result = run_process(shell_argv(line, env), stdin=steps.stdin_bytes(stdin), cwd=cwd,
-                                 env=env, deadline=ctx.deadline,
-                                 max_output_bytes=ctx.max_output_bytes, shell=True)
-        except ProcessError as exc:
-            from vm.commands.exec_cmd import _process_code
-
-            raise CommandError(exc.message, code=_process_code(exc)) from None
-        stdout = result.stdout.decode("utf-8", "replace")
-        if result.code != 0:
-            detail = result.stderr.decode("utf-8", "replace").strip() or stdout.strip() or line
-            raise CommandError(f"workflow command failed ({result.code}): {detail}", code="T410")
-        return steps.shell_result(branch["id"], stdout)
+        return run_shell_step(branch["id"], wf.render(branch["run"]), stdin, env, cwd, ctx)
     items = steps.stdin_items(stdin)
     rendered: list[str] = []
     stage_ctx = evolve(ctx, env=env, cwd=cwd)
@@ -466,15 +457,8 @@ def _retry_delay(retry: dict, k: int) -> int:
 
 
 def _typeof(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if value is js.UNDEFINED:
-        return "undefined"
-    return "object"
+    """JavaScript `typeof`, in which null is an "object"."""
+    return "object" if value is None else js.js_type(value)
 
 
 def _previous_value(result: dict | None) -> Any:

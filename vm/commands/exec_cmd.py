@@ -53,7 +53,7 @@ def run_exec(spec: dict[str, Any], items: list, ctx: Context) -> list:
                              deadline=ctx.deadline, max_output_bytes=ctx.max_output_bytes,
                              shell=shell is not None)
     except ProcessError as exc:
-        raise CommandError(exc.message, code=_process_code(exc)) from None
+        raise CommandError(exc.message, code=process_code(exc)) from None
     if result.code != 0:
         detail = (result.stderr.decode("utf-8", "replace").strip()
                   or result.stdout.decode("utf-8", "replace").strip()
@@ -66,5 +66,5 @@ PROCESS_CODES = {ProcessTimeout: "T420", OutputLimitExceeded: "T421", CommandNot
                  Cancelled: "T422"}
 
 
-def _process_code(exc: ProcessError) -> str:
+def process_code(exc: ProcessError) -> str:
     return PROCESS_CODES.get(type(exc), "T412")
