@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from vm import js
@@ -17,7 +18,7 @@ ENV_PREFIXES = ("APUS", "CLAWD", "OPENCLAW")
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
-def _from_env(ctx: Context, suffix: str) -> tuple[str | None, str | None]:
+def from_env(ctx: Context, suffix: str) -> tuple[str | None, str | None]:
     for prefix in ENV_PREFIXES:
         value = (ctx.env.get(f"{prefix}_{suffix}") or "").strip()
         if value:
@@ -26,7 +27,7 @@ def _from_env(ctx: Context, suffix: str) -> tuple[str | None, str | None]:
 
 
 def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
-    url = args.get("url") if isinstance(args.get("url"), str) else _from_env(ctx, "URL")[0]
+    url = args.get("url") if isinstance(args.get("url"), str) else from_env(ctx, "URL")[0]
     if not url:
         raise CommandError(f"{name} requires --url or APUS_URL")
     tool, action = args.get("tool"), args.get("action")
@@ -37,7 +38,7 @@ def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
         raise CommandError(f"{name} requires an http(s) --url")
     token = args.get("token") if isinstance(args.get("token"), str) else None
     if token is None:
-        token, variable = _from_env(ctx, "TOKEN")
+        token, variable = from_env(ctx, "TOKEN")
         if token and (parts.hostname or "") not in LOCAL_HOSTS:
             raise CommandError(f"{name} refuses to send {variable} to non-local --url; pass "
                                "--token explicitly for remote endpoints")
@@ -65,28 +66,7 @@ def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
 
 
 def _call(name: str, endpoint: str, body: dict, token: str | None, ctx: Context) -> list:
-    import urllib.error
-    import urllib.request
-
-    headers = {"content-type": "application/json"}
-    if token:
-        headers["authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(endpoint, data=js.json_compact(body).encode(), method="POST",
-                                     headers=headers)
-    timeout = None if ctx.deadline is None else max(0.05, ctx.deadline - time.monotonic())
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            text = response.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode("utf-8", "replace")[:400]
-        raise CommandError(f"{name} failed ({exc.code}): {detail}", retryable=False) from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise CommandError(f"{name} request failed: {reason}", retryable=False) from None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise CommandError(f"{name} expected JSON response", retryable=False) from None
+    data = post_json(name, endpoint, body, token, ctx)
     if isinstance(data, dict) and data.get("ok") is True and "result" in data:
         result = data["result"]
     elif isinstance(data, dict) and data.get("ok") is False:
@@ -96,3 +76,38 @@ def _call(name: str, endpoint: str, body: dict, token: str | None, ctx: Context)
     else:
         result = data
     return list(result) if isinstance(result, list) else [result]
+
+
+def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Context) -> Any:
+    """POST `body` as JSON and decode the JSON answer. Every failure after the request may
+    have reached the server is non-retryable; the run's deadline is the timeout."""
+    import socket
+    import urllib.error
+    import urllib.request
+
+    headers = {"content-type": "application/json"}
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(endpoint, data=js.json_compact(body).encode("utf-8"),
+                                     method="POST", headers=headers)
+    timeout = None
+    if ctx.deadline is not None:
+        timeout = ctx.deadline - time.monotonic()
+        if timeout <= 0:
+            raise CommandError("lobster runtime timed out", code="T420")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            text = response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode("utf-8", "replace")[:400]
+        raise CommandError(f"{name} failed ({exc.code}): {detail}", retryable=False) from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, (socket.timeout, TimeoutError)) and ctx.deadline is not None \
+                and time.monotonic() >= ctx.deadline - 0.01:
+            raise CommandError("lobster runtime timed out", code="T420", retryable=False) from None
+        raise CommandError(f"{name} request failed: {reason}", retryable=False) from None
+    try:
+        return js.json_loads(text)
+    except ValueError:
+        raise CommandError(f"{name} expected JSON response", retryable=False) from None

@@ -22,7 +22,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from vm import js
 from vm.commands.base import Args, CommandError, Context
-from vm.commands.gateway import LOCAL_HOSTS, _from_env
+from vm.commands.gateway import LOCAL_HOSTS, from_env, post_json
 
 PROVIDERS = {"apus": "apus", "openclaw": "apus", "clawd": "apus", "pi": "pi", "http": "http"}
 DEFAULT_PROVIDER = {"llm.invoke": None, "llm_task.invoke": "apus"}
@@ -93,7 +93,7 @@ def resolve_provider(name: str, args: Args, ctx: Context) -> str:
         return DEFAULT_PROVIDER[name]
     if _first_env(ctx, "LOBSTER_PI_LLM_ADAPTER_URL"):
         return "pi"
-    if _from_env(ctx, "URL")[0]:
+    if from_env(ctx, "URL")[0]:
         return "apus"
     if _first_env(ctx, "LOBSTER_LLM_ADAPTER_URL"):
         return "http"
@@ -134,13 +134,13 @@ class _Adapter:
         token = args.get("token") if isinstance(args.get("token"), str) and args.get("token") \
             else None
         if provider == "apus":
-            url, url_var = _from_env(ctx, "URL")
+            url, url_var = from_env(ctx, "URL")
             if not url:
                 raise CommandError(f"{name} requires APUS_URL (or CLAWD_URL, OPENCLAW_URL) "
                                    "for provider=apus")
             parts = self._http_parts(url, url_var)
             if token is None:
-                token, variable = _from_env(ctx, "TOKEN")
+                token, variable = from_env(ctx, "TOKEN")
                 if token and (parts.hostname or "") not in LOCAL_HOSTS:
                     raise CommandError(f"{name} refuses to send {variable} to non-local "
                                        f"{url_var}; pass --token explicitly for remote endpoints")
@@ -170,7 +170,7 @@ class _Adapter:
         name = self.name
         body = {"tool": "llm-task", "action": "invoke", "args": payload} \
             if self.provider == "apus" else payload
-        data = _post(name, self.endpoint, body, self.token, ctx)
+        data = post_json(name, self.endpoint, body, self.token, ctx)
         if not (isinstance(data, dict) and "ok" in data):
             return {"ok": True, "result": data}
         if self.provider != "apus":
@@ -183,39 +183,6 @@ class _Adapter:
         if isinstance(inner, dict) and "ok" in inner:
             return inner
         return {"ok": True, "result": inner}
-
-
-def _post(name: str, endpoint: str, body: Any, token: str | None, ctx: Context) -> Any:
-    import socket
-    import urllib.error
-    import urllib.request
-
-    headers = {"content-type": "application/json"}
-    if token:
-        headers["authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(endpoint, data=js.json_compact(body).encode("utf-8"),
-                                     method="POST", headers=headers)
-    timeout = None
-    if ctx.deadline is not None:
-        timeout = ctx.deadline - time.monotonic()
-        if timeout <= 0:
-            raise CommandError("lobster runtime timed out", code="T420")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            text = response.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode("utf-8", "replace")[:400]
-        raise CommandError(f"{name} failed ({exc.code}): {detail}", retryable=False) from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        if isinstance(reason, (socket.timeout, TimeoutError)) and ctx.deadline is not None \
-                and time.monotonic() >= ctx.deadline - 0.01:
-            raise CommandError("lobster runtime timed out", code="T420", retryable=False) from None
-        raise CommandError(f"{name} request failed: {reason}", retryable=False) from None
-    try:
-        return js.json_loads(text)
-    except ValueError:
-        raise CommandError(f"{name} expected JSON response", retryable=False) from None
 
 
 _OPTIONAL_FIELDS = (("runId", str, "string"), ("model", str, "string"),
