@@ -55,18 +55,19 @@ class Runner:
         shutil.rmtree(self.state, ignore_errors=True)
 
     def run(self, *argv: str) -> tuple[float, int, str]:
-        """(wall seconds, peak RSS in KiB, stdout) of one invocation."""
+        """(wall seconds, peak RSS in KiB, stdout) of one invocation. The peak is read by
+        /usr/bin/time: a child's own rusage would count the pages of this (large) process
+        that it held between fork and exec."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("LOBSTER_")}
         env.update(LOBSTER_STATE_DIR=str(self.state), HOME=str(self.work))
+        timer = ["/usr/bin/time", "-f", "%M"] if os.path.exists("/usr/bin/time") else []
         start = time.perf_counter()
-        proc = subprocess.Popen([*self.cmd, *argv], cwd=self.work, env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL)
-        out = proc.stdout.read()
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.run([*timer, *self.cmd, *argv], cwd=self.work, env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True)
         elapsed = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        return elapsed, usage.ru_maxrss, out.decode("utf-8", "replace")
+        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        rss = int(lines[-1]) if timer and lines and lines[-1].isdigit() else 0
+        return elapsed, rss, proc.stdout.decode("utf-8", "replace")
 
 
 def state_bytes(state: Path) -> int:
