@@ -545,3 +545,31 @@ def test_inbox_cli_errors(inbox):
                              capture_output=True, text=True)
     assert (missing.returncode, missing.stderr.strip()) == (1, "inbox: mailbox not found: "
                                                                "/nonexistent/m")
+
+
+def test_a_signal_kills_the_child_group_and_exits_128_plus_n(cli, tmp_path):
+    import signal
+    import time
+
+    pidfile = tmp_path / "child.pid"
+    proc = subprocess.Popen([LOBSTER, "run", "--mode", "tool",
+                             f"exec --shell 'echo $$ > {pidfile}; sleep 30'"],
+                            cwd=cli.work, env=cli.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    child = int(pidfile.read_text())
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert err == "Received SIGTERM\n"
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.02)
+    else:
+        raise AssertionError("the child outlived the signal")

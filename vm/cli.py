@@ -363,13 +363,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _install_signal_handlers() -> None:
+    """SIGINT, SIGTERM, SIGHUP: kill every child's process group, say so, exit 128+N. State
+    writes are atomic, so a checkpoint is either whole or absent."""
+
     def stop(signum, _frame):
         from vm.process import kill_all
 
         kill_all()
+        sys.stderr.write(f"Received {signal.Signals(signum).name}\n")
+        sys.stderr.flush()
         os._exit(128 + signum)
 
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, stop)
 
 
