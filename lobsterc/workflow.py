@@ -39,6 +39,11 @@ def compile_workflow_files(path: str) -> tuple[Program, list[str]]:
     em.registers = 2
     compiler = _Compiler(em, [os.path.realpath(path)])
     em.emit(Op.INIT_ARGS, em.const(arg_defaults(wf)), span=wf.span_of("args"))
+    limit = _get(wf.data, "cost_limit")
+    if isinstance(limit, dict):
+        em.emit(Op.COST_LIMIT, em.const({"max_usd": limit["max_usd"],
+                                         "action": limit.get("action", "warn")}),
+                span=wf.span_of("cost_limit"))
     compiler.workflow(wf, prefix="")
     em.emit(Op.END_WORKFLOW, span=wf.span_of())
     compiler.emit_regions()

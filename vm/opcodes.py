@@ -25,6 +25,7 @@ class Op(IntEnum):
     STORE_PIPELINE = 15  # S r     results[S] := pipeline result of the items R[b] and renders
     SET_RESULT = 16  #    S K      results[S] := synthetic result of the stdin value K[b]
     INIT_ARGS = 17  #     K        args := the defaults K[a] overlaid by the caller's args
+    COST_LIMIT = 18  #    K        bill LLM usage of every step against the limit K[a]
     JUMP = 20  #          T        pc := a
     JUMP_IF_NOT = 21  #   r T      if not R[a]: pc := b
     EVAL_COND = 22  #     r K      R[a] := the condition K[b] holds
@@ -66,6 +67,7 @@ OPS: dict[Op, OpInfo] = {
     Op.STORE_PIPELINE: OpInfo((STEP, REG), "results[S] := pipeline result of R[b]"),
     Op.SET_RESULT: OpInfo((STEP, CONST), "results[S] := result of stdin K[b]"),
     Op.INIT_ARGS: OpInfo((CONST,), "args := defaults K[a] + caller args"),
+    Op.COST_LIMIT: OpInfo((CONST,), "bill LLM usage against limit K[a]"),
     Op.JUMP: OpInfo((TARGET,), "pc := a"),
     Op.JUMP_IF_NOT: OpInfo((REG, TARGET), "if not R[a]: pc := b"),
     Op.EVAL_COND: OpInfo((REG, CONST), "R[a] := condition K[b]"),

@@ -86,6 +86,23 @@ class Workflow:
     def record(self, step: str, result: dict) -> None:
         self.frame.results[step] = result
         self.frame.last_step = step
+        if "limit" in self.frame.cost:
+            self.bill(step, result)
+
+    def bill(self, step: str, result: dict) -> None:
+        """Add the step's LLM usage to the run's ledger; warn or stop at the cost limit."""
+        from vm import cost
+
+        ledger = self.frame.cost
+        value = result.get("json")
+        items = value if isinstance(value, list) else [] if value is None else [value]
+        for warning in cost.bill(ledger["ledger"], step, items, self.host.ctx.env):
+            self.host.log(warning + "\n")
+        error, warning = cost.check_limit(ledger["ledger"], ledger["limit"])
+        if warning:
+            self.host.log(warning + "\n")
+        if error:
+            raise CommandError(error, code="T460", retryable=False)
 
     # gates -----------------------------------------------------------------------------------
     def approval_pending(self, site: HaltSite, halt: int) -> Pending:
@@ -239,6 +256,10 @@ def op_set_result(wf: Workflow, ins: Instr, K) -> None:
 def op_init_args(wf: Workflow, ins: Instr, K) -> None:
     """Resolved args: the file's defaults overlaid by the caller's."""
     wf.frame.args = {**K[ins.a], **wf.frame.args}
+
+
+def op_cost_limit(wf: Workflow, ins: Instr, K) -> None:
+    wf.frame.cost = {"limit": K[ins.a], "ledger": {}}
 
 
 def op_jump(wf: Workflow, ins: Instr, K) -> None:
@@ -432,10 +453,11 @@ def _run_branch(wf: Workflow, branch: dict, ctx: Context) -> dict:
 
 WORKFLOW_OPS = {
     Op.SHELL: op_shell, Op.LOAD_STDIN: op_load_stdin, Op.STORE_PIPELINE: op_store_pipeline,
-    Op.SET_RESULT: op_set_result, Op.INIT_ARGS: op_init_args, Op.JUMP: op_jump, Op.JUMP_IF_NOT: op_jump_if_not,
-    Op.EVAL_COND: op_eval_cond, Op.SKIP_STEP: op_skip_step, Op.LOOP_BEGIN: op_loop_begin,
-    Op.LOOP_NEXT: op_loop_next, Op.CALL: op_call, Op.RETURN: op_return, Op.TRY: op_try,
-    Op.END_TRY: op_end_try, Op.PARALLEL: op_parallel, Op.END_WORKFLOW: op_end_workflow,
+    Op.SET_RESULT: op_set_result, Op.INIT_ARGS: op_init_args, Op.COST_LIMIT: op_cost_limit,
+    Op.JUMP: op_jump, Op.JUMP_IF_NOT: op_jump_if_not, Op.EVAL_COND: op_eval_cond,
+    Op.SKIP_STEP: op_skip_step, Op.LOOP_BEGIN: op_loop_begin, Op.LOOP_NEXT: op_loop_next,
+    Op.CALL: op_call, Op.RETURN: op_return, Op.TRY: op_try, Op.END_TRY: op_end_try,
+    Op.PARALLEL: op_parallel, Op.END_WORKFLOW: op_end_workflow,
 }
 
 

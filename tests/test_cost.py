@@ -1,0 +1,79 @@
+"""The LLM cost ledger and a workflow's cost_limit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from vm import cost
+from vm.protocol import Options, handle
+
+GPT = {"model": "gpt-4o", "usage": {"inputTokens": 100_000, "outputTokens": 10_000}}
+
+
+def test_billing_prices_per_million_tokens():
+    ledger: dict = {}
+    assert cost.bill(ledger, "s", [GPT, "not an llm item"], {}) == []
+    assert ledger["estimatedCostUsd"] == 0.35  # 0.1 M * $2.50 + 0.01 M * $10
+    assert ledger["byStep"] == [{"stepId": "s", "model": "gpt-4o", "inputTokens": 100_000,
+                                 "outputTokens": 10_000, "costUsd": 0.35}]
+
+
+@pytest.mark.parametrize("replay", [{"cached": True}, {"replayed": True}, {"source": "cache"},
+                                    {"source": "run_state"}])
+def test_replays_are_never_billed(replay):
+    ledger: dict = {}
+    cost.bill(ledger, "s", [{**GPT, **replay}], {})
+    assert ledger.get("estimatedCostUsd", 0) == 0
+
+
+def test_unknown_models_warn_once_per_run_and_cost_nothing():
+    ledger: dict = {}
+    item = {"model": "mystery", "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
+    assert cost.bill(ledger, "a", [item], {}) == [
+        '[WARN] No LLM pricing configured for model "mystery"; counting $0']
+    assert cost.bill(ledger, "b", [item], {}) == []
+    assert (ledger["totalInputTokens"], ledger["totalOutputTokens"]) == (10, 2)
+
+
+def test_pricing_override_and_its_refusal():
+    env = {"LOBSTER_LLM_PRICING_JSON": json.dumps({"mystery": {"input": 1, "output": 2}})}
+    ledger: dict = {}
+    cost.bill(ledger, "a", [{"model": "mystery", "usage": {"input_tokens": 1_000_000}}], env)
+    assert ledger["estimatedCostUsd"] == 1.0
+    table, warnings = cost.pricing({"LOBSTER_LLM_PRICING_JSON": "{nope"})
+    assert table is cost.PRICING and warnings[0].startswith(
+        "[WARN] Ignoring invalid LOBSTER_LLM_PRICING_JSON")
+
+
+def test_limit_stop_and_warn():
+    ledger = {"estimatedCostUsd": 0.35}
+    assert cost.check_limit(ledger, {"max_usd": 0.25, "action": "stop"}) == (
+        "Cost limit exceeded: $0.3500 > $0.25 limit", None)
+    assert cost.check_limit(ledger, {"max_usd": 0.25}) == (
+        None, "[WARN] Cost $0.3500 exceeds limit $0.25")
+    assert cost.check_limit(ledger, {"max_usd": 0.25}) == (None, None)  # warned once
+    assert cost.check_limit(ledger, {"max_usd": 1}) == (None, None)
+
+
+def run_workflow(tmp_path, action: str) -> tuple[dict, list[str]]:
+    workflow = {"cost_limit": {"max_usd": 0.25, "action": action},
+                "steps": [{"id": "ask", "run": f"echo '{json.dumps(GPT)}'"},
+                          {"id": "after", "run": "echo done"}]}
+    (tmp_path / "w.json").write_text(json.dumps(workflow))
+    logged: list[str] = []
+    env = handle({"action": "run", "pipeline": "w.json"},
+                 Options(cwd=str(tmp_path), state_dir=str(tmp_path / "s"), log=logged.append))
+    return env, logged
+
+
+def test_a_workflow_stops_at_its_cost_limit(tmp_path):
+    env, _ = run_workflow(tmp_path, "stop")
+    assert env["error"]["message"] == "Cost limit exceeded: $0.3500 > $0.25 limit"
+
+
+def test_a_workflow_warns_at_its_cost_limit_and_goes_on(tmp_path):
+    env, logged = run_workflow(tmp_path, "warn")
+    assert env["output"] == ["done\n"]
+    assert logged == ["[WARN] Cost $0.3500 exceeds limit $0.25\n"]

@@ -1,0 +1,110 @@
+"""LLM cost ledger of a run: usage of `llm.invoke` results, priced per million tokens, checked
+against a workflow's `cost_limit`. The ledger is plain data: it lives in the frame."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+# USD per million tokens (input, output), list prices as published by the vendors in 2026.
+PRICING: dict[str, dict[str, float]] = {
+    "gpt-4o": {"input": 2.50, "output": 10.00},
+    "gpt-4o-mini": {"input": 0.15, "output": 0.60},
+    "gpt-4-turbo": {"input": 10.00, "output": 30.00},
+    "gpt-3.5-turbo": {"input": 0.50, "output": 1.50},
+    "claude-opus-4-20250514": {"input": 15.00, "output": 75.00},
+    "claude-sonnet-4-5-20250514": {"input": 3.00, "output": 15.00},
+    "claude-haiku-3-5": {"input": 0.80, "output": 4.00},
+    "gemini-1.5-pro": {"input": 1.25, "output": 5.00},
+    "gemini-1.5-flash": {"input": 0.075, "output": 0.30},
+}
+_INPUT = ("inputTokens", "input_tokens", "prompt_tokens")
+_OUTPUT = ("outputTokens", "output_tokens", "completion_tokens")
+_REPLAY_SOURCES = ("cache", "run_state")
+
+
+def pricing(env: Mapping[str, str]) -> tuple[dict, list[str]]:
+    """The table, overridden by LOBSTER_LLM_PRICING_JSON; a bad override is ignored, once."""
+    raw = (env.get("LOBSTER_LLM_PRICING_JSON") or "").strip()
+    if not raw:
+        return PRICING, []
+    try:
+        override = json.loads(raw)
+        if not isinstance(override, dict) or not all(
+                isinstance(v, dict) and all(isinstance(v.get(k), (int, float))
+                                            and not isinstance(v.get(k), bool)
+                                            for k in ("input", "output"))
+                for v in override.values()):
+            raise ValueError('expected {"model": {"input": number, "output": number}}')
+    except ValueError as exc:
+        return PRICING, [f"[WARN] Ignoring invalid LOBSTER_LLM_PRICING_JSON: {exc}"]
+    return {**PRICING, **override}, []
+
+
+def _tokens(usage: Mapping, names: tuple[str, ...]) -> int:
+    for name in names:
+        value = usage.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+            return int(value)
+    return 0
+
+
+def usage_of(item: Any) -> tuple[int, int, str | None] | None:
+    """(input tokens, output tokens, model) of a billable LLM result; None for anything else,
+    and for a replay (our llm.invoke marks cache and run-state answers in the item)."""
+    if not isinstance(item, dict) or not isinstance(item.get("usage"), dict):
+        return None
+    if item.get("cached") is True or item.get("replayed") is True \
+            or item.get("source") in _REPLAY_SOURCES:
+        return None
+    usage = item["usage"]
+    model = item.get("model") if isinstance(item.get("model"), str) else None
+    return _tokens(usage, _INPUT), _tokens(usage, _OUTPUT), model
+
+
+def bill(ledger: dict, step_id: str, items: list, env: Mapping[str, str]) -> list[str]:
+    """Add every billable item's usage to the ledger; returns the warnings to show."""
+    table, warnings = pricing(env)
+    warned = ledger.setdefault("warned", [])
+    if warnings and "pricing" not in warned:
+        warned.append("pricing")
+    else:
+        warnings = []
+    for item in items:
+        usage = usage_of(item)
+        if usage is None:
+            continue
+        tokens_in, tokens_out, model = usage
+        price = table.get(model or "")
+        if price is None:
+            label = model or "unknown"
+            if label not in warned:
+                warned.append(label)
+                warnings.append(f'[WARN] No LLM pricing configured for model "{label}"; '
+                                "counting $0")
+            cost = 0.0
+        else:
+            cost = (tokens_in * price["input"] + tokens_out * price["output"]) / 1_000_000
+        ledger["totalInputTokens"] = ledger.get("totalInputTokens", 0) + tokens_in
+        ledger["totalOutputTokens"] = ledger.get("totalOutputTokens", 0) + tokens_out
+        ledger["estimatedCostUsd"] = round(ledger.get("estimatedCostUsd", 0.0) + cost, 6)
+        ledger.setdefault("byStep", []).append(
+            {"stepId": step_id, "model": model, "inputTokens": tokens_in,
+             "outputTokens": tokens_out, "costUsd": round(cost, 6)})
+    return warnings
+
+
+def check_limit(ledger: dict, limit: Mapping | None) -> tuple[str | None, str | None]:
+    """(error, warning): `stop` past the limit is an error; `warn` (the default) warns once."""
+    if not limit:
+        return None, None
+    total, cap = ledger.get("estimatedCostUsd", 0.0), float(limit["max_usd"])
+    if total <= cap:
+        return None, None
+    if limit.get("action") == "stop":
+        return f"Cost limit exceeded: ${total:.4f} > ${cap:.2f} limit", None
+    if ledger.get("limitWarned"):
+        return None, None
+    ledger["limitWarned"] = True
+    return None, f"[WARN] Cost ${total:.4f} exceeds limit ${cap:.2f}"
