@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import bisect
+import re
 
 from attrs import field, frozen
+
+_NEWLINE = re.compile("\n")
 
 
 @frozen
@@ -27,20 +30,23 @@ class Source:
 
     name: str
     text: str
-    _line_starts: tuple[int, ...] = field(init=False, repr=False, eq=False)
+    _starts: tuple[int, ...] | None = field(init=False, default=None, repr=False, eq=False)
 
-    def __attrs_post_init__(self) -> None:
-        starts = [0]
-        for i, ch in enumerate(self.text):
-            if ch == "\n":
-                starts.append(i + 1)
-        object.__setattr__(self, "_line_starts", tuple(starts))
+    @property
+    def line_starts(self) -> tuple[int, ...]:
+        """The offset at which each line begins; worked out when first asked for."""
+        starts = self._starts
+        if starts is None:
+            starts = (0, *(match.end() for match in _NEWLINE.finditer(self.text)))
+            object.__setattr__(self, "_starts", starts)
+        return starts
 
     def position(self, offset: int) -> tuple[int, int]:
         """0-based offset -> (line, col), both 1-based."""
         offset = max(0, min(offset, len(self.text)))
-        line = bisect.bisect_right(self._line_starts, offset) - 1
-        return line + 1, offset - self._line_starts[line] + 1
+        starts = self.line_starts
+        line = bisect.bisect_right(starts, offset) - 1
+        return line + 1, offset - starts[line] + 1
 
     def span(self, start: int, end: int) -> Span:
         line, col = self.position(start)
@@ -48,9 +54,10 @@ class Source:
         return Span(self.name, line, col, end_line, end_col)
 
     def line_text(self, line: int) -> str:
-        if not 1 <= line <= len(self._line_starts):
+        starts = self.line_starts
+        if not 1 <= line <= len(starts):
             return ""
-        start = self._line_starts[line - 1]
+        start = starts[line - 1]
         end = self.text.find("\n", start)
         return self.text[start:] if end < 0 else self.text[start:end]
 
