@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping
 from importlib import resources
 from typing import Any
@@ -230,7 +231,14 @@ class _JsonScanner:
         return json.loads(match.group())
 
 
-# --- YAML 1.2 core schema: ruamel's event stream, our own composer and scalar resolution ---
+# --- YAML 1.2 core schema: a parser's event stream, our own composer and scalar resolution ---
+#
+# The events come from libyaml (PyYAML's C parser) when it is installed, else from ruamel.yaml's
+# pure-Python parser. Both give the same events and marks (character offsets) for what they both
+# accept; ruamel is the reference: a text libyaml rejects, or one with a construct where the two
+# (YAML 1.1 and 1.2) may part - tabs, a byte order mark, NEL/LS/PS line breaks, directives, `...`,
+# anchors, aliases, tags, empty keys, `key: value` pairs inside a flow sequence, some block scalar
+# headers and leading blank lines - is parsed again by ruamel, which also words every syntax error.
 
 _YAML_NULL = re.compile(r"(?:~|null|Null|NULL)?\Z")
 _YAML_BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
@@ -241,9 +249,47 @@ _YAML_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9
 _YAML_INF = re.compile(r"([-+]?)\.(?:inf|Inf|INF)\Z")
 _YAML_NAN = re.compile(r"\.(?:nan|NaN|NAN)\Z")
 _TAG = "tag:yaml.org,2002:"
+_RESOLVED_TAGS = {f"{_TAG}int": "int", f"{_TAG}float": "float", f"{_TAG}bool": "bool", f"{_TAG}null": "null"}
+# a block scalar's header line, then a line that is not blank (ruamel has rules of its own for
+# leading blank lines, and for a comment right after the indicators)
+_BLOCK_HEADER = re.compile(r"[|>][-+0-9]*(?: +(?:#[^\r\n]*)?)?(?:\Z|\r?\n(?! *(?:[\r\n]|\Z)))")
+_PLAIN_WORD = re.compile(r"[^-+.0-9~nNtTfF]")  # a plain scalar starting so is a string
+# where libyaml (YAML 1.1) and ruamel (YAML 1.2) may part, or libyaml cannot take the text:
+_NOT_FOR_LIBYAML = re.compile("[\t\x85\u2028\u2029\ufeff\ud800-\udfff]")
+_libyaml: tuple | None = None  # (PyYAML's CParser, its YAMLError) once looked for; () without it
+
+
+class _Fallback(Exception):
+    """libyaml met something ruamel must decide."""
 
 
 def _parse_yaml(source: Source) -> tuple[Any, dict, dict]:
+    if not _NOT_FOR_LIBYAML.search(source.text):
+        libyaml = _libyaml if _libyaml is not None else _find_libyaml()
+        if libyaml:
+            parser, error = libyaml
+            composer = _YamlComposer(source, libyaml=True)
+            try:
+                composer.run(iter(parser(source.text).get_event, None))
+                return composer.data, composer.spans, composer.key_spans
+            except (_Fallback, _ParseError, error, RecursionError, UnicodeError):
+                pass  # ruamel parses it again, and words the error
+    return _parse_yaml_ruamel(source)
+
+
+def _find_libyaml() -> tuple:
+    global _libyaml
+    try:
+        from yaml import YAMLError
+        from yaml._yaml import CParser
+    except ImportError:
+        _libyaml = ()
+    else:
+        _libyaml = (CParser, YAMLError)
+    return _libyaml
+
+
+def _parse_yaml_ruamel(source: Source) -> tuple[Any, dict, dict]:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -264,10 +310,14 @@ def _parse_yaml(source: Source) -> tuple[Any, dict, dict]:
 
 
 class _YamlComposer:
-    """Builds plain data from parser events, recording the span of every value and key."""
+    """Builds plain data from parser events, recording the span of every value and key. Events
+    are told apart by class name, which ruamel.yaml and PyYAML share."""
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, libyaml: bool = False) -> None:
         self.source = source
+        self.name = source.name
+        self.line_starts = source.line_starts
+        self.libyaml = libyaml  # then the constructs where libyaml and ruamel may differ are ruamel's
         self.data: Any = None
         self.spans: dict[Path, Span] = {(): source.span(0, len(source.text))}
         self.key_spans: dict[Path, Span] = {}
@@ -275,72 +325,95 @@ class _YamlComposer:
         self.last_end = 0
 
     def run(self, events: Iterator[Any]) -> None:
-        from ruamel.yaml import events as ev
-
         next(events)  # StreamStart
         event = next(events)
-        if isinstance(event, ev.StreamEndEvent):
+        if type(event).__name__ == "StreamEndEvent":
             return  # an empty file: null
+        if self.libyaml and (event.version or event.tags):
+            raise _Fallback()
         self.data = self.node(next(events), events, ())
-        next(events)  # DocumentEnd
+        event = next(events)  # DocumentEnd
+        if self.libyaml and event.explicit:
+            raise _Fallback()  # what follows a `...` is where the two part
         event = next(events)
-        if isinstance(event, ev.DocumentStartEvent):
+        if type(event).__name__ == "DocumentStartEvent":
             raise _ParseError("Source contains multiple documents", event.start_mark.index)
 
     def node(self, event: Any, events: Iterator[Any], path: Path) -> Any:
-        from ruamel.yaml import events as ev
-
+        kind = type(event).__name__
         start = event.start_mark.index
-        if isinstance(event, ev.AliasEvent):
+        if self.libyaml and (kind == "AliasEvent" or getattr(event, "anchor", None) is not None
+                             or getattr(event, "tag", None) is not None):
+            raise _Fallback()
+        if kind == "ScalarEvent":
+            value = _resolve_scalar(event)
+            end = event.end_mark.index
+            if not event.style and event.value == "":
+                start = end = self.last_end  # an empty value: point just after its key
+            elif self.libyaml and event.style in ("|", ">"):
+                if not (path and _BLOCK_HEADER.match(self.source.text, start)):
+                    raise _Fallback()  # where the two part on block scalars, or one at the top
+        elif kind == "MappingStartEvent":
+            value, end = self.mapping(events, path, bool(event.flow_style))
+        elif kind == "SequenceStartEvent":
+            value, end = self.sequence(events, path, bool(event.flow_style))
+        elif kind == "AliasEvent":
             if event.anchor not in self.anchors:
                 raise _ParseError(f"unknown alias *{event.anchor}", start)
             value = json.loads(json.dumps(self.anchors[event.anchor]))
             end = event.end_mark.index
-        elif isinstance(event, ev.ScalarEvent):
-            value = _resolve_scalar(event)
-            end = event.end_mark.index
-            if event.value == "" and event.style is None:
-                start = end = self.last_end  # an empty value: point just after its key
-        elif isinstance(event, ev.SequenceStartEvent):
-            value, end = self.sequence(events, path, bool(event.flow_style))
-        elif isinstance(event, ev.MappingStartEvent):
-            value, end = self.mapping(events, path, bool(event.flow_style))
         else:
-            raise _ParseError(f"unexpected YAML event {type(event).__name__}", start)
-        if getattr(event, "anchor", None) and not isinstance(event, ev.AliasEvent):
+            raise _ParseError(f"unexpected YAML event {kind}", start)
+        if kind != "AliasEvent" and getattr(event, "anchor", None):
             self.anchors[event.anchor] = value
-        self.spans[path] = self.source.span(start, max(start, end))
-        self.last_end = max(self.last_end, end)
+        self.spans[path] = self.span(start, end if end > start else start)
+        if end > self.last_end:
+            self.last_end = end
         return value
 
-    def sequence(self, events: Iterator[Any], path: Path, flow: bool) -> tuple[list, int]:
-        from ruamel.yaml import events as ev
+    def span(self, start: int, end: int) -> Span:
+        """source.span(start, end) for offsets inside the text, with end >= start."""
+        starts = self.line_starts
+        line = bisect_right(starts, start)
+        end_line = line if end == start else bisect_right(starts, end)
+        return Span(self.name, line, start - starts[line - 1] + 1, end_line, end - starts[end_line - 1] + 1)
 
+    def sequence(self, events: Iterator[Any], path: Path, flow: bool) -> tuple[list, int]:
         out: list[Any] = []
         end = self.last_end
+        text = self.source.text
         for event in events:
-            if isinstance(event, ev.SequenceEndEvent):
+            kind = type(event).__name__
+            if kind == "SequenceEndEvent":
                 return out, event.end_mark.index if flow else end
-            out.append(self.node(event, events, path + (len(out),)))
+            if flow and self.libyaml and kind == "MappingStartEvent" and text[event.start_mark.index] != "{":
+                raise _Fallback()  # a `k: v` or `? k` pair in a flow sequence
+            out.append(self.node(event, events, (*path, len(out))))
             end = self.last_end
         raise _ParseError("unexpected end of YAML input", len(self.source.text))
 
     def mapping(self, events: Iterator[Any], path: Path, flow: bool) -> tuple[dict, int]:
-        from ruamel.yaml import events as ev
-
         out: dict[str, Any] = {}
         end = self.last_end
+        span = self.span
         for event in events:
-            if isinstance(event, ev.MappingEndEvent):
+            kind = type(event).__name__
+            if kind == "MappingEndEvent":
                 return out, event.end_mark.index if flow else end
-            if not isinstance(event, ev.ScalarEvent):
+            if kind != "ScalarEvent":
                 raise _ParseError("complex mapping keys are not supported", event.start_mark.index)
-            key = _key_string(_resolve_scalar(event))
+            if self.libyaml and (event.anchor is not None or event.tag is not None or event.value == ""):
+                raise _Fallback()  # libyaml's marks for an empty key are not ruamel's
+            key = _resolve_scalar(event)
+            if type(key) is not str:
+                key = _key_string(key)
             if key in out:
                 raise _ParseError(f"Map keys must be unique (duplicate key {key!r})", event.start_mark.index)
-            self.key_spans[path + (key,)] = self.source.span(event.start_mark.index, event.end_mark.index)
-            self.last_end = event.end_mark.index
-            out[key] = self.node(next(events), events, path + (key,))
+            at = (*path, key)
+            key_end = event.end_mark.index
+            self.key_spans[at] = span(event.start_mark.index, key_end)
+            self.last_end = key_end
+            out[key] = self.node(next(events), events, at)
             end = self.last_end
         raise _ParseError("unexpected end of YAML input", len(self.source.text))
 
@@ -350,20 +423,24 @@ def _resolve_scalar(event: Any) -> Any:
     null, booleans, integers (decimal, 0o, 0x) or floats (.inf, .nan). `yes`/`on` stay strings."""
     text = event.value
     tag = event.tag
-    if tag is not None and tag not in ("!", f"{_TAG}int", f"{_TAG}float", f"{_TAG}bool", f"{_TAG}null"):
-        return text  # !!str, and unknown tags, which keep their text
-    if tag == "!" or (tag is None and event.style is not None):
-        return text
-    value = _resolve_plain(text)
     if tag is None:
-        return value
-    wanted = {"int": int, "float": (int, float), "bool": bool, "null": type(None)}[tag[len(_TAG) :]]
-    if isinstance(value, wanted) and not (tag.endswith("int") and isinstance(value, bool)):
-        return float(value) if tag.endswith("float") else value
-    return text
+        return text if event.style else _resolve_plain(text)  # a plain scalar's style is None or ""
+    wanted = _RESOLVED_TAGS.get(tag)
+    if wanted is None:
+        return text  # !, !!str and unknown tags keep their text
+    value = _resolve_plain(text)  # !!int "5" is 5: an explicit tag resolves any style
+    if wanted == "int":
+        return value if type(value) is int else text
+    if wanted == "float":
+        return float(value) if isinstance(value, (int, float)) else text  # bools too, as before
+    if wanted == "bool":
+        return value if type(value) is bool else text
+    return value if value is None else text
 
 
 def _resolve_plain(text: str) -> Any:
+    if _PLAIN_WORD.match(text):
+        return text
     if _YAML_NULL.match(text):
         return None
     if text in _YAML_BOOL:
@@ -777,15 +854,26 @@ def _schema_problem(schema: Any) -> str | None:
     """Why a JSON Schema does not compile (draft 2020-12), or None."""
     if not isinstance(schema, dict):
         return "schema must be object or boolean"
+    key = repr(schema)  # of plain data: keeps key order, tells 1, 1.0, True and "1" apart
+    if key in _schema_problems:
+        return _schema_problems[key]
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
+    problem = None
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         where = exc.json_path
-        return exc.message if where == "$" else f"{exc.message} at {where}"
-    return None
+        problem = exc.message if where == "$" else f"{exc.message} at {where}"
+    if len(_schema_problems) >= _SCHEMA_CACHE_SIZE:
+        _schema_problems.clear()
+    _schema_problems[key] = problem
+    return problem
+
+
+_SCHEMA_CACHE_SIZE = 256
+_schema_problems: dict[str, str | None] = {}  # repr of a responseSchema -> why it is invalid
 
 
 _IDENTITY_FIELDS = (
@@ -845,6 +933,7 @@ def _check_limits(step: dict, sid: str, at: Path) -> None:
 
 _schema_cache: dict | None = None
 _validator_cache: Any = None
+_schema_predicate: Any = None  # the schema as one predicate (lobsterc.schema_check)
 
 
 def workflow_schema() -> dict:
@@ -857,11 +946,17 @@ def workflow_schema() -> dict:
 
 
 def _schema_diagnostic(wf: WorkflowFile) -> Diagnostic | None:
-    global _validator_cache
-    if _validator_cache is None:
+    global _validator_cache, _schema_predicate
+    if _schema_predicate is None:
+        from lobsterc.schema_check import compile_schema
+
+        _schema_predicate = compile_schema(_without_refs(workflow_schema()))
+    if _schema_predicate(wf.data):
+        return None
+    if _validator_cache is None:  # a file is invalid: jsonschema finds and words the errors
         from jsonschema import Draft202012Validator
 
-        _validator_cache = Draft202012Validator(workflow_schema())
+        _validator_cache = Draft202012Validator(_without_refs(workflow_schema()))
     errors = list(_validator_cache.iter_errors(wf.data))
     if not errors:
         return None
@@ -870,6 +965,28 @@ def _schema_diagnostic(wf: WorkflowFile) -> Diagnostic | None:
     where = _json_path(path)
     message = f"Workflow file is invalid at {where}: {_schema_message(first)}"
     return _diagnostic(wf, message, path)
+
+
+def _without_refs(schema: dict) -> dict:
+    """The schema with every `#/$defs/...` reference replaced by its definition, which it may do
+    as the definitions do not refer to themselves. The validator then never resolves a reference:
+    that lookup was half of validating a file. The errors are the same."""
+    defs = schema.get("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            ref = node["$ref"]
+            # what may stand beside a reference here are annotations, which do not validate
+            if not ref.startswith("#/$defs/") or not set(node) <= {"$ref", "description"}:
+                raise ValueError(f"workflow.schema.json: cannot inline {node!r}")
+            return inline(defs[ref.removeprefix("#/$defs/")])
+        return {key: inline(value) for key, value in node.items() if key != "$defs"}
+
+    return inline(schema)
 
 
 def _position(wf: WorkflowFile, path: Path) -> tuple[int, int, int]:

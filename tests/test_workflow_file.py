@@ -361,3 +361,126 @@ def test_any_text_loads_or_raises_compile_error(text: str, name: str) -> None:
         load_workflow_text(text, name)
     except CompileError as exc:
         assert exc.first.code == "E210" and exc.first.span is not None
+
+
+# --- libyaml as the event source: the same results as ruamel's, which keeps the last word ---
+
+def _both_parsers(text: str) -> tuple[object, object]:
+    from lobsterc import workflow_file as wff
+    from lobsterc.source import Source
+
+    def outcome(parse):
+        try:
+            data, spans, keys = parse(Source("wf.lobster", text))
+        except CompileError as exc:
+            return exc.first.message, exc.first.span
+        return repr(data), spans, keys
+
+    return outcome(wff._parse_yaml), outcome(wff._parse_yaml_ruamel)
+
+
+def _libyaml_composes(text: str) -> bool:
+    from lobsterc import workflow_file as wff
+    from lobsterc.source import Source
+
+    parser, error = wff._find_libyaml()
+    composer = wff._YamlComposer(Source("wf.lobster", text), libyaml=True)
+    try:
+        composer.run(iter(parser(text).get_event, None))
+    except (wff._Fallback, wff._ParseError, error):
+        return False
+    return True
+
+
+_needs_libyaml = pytest.mark.skipif(
+    not __import__("lobsterc.workflow_file", fromlist=["_find_libyaml"])._find_libyaml(),
+    reason="PyYAML's libyaml binding is not installed",
+)
+
+_YAML_SAMPLES = (
+    [text for text, *_ in VALIDATION]
+    + [text for name, text, *_ in SYNTAX if name != "wf.json"]
+    + [
+        "name: demo\nsteps:\n  - id: a\n    run: echo hi\n    env: {K: v}\n    stdin: \"q\"\n    empty:\n",
+        "steps:\n  - id: a\n    run: |\n      echo 1\n      echo 2\n    when: $x.approved && $y.json > 0\n",
+        "steps:\n- id: 'é😀'\n  run: \"echo \\u00e9 \\/ \\x41\"\n  stdin: >-\n    folded\n    text\n",
+        "steps: [{id: a, run: x, retry: {max: 2.0, delay_ms: 1e3}}, {id: b, approval: yes}]\n",
+        "steps:\r\n  - id: a\r\n    run: x\r\n",
+        "# comment\n---\nsteps:\n  - id: a  # trailing\n    run: x\n...\n",
+        "",
+        "steps:\n  - id: a\n    run: x\n    stdin: [yes, no, ~, 0o17, 0x1f, .inf, -.5, 1_000, 1:20, '1']\n",
+    ]
+)
+
+
+@_needs_libyaml
+@pytest.mark.parametrize("text", _YAML_SAMPLES)
+def test_libyaml_and_ruamel_agree_on_data_spans_and_errors(text: str) -> None:
+    fast, reference = _both_parsers(text)
+    assert fast == reference
+
+
+@_needs_libyaml
+def test_libyaml_takes_ordinary_files_itself() -> None:
+    assert _libyaml_composes(S + "    run: echo hi\n    env: {K: v}\n    stdin: [1, 'a']\n")
+    assert _libyaml_composes(S + "    run: |  # a script\n      echo 1\n\n      echo 2\n    stdin: >-\n      x\n")
+
+
+# Constructs where YAML 1.1 (libyaml) and 1.2 (ruamel) may part go to ruamel.
+FALLBACKS = [
+    "steps:\n  - id: a\n    run:\tx\n",  # a tab: libyaml accepts it as separation, ruamel does not
+    "\ufeffsteps:\n  - {id: a, run: x}\n",  # a byte order mark: libyaml's offsets skip it
+    "steps:\n  - {id: a, run: x\x85y}\n",  # NEL is a line break in YAML 1.1 only
+    "steps:\n  - {id: a, run: x\u2028y}\n",
+    "%YAML 1.2\n---\nsteps:\n  - {id: a, run: x}\n",
+    "defaults: &env {A: b}\nsteps:\n  - {id: a, run: x, env: *env}\n",
+    "&steps:\n  - {id: a, run: x}\n",  # ruamel's anchor name runs on through the colon
+    "steps:\n  - {id: !, run: x}\n",  # a tag next to a flow indicator
+    "steps:\n  - {id: !!str 5, run: x}\n",
+    'steps:\n  - {id: a, run: x, stdin: ["a":b]}\n',  # a JSON-like key in a flow sequence
+    "steps:\n  - {id: a, run: x, stdin: [k: v]}\n",
+    "steps:\n  - {id: a, run: x, stdin: [? k : v]}\n",
+    "steps:\n  - {id: a, run: x, stdin: {? : v}}\n",  # an empty key: libyaml marks it elsewhere
+    "steps:\n  - id: a\n    run: |#x\n      echo\n",  # a comment right after a block indicator
+    "|\n#d\n",  # a block scalar at the top
+    "steps:\n  - id: a\n    run: |\n  \n      echo\n",  # leading blank lines in a block scalar
+    "steps:\n  - id: a\n    run: |\n...\n...\n     \n",  # what follows a document end marker
+]
+
+
+@_needs_libyaml
+@pytest.mark.parametrize("text", FALLBACKS)
+def test_constructs_where_yaml_11_and_12_part_are_parsed_by_ruamel(text: str) -> None:
+    if not any(ch in text for ch in "\t\ufeff\x85\u2028"):
+        assert not _libyaml_composes(text)
+    fast, reference = _both_parsers(text)
+    assert fast == reference
+
+
+def test_ruamel_alone_when_libyaml_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lobsterc import workflow_file as wff
+
+    monkeypatch.setattr(wff, "_libyaml", ())
+    test_spans_of_every_mapping_key_and_value()
+    test_yaml_12_core_schema_keeps_yes_no_on_off_as_strings()
+    assert error_of("steps:\n  - id: a\n   run: x\n")[1:] == (3, 4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_YAMLISH, max_size=60))
+def test_any_text_gives_what_ruamel_gives(text: str) -> None:
+    fast, reference = _both_parsers(text)
+    assert fast == reference
+
+
+def test_a_response_schema_checked_once_gives_the_same_verdict_again() -> None:
+    bad = S + "    input: {prompt: p, responseSchema: {type: 5}}\n"
+    first = error_of(bad)
+    assert first == error_of(bad) and "is not valid under any of the given schemas" in first[0]
+    # 1 and 1.0 and True are different schemas to the memo, as they are to JSON Schema
+    for minimum in ("1", "1.0"):
+        ok = S + f"    input: {{prompt: p, responseSchema: {{type: number, minimum: {minimum}}}}}\n"
+        assert load_workflow_text(ok, "wf.lobster").data["steps"][0]["input"]["responseSchema"]["minimum"] == 1
+    truthy = S + "    input: {prompt: p, responseSchema: {type: number, minimum: true}}\n"
+    with pytest.raises(CompileError):
+        load_workflow_text(truthy, "wf.lobster")
