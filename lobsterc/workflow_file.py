@@ -7,7 +7,6 @@ import json
 import math
 import os
 import re
-from bisect import bisect_right
 from collections.abc import Iterator, Mapping
 from importlib import resources
 from typing import Any
@@ -56,6 +55,34 @@ class WorkflowFile:
     def key_span_of(self, *path: Any) -> Span:
         """The span of the mapping key that names `path`, else span_of(path)."""
         return self.key_spans.get(tuple(path)) or self.span_of(*path)
+
+
+class OffsetSpans(Mapping):
+    """Path -> Span, kept as (start, end) offsets and turned into a Span only when asked for:
+    a file that compiles asks for a handful of the hundreds of spans its loader records."""
+
+    __slots__ = ("source", "offsets")
+
+    def __init__(self, source: Source, offsets: dict[Path, tuple[int, int]]) -> None:
+        self.source = source
+        self.offsets = offsets
+
+    def __getitem__(self, path: Path) -> Span:
+        start, end = self.offsets[path]
+        return self.source.span(start, end)
+
+    def get(self, path: Path, default: Any = None) -> Any:
+        offsets = self.offsets.get(path)
+        return default if offsets is None else self.source.span(*offsets)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.offsets
+
+    def __iter__(self) -> Iterator[Path]:
+        return iter(self.offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,7 +149,7 @@ _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?
 _JSON_WORDS = {"true": True, "false": False, "null": None}
 
 
-def _parse_json(source: Source) -> tuple[Any, dict, dict]:
+def _parse_json(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
     scanner = _JsonScanner(source.text)
     try:
         data = scanner.document()
@@ -130,9 +157,7 @@ def _parse_json(source: Source) -> tuple[Any, dict, dict]:
         raise _syntax_error(source, exc.what, exc.offset) from None
     except RecursionError:
         raise _syntax_error(source, "nesting too deep", scanner.pos) from None
-    spans = {path: source.span(a, b) for path, (a, b) in scanner.spans.items()}
-    keys = {path: source.span(a, b) for path, (a, b) in scanner.key_spans.items()}
-    return data, spans, keys
+    return data, OffsetSpans(source, scanner.spans), OffsetSpans(source, scanner.key_spans)
 
 
 class _JsonScanner:
@@ -263,7 +288,7 @@ class _Fallback(Exception):
     """libyaml met something ruamel must decide."""
 
 
-def _parse_yaml(source: Source) -> tuple[Any, dict, dict]:
+def _parse_yaml(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
     if not _NOT_FOR_LIBYAML.search(source.text):
         libyaml = _libyaml if _libyaml is not None else _find_libyaml()
         if libyaml:
@@ -271,7 +296,8 @@ def _parse_yaml(source: Source) -> tuple[Any, dict, dict]:
             composer = _YamlComposer(source, libyaml=True)
             try:
                 composer.run(iter(parser(source.text).get_event, None))
-                return composer.data, composer.spans, composer.key_spans
+                return (composer.data, OffsetSpans(source, composer.spans),
+                        OffsetSpans(source, composer.key_spans))
             except (_Fallback, _ParseError, error, RecursionError, UnicodeError):
                 pass  # ruamel parses it again, and words the error
     return _parse_yaml_ruamel(source)
@@ -289,7 +315,7 @@ def _find_libyaml() -> tuple:
     return _libyaml
 
 
-def _parse_yaml_ruamel(source: Source) -> tuple[Any, dict, dict]:
+def _parse_yaml_ruamel(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -306,7 +332,8 @@ def _parse_yaml_ruamel(source: Source) -> tuple[Any, dict, dict]:
         raise _syntax_error(source, str(exc).strip() or "invalid YAML", 0) from None
     except RecursionError:
         raise _syntax_error(source, "nesting too deep", 0) from None
-    return composer.data, composer.spans, composer.key_spans
+    return (composer.data, OffsetSpans(source, composer.spans),
+                        OffsetSpans(source, composer.key_spans))
 
 
 class _YamlComposer:
@@ -316,11 +343,10 @@ class _YamlComposer:
     def __init__(self, source: Source, libyaml: bool = False) -> None:
         self.source = source
         self.name = source.name
-        self.line_starts = source.line_starts
         self.libyaml = libyaml  # then the constructs where libyaml and ruamel may differ are ruamel's
         self.data: Any = None
-        self.spans: dict[Path, Span] = {(): source.span(0, len(source.text))}
-        self.key_spans: dict[Path, Span] = {}
+        self.spans: dict[Path, tuple[int, int]] = {(): (0, len(source.text))}
+        self.key_spans: dict[Path, tuple[int, int]] = {}
         self.anchors: dict[str, Any] = {}
         self.last_end = 0
 
@@ -366,17 +392,10 @@ class _YamlComposer:
             raise _ParseError(f"unexpected YAML event {kind}", start)
         if kind != "AliasEvent" and getattr(event, "anchor", None):
             self.anchors[event.anchor] = value
-        self.spans[path] = self.span(start, end if end > start else start)
+        self.spans[path] = (start, end if end > start else start)
         if end > self.last_end:
             self.last_end = end
         return value
-
-    def span(self, start: int, end: int) -> Span:
-        """source.span(start, end) for offsets inside the text, with end >= start."""
-        starts = self.line_starts
-        line = bisect_right(starts, start)
-        end_line = line if end == start else bisect_right(starts, end)
-        return Span(self.name, line, start - starts[line - 1] + 1, end_line, end - starts[end_line - 1] + 1)
 
     def sequence(self, events: Iterator[Any], path: Path, flow: bool) -> tuple[list, int]:
         out: list[Any] = []
@@ -395,7 +414,6 @@ class _YamlComposer:
     def mapping(self, events: Iterator[Any], path: Path, flow: bool) -> tuple[dict, int]:
         out: dict[str, Any] = {}
         end = self.last_end
-        span = self.span
         for event in events:
             kind = type(event).__name__
             if kind == "MappingEndEvent":
@@ -411,7 +429,7 @@ class _YamlComposer:
                 raise _ParseError(f"Map keys must be unique (duplicate key {key!r})", event.start_mark.index)
             at = (*path, key)
             key_end = event.end_mark.index
-            self.key_spans[at] = span(event.start_mark.index, key_end)
+            self.key_spans[at] = (event.start_mark.index, key_end)
             self.last_end = key_end
             out[key] = self.node(next(events), events, at)
             end = self.last_end
