@@ -7,7 +7,7 @@ from importlib.resources import files
 
 from lobsterc import ast
 from lobsterc.diagnostics import CompileError, Diagnostic
-from lobsterc.source import Source
+from lobsterc.source import Source, Span
 
 DQ_ESCAPES = {'"', "\\", "$", "`"}
 
@@ -96,16 +96,18 @@ def _build(source: Source, tree) -> ast.Pipeline:
     for slot in slots:
         if getattr(slot, "type", None) == "PIPE":
             raise _error(source, "E103", "Empty command stage", slot.start_pos, slot.end_pos)
-        words = [_word(source, tok) for tok in slot.children]
-        first, last = slot.children[0], slot.children[-1]
-        span = source.span(first.start_pos, last.end_pos)
+        words = [_word(source.name, tok) for tok in slot.children]
+        span = Span(source.name, words[0].span.line, words[0].span.col,
+                    words[-1].span.end_line, words[-1].span.end_col)
         stages.append(ast.Stage(name=words[0], words=tuple(words[1:]), span=span))
     return ast.Pipeline(stages=tuple(stages), span=source.span(0, len(source.text)))
 
 
-def _word(source: Source, tok) -> ast.Word:
-    text, quoted = decode_word(str(tok))
-    return ast.Word(text=text, quoted=quoted, span=source.span(tok.start_pos, tok.end_pos))
+def _word(name: str, tok) -> ast.Word:
+    raw = str(tok)
+    text, quoted = decode_word(raw) if "'" in raw or '"' in raw else (raw, False)
+    # Lark counts lines and columns as Source does (1-based, "\n" ends a line)
+    return ast.Word(text, quoted, Span(name, tok.line, tok.column, tok.end_line, tok.end_column))
 
 
 def _error(source: Source, code: str, message: str, start: int, end: int) -> CompileError:

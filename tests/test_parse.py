@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lobsterc.diagnostics import CompileError
-from lobsterc.parse import parse_pipeline
+from lobsterc.parse import decode_word, parse_pipeline
+from lobsterc.source import Source
 
 
 def stages(text: str) -> list[list[str]]:
@@ -98,3 +99,21 @@ def test_any_text_parses_or_raises_compile_error(text):
         assert exc.first.kind == "parse_error"
         return
     assert pipeline.stages and all(stage.name is not None for stage in pipeline.stages)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab -|'\"\\\n\r\tx")), max_size=30))
+def test_every_word_span_covers_the_text_it_was_decoded_from(text):
+    try:
+        pipeline = parse_pipeline(text)
+    except CompileError:
+        return
+    starts = Source("<pipeline>", text).line_starts
+
+    def offset(line, col):
+        return starts[line - 1] + col - 1
+
+    for stage in pipeline.stages:
+        for word in (stage.name, *stage.words):
+            raw = text[offset(word.span.line, word.span.col):offset(word.span.end_line, word.span.end_col)]
+            assert decode_word(raw) == (word.text, word.quoted)
