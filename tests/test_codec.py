@@ -48,6 +48,32 @@ def test_frame_round_trip(tmp_path):
     assert codec.load_frame(codec.dump_frame(frame)) == frame
 
 
+_PLAIN = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.floats(allow_nan=False)
+    | st.text(max_size=5) | st.binary(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_PLAIN, _PLAIN)
+def test_plain_data_in_a_frame_is_saved_as_it_is(result, register):
+    frame = machine.new_frame(compile_pipeline("json"), cwd=".", mode="tool")
+    frame.results["s"] = {"json": result}
+    frame.registers = [register]
+    blob = codec.dump_frame(frame)
+    raw = msgpack.unpackb(blob, raw=False)
+    assert raw["results"]["s"]["json"] == result and raw["registers"] == [register]
+    assert codec.load_frame(blob) == frame
+
+
+def test_a_value_that_is_not_plain_data_fails_to_save_rather_than_being_mangled():
+    frame = machine.new_frame(compile_pipeline("json"), cwd=".", mode="tool")
+    frame.results["s"] = {"json": {1, 2}}
+    with pytest.raises(TypeError):
+        codec.dump_frame(frame)
+
+
 def test_tampered_program_hash_is_refused():
     raw = msgpack.unpackb(codec.dump_program(compile_pipeline("exec --shell 'echo hi'")))
     raw["constants"][0]["shell"] = "rm -rf /"

@@ -30,6 +30,10 @@ class LoadError(Exception):
 
 
 converter = make_converter(forbid_extra_keys=True, detailed_validation=False)
+# A field typed Any holds plain data (step results, registers, constants): msgpack takes it as it
+# is. Left to cattrs, every dict and list in it would be copied element by element, which was
+# nine tenths of saving a frame with a few thousand items. Anything not plain fails in msgpack.
+converter.register_unstructure_hook_func(lambda type_: type_ is Any, lambda value: value)
 converter.register_unstructure_hook(Instr, lambda i: [i.op, i.a, i.b, i.c])
 converter.register_structure_hook(Instr, lambda v, _: Instr(*v))
 
