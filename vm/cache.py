@@ -55,13 +55,14 @@ _MEMO: dict[tuple[str, str], tuple[Program, dict[str, str]]] = {}  # (state dir,
 
 
 def lookup(store: Store, cache_key: str) -> Program | None:
-    memo = _MEMO.get((str(store.root), cache_key))
+    memo = _MEMO.get((store.root, cache_key))
     if memo is not None:
         program, deps = memo
         if all(file_sha(path) == sha for path, sha in deps.items()):
             return program
     try:
-        entry = json.loads((store.root / "cache" / f"{cache_key}.json").read_text())
+        with open(store.path("cache", f"{cache_key}.json"), "rb") as fh:
+            entry = json.loads(fh.read())
         deps = entry["deps"]
         if any(file_sha(path) != sha for path, sha in deps.items()):
             return None
@@ -69,7 +70,7 @@ def lookup(store: Store, cache_key: str) -> Program | None:
         if blob is None:
             return None
         program = codec.load_program(blob)
-        _MEMO[(str(store.root), cache_key)] = (program, deps)
+        _MEMO[(store.root, cache_key)] = (program, deps)
         return program
     except (OSError, ValueError, KeyError, TypeError, AttributeError, codec.LoadError):
         return None
@@ -77,11 +78,13 @@ def lookup(store: Store, cache_key: str) -> Program | None:
 
 def remember(store: Store, cache_key: str, program: Program, deps: dict[str, str]) -> None:
     try:
-        store.save_program(program.hash, codec.dump_program(program))
-        directory = store.root / "cache"
-        directory.mkdir(parents=True, exist_ok=True)
-        tmp = directory / f".{cache_key}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps({"program": program.hash, "deps": deps}))
-        os.replace(tmp, directory / f"{cache_key}.json")
+        if not store.has_program(program.hash):
+            store.save_program(program.hash, codec.dump_program(program))
+        directory = store.path("cache")
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{cache_key}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"program": program.hash, "deps": deps}))
+        os.replace(tmp, os.path.join(directory, f"{cache_key}.json"))
     except OSError:
         pass  # a cache that cannot be written only costs the next run a compile

@@ -280,12 +280,14 @@ def _drive(program: Program, frame: Frame, options: Options, ctx: Context, cappe
 
 def _park(program: Program, frame: Frame, options: Options) -> dict:
     store = options.store()
-    store.save_program(program.hash, codec.dump_program(program))
+    if not store.has_program(program.hash):
+        store.save_program(program.hash, codec.dump_program(program))
     pending = frame.pending
     state_key = f"{frame.origin}_resume_{secrets.token_hex(16)}"
     kind = "pipeline-resume" if frame.origin == "pipeline" else "workflow-file"
     if pending.kind == "approval":
-        pending.approval_id = store.publish_approval_id(state_key)
+        # the id goes into the frame, so it is published before the frame is written
+        pending.approval_id = store.new_approval_id(state_key)
     store.save_frame(state_key, codec.dump_frame(frame))
     token = tokens.issue(kind, state_key, store.key())
     if pending.kind == "approval":
@@ -338,19 +340,15 @@ def resume(options: Options, decision: Decision, *, token: str | None = None,
         approved_by = None
         if not decision.cancel:
             approved_by = _check_decision(frame, decision, options.env)
-        claimed = store.claim_frame(state_key)
-        if claimed is None:
+        if not store.claim_frame(state_key):
             raise RequestError(not_found, "T430", kind="runtime_error")
-        try:
-            store.remove_approval_id(frame.pending.approval_id if frame.pending else None)
-            if decision.cancel or decision.approve is False:
-                return ok_envelope("cancelled", [])
-            machine.apply_decision(frame, decision.response, approved_by)
-            options.mode = frame.mode
-            ctx = options.context(cwd=frame.cwd)
-            return _drive(program, frame, options, ctx, capped=options.max_stdout_bytes is not None)
-        finally:
-            claimed.unlink(missing_ok=True)
+        store.remove_approval_id(frame.pending.approval_id if frame.pending else None)
+        if decision.cancel or decision.approve is False:
+            return ok_envelope("cancelled", [])
+        machine.apply_decision(frame, decision.response, approved_by)
+        options.mode = frame.mode
+        ctx = options.context(cwd=frame.cwd)
+        return _drive(program, frame, options, ctx, capped=options.max_stdout_bytes is not None)
     except RequestError as exc:
         return exc.envelope
 

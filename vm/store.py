@@ -3,8 +3,10 @@ and `state.*` values. Every write is atomic (temp file, fsync, rename, fsync of 
 
   <state>/key                      32 random bytes, mode 0600, created on first use
   <state>/programs/<hash>.lbc      compiled programs (msgpack), written once
-  <state>/runs/<state_key>.frame   parked frames (msgpack); claimed by an atomic rename
-  <state>/approvals/<id>           approval id -> state key (exclusive publish, never overwritten)
+  <state>/runs/<state_key>.frame   parked frames (msgpack); claimed by removing the file
+  <state>/runs/<id>.approval       approval id -> state key: a symlink whose target is the key,
+                                   published exclusively beside its frame (one directory sync
+                                   makes both durable); earlier versions kept approvals/<id>
   <state>/values/<key>.json        state.get / state.set / diff.last values (pretty JSON)
 """
 
@@ -15,7 +17,6 @@ import os
 import re
 import secrets
 import time
-from pathlib import Path
 
 
 class StoreError(Exception):
@@ -27,10 +28,12 @@ def default_state_dir(env: dict | os._Environ = os.environ) -> str:
     return configured or os.path.join(os.path.expanduser("~"), ".lobster", "state")
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Write `data` to `path` so that a crash leaves either the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+def atomic_write(path: str, data: bytes, mode: int = 0o600, sync_dir: bool = True) -> None:
+    """Write `data` to `path` so that a crash leaves either the old file or the new one.
+    `sync_dir=False` leaves the directory sync (which makes the rename durable) to the caller."""
+    directory, name = os.path.split(path)
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -39,12 +42,29 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        _remove(tmp)
         raise
-    _fsync_dir(path.parent)
+    if sync_dir:
+        _fsync_dir(directory)
 
 
-def _fsync_dir(directory: Path) -> None:
+def _remove(path: str) -> bool:
+    try:
+        os.unlink(path)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
+def _fsync_dir(directory: str) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -70,18 +90,21 @@ def value_file_name(key: str) -> str:
 
 class Store:
     def __init__(self, root: str) -> None:
-        self.root = Path(root)
+        self.root = os.fspath(root)
+        self.runs = os.path.join(self.root, "runs")
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.root, *parts)
 
     # signing key ---------------------------------------------------------------------------
     def key(self) -> bytes:
-        path = self.root / "key"
-        try:
-            return path.read_bytes()
-        except FileNotFoundError:
-            pass
+        path = self.path("key")
+        key = _read(path)
+        if key is not None:
+            return key
         key = secrets.token_bytes(32)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".key.{secrets.token_hex(6)}.tmp"
+        os.makedirs(self.root, exist_ok=True)
+        tmp = self.path(f".key.{secrets.token_hex(6)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(key)
@@ -92,80 +115,62 @@ class Store:
         except FileExistsError:
             pass
         finally:
-            tmp.unlink(missing_ok=True)
-        return path.read_bytes()
+            _remove(tmp)
+        return _read(path) or b""
 
     def existing_key(self) -> bytes | None:
-        try:
-            return (self.root / "key").read_bytes()
-        except FileNotFoundError:
-            return None
+        return _read(self.path("key"))
 
     # programs ------------------------------------------------------------------------------
-    def program_path(self, program_hash: str) -> Path:
-        return self.root / "programs" / f"{program_hash}.lbc"
+    def program_path(self, program_hash: str) -> str:
+        return self.path("programs", f"{program_hash}.lbc")
+
+    def has_program(self, program_hash: str) -> bool:
+        return os.path.exists(self.program_path(program_hash))
 
     def save_program(self, program_hash: str, blob: bytes) -> None:
         path = self.program_path(program_hash)
-        if not path.exists():
+        if not os.path.exists(path):
             atomic_write(path, blob, 0o644)
 
     def load_program_bytes(self, program_hash: str) -> bytes | None:
-        try:
-            return self.program_path(program_hash).read_bytes()
-        except FileNotFoundError:
-            return None
+        return _read(self.program_path(program_hash))
 
     # frames --------------------------------------------------------------------------------
-    def frame_path(self, state_key: str) -> Path:
-        return self.root / "runs" / f"{state_key}.frame"
+    def frame_path(self, state_key: str) -> str:
+        return os.path.join(self.runs, f"{state_key}.frame")
 
     def save_frame(self, state_key: str, blob: bytes) -> None:
-        atomic_write(self.frame_path(state_key), blob)
+        """Park a frame. It, and an approval id published for it just before, are durable
+        when this returns: they share a directory, and one sync of it covers both."""
+        atomic_write(self.frame_path(state_key), blob, sync_dir=False)
+        _fsync_dir(self.runs)
 
     def read_frame(self, state_key: str) -> bytes | None:
-        try:
-            return self.frame_path(state_key).read_bytes()
-        except FileNotFoundError:
-            return None
+        return _read(self.frame_path(state_key))
 
-    def claim_frame(self, state_key: str) -> Path | None:
-        """Take the frame for this resume: exactly one concurrent caller gets it."""
-        src = self.frame_path(state_key)
-        dst = src.with_name(f".{src.name}.claimed.{os.getpid()}.{secrets.token_hex(4)}")
-        try:
-            os.rename(src, dst)
-        except FileNotFoundError:
-            return None
-        return dst
+    def claim_frame(self, state_key: str) -> bool:
+        """Take the frame for this resume (read it first): exactly one concurrent caller
+        removes the file, and only that one goes on."""
+        return _remove(self.frame_path(state_key))
 
     def delete_frame(self, state_key: str) -> bool:
-        try:
-            self.frame_path(state_key).unlink()
-            return True
-        except FileNotFoundError:
-            return False
+        return _remove(self.frame_path(state_key))
 
     # approval ids --------------------------------------------------------------------------
-    def publish_approval_id(self, state_key: str) -> str | None:
-        """A fresh 8-hex id pointing at `state_key`. Created exclusively (an existing id is
-        never overwritten) and synced before the id is handed out; a file torn by a crash
-        before that reads as an unknown id, and nobody was ever given it."""
-        directory = self.root / "approvals"
-        directory.mkdir(parents=True, exist_ok=True)
-        body = json.dumps({"stateKey": state_key, "createdAt": time.time()}).encode()
+    def new_approval_id(self, state_key: str) -> str | None:
+        """A fresh 8-hex id pointing at `state_key`, to be followed by save_frame(state_key):
+        a symlink created exclusively (an existing id is never overwritten) that holds the key
+        in its target, so there is no file data to sync; save_frame's directory sync makes it
+        durable before the id is handed out. Lookups of an id whose frame is gone say "not
+        found", so one left behind by a crash in between is harmless."""
+        os.makedirs(self.runs, exist_ok=True)
         for _ in range(16):
             approval_id = secrets.token_hex(4)
             try:
-                fd = os.open(directory / approval_id, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                os.symlink(state_key, os.path.join(self.runs, f"{approval_id}.approval"))
             except FileExistsError:
                 continue
-            try:
-                os.write(fd, body)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            _fsync_dir(directory)
             return approval_id
         return None
 
@@ -174,7 +179,12 @@ class Store:
         if not clean:
             return None
         try:
-            data = json.loads((self.root / "approvals" / clean).read_text())
+            return os.readlink(os.path.join(self.runs, f"{clean}.approval"))
+        except OSError:
+            pass
+        try:  # an id published by an earlier version
+            with open(self.path("approvals", clean), encoding="utf-8") as fh:
+                data = json.load(fh)
         except (OSError, ValueError):
             return None
         key = data.get("stateKey") if isinstance(data, dict) else None
@@ -182,19 +192,19 @@ class Store:
 
     def remove_approval_id(self, approval_id: str | None) -> None:
         if approval_id:
-            (self.root / "approvals" / approval_id).unlink(missing_ok=True)
+            if not _remove(os.path.join(self.runs, f"{approval_id}.approval")):
+                _remove(self.path("approvals", approval_id))
 
     # state.* values ------------------------------------------------------------------------
-    def value_path(self, key: str) -> Path:
-        return self.root / "values" / value_file_name(key)
+    def value_path(self, key: str) -> str:
+        return self.path("values", value_file_name(key))
 
     def get_value(self, key: str, default=None):
-        try:
-            text = self.value_path(key).read_text(encoding="utf-8")
-        except FileNotFoundError:
+        blob = _read(self.value_path(key))
+        if blob is None:
             return default
         try:
-            return json.loads(text)
+            return json.loads(blob.decode("utf-8"))
         except ValueError:
             return default
 
