@@ -15,6 +15,11 @@ FORMAT_VERSION = 1
 MAGIC = "LBC"
 
 
+def _as_tuple(value: Any) -> tuple:
+    # a plain function: attrs inspects the builtin `tuple` at class creation, 0.4 ms a field
+    return tuple(value)
+
+
 @frozen
 class Instr:
     op: int
@@ -64,11 +69,11 @@ class Header:
 @frozen
 class Program:
     header: Header
-    constants: tuple[Any, ...] = field(converter=tuple)
-    code: tuple[Instr, ...] = field(converter=tuple)
-    steps: tuple[StepInfo, ...] = field(converter=tuple)
-    halts: tuple[HaltSite, ...] = field(converter=tuple)
-    source_map: tuple[tuple[int, int, int, int] | None, ...] = field(converter=tuple)
+    constants: tuple[Any, ...] = field(converter=_as_tuple)
+    code: tuple[Instr, ...] = field(converter=_as_tuple)
+    steps: tuple[StepInfo, ...] = field(converter=_as_tuple)
+    halts: tuple[HaltSite, ...] = field(converter=_as_tuple)
+    source_map: tuple[tuple[int, int, int, int] | None, ...] = field(converter=_as_tuple)
     registers: int = 1
 
     @property
