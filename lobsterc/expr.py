@@ -22,7 +22,7 @@ def _get_parser() -> Any:
         from lark import Lark
 
         text = (resources.files("grammar") / "expr.lark").read_text(encoding="utf-8")
-        _parser = Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+        _parser = Lark(text, parser="lalr", maybe_placeholders=False)
     return _parser
 
 
