@@ -49,9 +49,16 @@ class Source:
         return line + 1, offset - starts[line] + 1
 
     def span(self, start: int, end: int) -> Span:
-        line, col = self.position(start)
-        end_line, end_col = self.position(max(start, end))
-        return Span(self.name, line, col, end_line, end_col)
+        size = len(self.text)
+        start = 0 if start < 0 else size if start > size else start
+        end = start if end < start else size if end > size else end
+        starts = self.line_starts
+        line = bisect.bisect_right(starts, start)  # 1-based: starts[line - 1] <= start
+        end_line = line
+        if line < len(starts) and starts[line] <= end:  # the span runs onto a later line
+            end_line = bisect.bisect_right(starts, end, line)
+        return Span(self.name, line, start - starts[line - 1] + 1, end_line,
+                    end - starts[end_line - 1] + 1)
 
     def line_text(self, line: int) -> str:
         starts = self.line_starts
