@@ -32,9 +32,13 @@ def atomic_write(path: str, data: bytes, mode: int = 0o600, sync_dir: bool = Tru
     """Write `data` to `path` so that a crash leaves either the old file or the new one.
     `sync_dir=False` leaves the directory sync (which makes the rename durable) to the caller."""
     directory, name = os.path.split(path)
-    os.makedirs(directory, exist_ok=True)
     tmp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    try:
+        fd = os.open(tmp, flags, mode)
+    except FileNotFoundError:  # the first write into this directory
+        os.makedirs(directory, exist_ok=True)
+        fd = os.open(tmp, flags, mode)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -164,13 +168,19 @@ class Store:
         in its target, so there is no file data to sync; save_frame's directory sync makes it
         durable before the id is handed out. Lookups of an id whose frame is gone say "not
         found", so one left behind by a crash in between is harmless."""
-        os.makedirs(self.runs, exist_ok=True)
         for _ in range(16):
             approval_id = secrets.token_hex(4)
+            link = os.path.join(self.runs, f"{approval_id}.approval")
             try:
-                os.symlink(state_key, os.path.join(self.runs, f"{approval_id}.approval"))
+                os.symlink(state_key, link)
             except FileExistsError:
                 continue
+            except FileNotFoundError:  # no runs/ yet
+                os.makedirs(self.runs, exist_ok=True)
+                try:
+                    os.symlink(state_key, link)
+                except FileExistsError:
+                    continue
             return approval_id
         return None
 
