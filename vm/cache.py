@@ -78,8 +78,7 @@ def lookup(store: Store, cache_key: str) -> Program | None:
 
 def remember(store: Store, cache_key: str, program: Program, deps: dict[str, str]) -> None:
     try:
-        if not store.has_program(program.hash):
-            store.save_program(program.hash, codec.dump_program(program))
+        store.save_program(program.hash, lambda: codec.dump_program(program))
         directory = store.path("cache")
         os.makedirs(directory, exist_ok=True)
         tmp = os.path.join(directory, f".{cache_key}.{os.getpid()}.tmp")

@@ -280,8 +280,7 @@ def _drive(program: Program, frame: Frame, options: Options, ctx: Context, cappe
 
 def _park(program: Program, frame: Frame, options: Options) -> dict:
     store = options.store()
-    if not store.has_program(program.hash):
-        store.save_program(program.hash, codec.dump_program(program))
+    store.save_program(program.hash, lambda: codec.dump_program(program))
     pending = frame.pending
     state_key = f"{frame.origin}_resume_{secrets.token_hex(16)}"
     kind = "pipeline-resume" if frame.origin == "pipeline" else "workflow-file"

@@ -16,7 +16,7 @@ import json
 import os
 import re
 import secrets
-import time
+from collections.abc import Callable
 
 
 class StoreError(Exception):
@@ -129,13 +129,12 @@ class Store:
     def program_path(self, program_hash: str) -> str:
         return self.path("programs", f"{program_hash}.lbc")
 
-    def has_program(self, program_hash: str) -> bool:
-        return os.path.exists(self.program_path(program_hash))
-
-    def save_program(self, program_hash: str, blob: bytes) -> None:
+    def save_program(self, program_hash: str, encode: Callable[[], bytes]) -> None:
+        """Store a program once: `encode()` gives its bytes, and is called only when no
+        program of that hash is stored yet."""
         path = self.program_path(program_hash)
         if not os.path.exists(path):
-            atomic_write(path, blob, 0o644)
+            atomic_write(path, encode(), 0o644)
 
     def load_program_bytes(self, program_hash: str) -> bytes | None:
         return _read(self.program_path(program_hash))
@@ -156,9 +155,6 @@ class Store:
     def claim_frame(self, state_key: str) -> bool:
         """Take the frame for this resume (read it first): exactly one concurrent caller
         removes the file, and only that one goes on."""
-        return _remove(self.frame_path(state_key))
-
-    def delete_frame(self, state_key: str) -> bool:
         return _remove(self.frame_path(state_key))
 
     # approval ids --------------------------------------------------------------------------
