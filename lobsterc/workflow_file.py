@@ -296,8 +296,7 @@ def _parse_yaml(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
             composer = _YamlComposer(source, libyaml=True)
             try:
                 composer.run(iter(parser(source.text).get_event, None))
-                return (composer.data, OffsetSpans(source, composer.spans),
-                        OffsetSpans(source, composer.key_spans))
+                return composer.result()
             except (_Fallback, _ParseError, error, RecursionError, UnicodeError):
                 pass  # ruamel parses it again, and words the error
     return _parse_yaml_ruamel(source)
@@ -332,8 +331,7 @@ def _parse_yaml_ruamel(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
         raise _syntax_error(source, str(exc).strip() or "invalid YAML", 0) from None
     except RecursionError:
         raise _syntax_error(source, "nesting too deep", 0) from None
-    return (composer.data, OffsetSpans(source, composer.spans),
-                        OffsetSpans(source, composer.key_spans))
+    return composer.result()
 
 
 class _YamlComposer:
@@ -342,13 +340,15 @@ class _YamlComposer:
 
     def __init__(self, source: Source, libyaml: bool = False) -> None:
         self.source = source
-        self.name = source.name
         self.libyaml = libyaml  # then the constructs where libyaml and ruamel may differ are ruamel's
         self.data: Any = None
         self.spans: dict[Path, tuple[int, int]] = {(): (0, len(source.text))}
         self.key_spans: dict[Path, tuple[int, int]] = {}
         self.anchors: dict[str, Any] = {}
         self.last_end = 0
+
+    def result(self) -> tuple[Any, OffsetSpans, OffsetSpans]:
+        return self.data, OffsetSpans(self.source, self.spans), OffsetSpans(self.source, self.key_spans)
 
     def run(self, events: Iterator[Any]) -> None:
         next(events)  # StreamStart
@@ -950,8 +950,9 @@ def _check_limits(step: dict, sid: str, at: Path) -> None:
 # --- the JSON Schema of the file format ---
 
 _schema_cache: dict | None = None
+_flat_schema: dict | None = None  # the schema with its references inlined (_without_refs)
 _validator_cache: Any = None
-_schema_predicate: Any = None  # the schema as one predicate (lobsterc.schema_check)
+_schema_predicate: Any = None  # the flat schema as one predicate (lobsterc.schema_check)
 
 
 def workflow_schema() -> dict:
@@ -964,17 +965,19 @@ def workflow_schema() -> dict:
 
 
 def _schema_diagnostic(wf: WorkflowFile) -> Diagnostic | None:
-    global _validator_cache, _schema_predicate
+    global _flat_schema, _validator_cache, _schema_predicate
+    if _flat_schema is None:
+        _flat_schema = _without_refs(workflow_schema())
     if _schema_predicate is None:
         from lobsterc.schema_check import compile_schema
 
-        _schema_predicate = compile_schema(_without_refs(workflow_schema()))
+        _schema_predicate = compile_schema(_flat_schema)
     if _schema_predicate(wf.data):
         return None
     if _validator_cache is None:  # a file is invalid: jsonschema finds and words the errors
         from jsonschema import Draft202012Validator
 
-        _validator_cache = Draft202012Validator(_without_refs(workflow_schema()))
+        _validator_cache = Draft202012Validator(_flat_schema)
     errors = list(_validator_cache.iter_errors(wf.data))
     if not errors:
         return None
