@@ -1,4 +1,4 @@
-"""AST -> vm Program: constant pool, code, step table, halt table, source map."""
+"""AST -> vm Program: constant pool, code, step table, halt table, file table, source map."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from lobsterc.parse import parse_pipeline
 from lobsterc.source import Source, Span
 from vm import __version__, js
 from vm.codec import seal
-from vm.opcodes import OPCODE_VERSION, Op
-from vm.program import FORMAT_VERSION, MAGIC, HaltSite, Header, Instr, Program, StepInfo
+from vm.opcodes import OPCODE_VERSION, OPS, Op
+from vm.ops import Exec, HaltSite, Stage
+from vm.program import FORMAT_VERSION, MAGIC, Header, Instr, Loc, Program, StepInfo
 
 DEFAULT_ASK_SCHEMA = {
     "type": "object",
@@ -33,10 +34,20 @@ class Emitter:
         self.constants: list[Any] = []
         self._const_index: dict[str, int] = {}
         self.code: list[Instr] = []
-        self.source_map: list[tuple[int, int, int, int] | None] = []
+        self.source_map: list[Loc | None] = []
         self.steps: list[StepInfo] = []
         self.halts: list[HaltSite] = []
         self.registers = 1
+        self.files: list[str] = []
+        self.file = 0  # the file table index of what is being emitted
+
+    def enter_file(self, name: str) -> int:
+        """Emit from `name` from now on; returns the file it replaces."""
+        previous = self.file
+        if name not in self.files:
+            self.files.append(name)
+        self.file = self.files.index(name)
+        return previous
 
     def const(self, value: Any) -> int:
         # repr tells apart what JSON tells apart (1, 1.0, True, "1") at a fraction of the cost;
@@ -50,24 +61,42 @@ class Emitter:
 
     def emit(self, op: Op, a: int = 0, b: int = 0, c: int = 0, span: Span | None = None) -> int:
         self.code.append(Instr(int(op), a, b, c))
-        self.source_map.append(_loc(span))
+        self.source_map.append(self.loc(span))
         return len(self.code) - 1
+
+    def loc(self, span: Span | None) -> Loc | None:
+        return (self.file, span.line, span.col, span.end_line, span.end_col) if span else None
+
+    def patch(self, pc: int, target: int, slot: int | None = None) -> None:
+        """Fill the code-address operand of the instruction at `pc` (its only one, or
+        `slot`, as the opcode table names them)."""
+        ins = self.code[pc]
+        slots = OPS[Op(ins.op)].targets
+        if slot is None:
+            (slot,) = slots
+        elif slot not in slots:
+            raise ValueError(f"{Op(ins.op).name} has no code address in slot {slot}")
+        operands = [ins.a, ins.b, ins.c]
+        operands[slot] = target
+        self.code[pc] = Instr(ins.op, *operands)
 
     def halt(self, site: HaltSite) -> int:
         self.halts.append(site)
         return len(self.halts) - 1
 
-    def step(self, step_id: str, first_pc: int, span: Span | None, file: str = "") -> None:
-        self.steps.append(StepInfo(step_id, first_pc, len(self.code) - 1, _loc(span), file))
+    def step(self, step_id: str, first_pc: int, span: Span | None) -> None:
+        self.steps.append(StepInfo(step_id, first_pc, len(self.code) - 1, _span(span),
+                                   self.file))
 
     def program(self, source_name: str, source_text: str) -> Program:
         header = Header(MAGIC, FORMAT_VERSION, OPCODE_VERSION, __version__, source_name,
                         hashlib.sha256(source_text.encode("utf-8")).hexdigest())
+        files = self.files or [source_name]
         return seal(Program(header, self.constants, self.code, self.steps, self.halts,
-                            self.source_map, self.registers))
+                            self.source_map, self.registers, files))
 
 
-def _loc(span: Span | None) -> tuple[int, int, int, int] | None:
+def _span(span: Span | None) -> tuple[int, int, int, int] | None:
     return (span.line, span.col, span.end_line, span.end_col) if span else None
 
 
@@ -78,6 +107,7 @@ def compile_pipeline(text: str, name: str = "<pipeline>") -> Program:
     if diags:
         raise CompileError(diags, Source(name, text))
     em = Emitter()
+    em.enter_file(name)
     for index, item in enumerate(bound, start=1):
         first = len(em.code)
         emit_stage(em, item, reg=0, step_id=f"{index}:{item.command.name}")
@@ -93,10 +123,7 @@ def emit_stage(em: Emitter, item: BoundStage, reg: int, step_id: str,
     argument word at run time; the words themselves were fixed when the text was parsed."""
     cmd, args, span = item.command, item.args, item.stage.span
     if cmd.lowering == "exec":
-        spec = exec_spec(args)
-        if templated:
-            spec["tpl"] = True
-        em.emit(Op.EXEC, reg, em.const(spec), reg, span)
+        em.emit(Op.EXEC, reg, em.const(exec_spec(args, templated)), reg, span)
     elif cmd.lowering == "render":
         em.emit(Op.RENDER, reg, em.const(cmd.name), span=span)
     elif cmd.lowering == "approve":
@@ -104,23 +131,21 @@ def emit_stage(em: Emitter, item: BoundStage, reg: int, step_id: str,
     elif cmd.lowering == "ask":
         em.emit(Op.HALT_INPUT, reg, em.halt(input_site(step_id, args)), span=span)
     else:
-        spec = [cmd.name, dict(args.flags), list(args.positionals), templated]
-        em.emit(Op.STAGE, reg, em.const(spec), reg, span)
+        stage = Stage(cmd.name, dict(args.flags), tuple(args.positionals), templated)
+        em.emit(Op.STAGE, reg, em.const(stage), reg, span)
 
 
-def exec_spec(args) -> dict:
-    spec: dict[str, Any] = {"json": args.get("json") is True}
-    shell = args.get("shell")
-    if isinstance(shell, str):
-        spec["shell"] = shell
-    elif len(args.positionals) == 1 and any(ch.isspace() for ch in args.positionals[0]):
-        spec["shell"] = args.positionals[0]  # one positional with whitespace is a shell line
-    else:
-        spec["argv"] = list(args.positionals)
+def exec_spec(args, templated: bool = False) -> Exec:
     mode = args.get("stdin")
-    if isinstance(mode, str):
-        spec["stdin"] = mode.lower()
-    return spec
+    stdin = mode.lower() if isinstance(mode, str) else None
+    shell = args.get("shell")
+    if not isinstance(shell, str) and len(args.positionals) == 1 \
+            and any(ch.isspace() for ch in args.positionals[0]):
+        shell = args.positionals[0]  # one positional with whitespace is a shell line
+    if isinstance(shell, str):
+        return Exec(args.get("json") is True, shell=shell, stdin=stdin, templated=templated)
+    return Exec(args.get("json") is True, argv=tuple(args.positionals), stdin=stdin,
+                templated=templated)
 
 
 def approval_site(step_id: str, args) -> HaltSite:

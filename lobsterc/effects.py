@@ -1,12 +1,15 @@
 """The safety verifier: the control-flow graph of a compiled Program, and the proof that every
 side-effecting step is preceded by an approval gate on every path that reaches it.
 
-The graph is built from the instructions alone (never from the YAML):
-  next      every instruction falls through to pc+1, except JUMP, LOOP_NEXT's back edge,
-            CALL, RETURN, END and END_WORKFLOW
-  jump      JUMP a; JUMP_IF_NOT r T (both ways, unless the condition is a constant)
-  loop      LOOP_BEGIN's "no items" edge to c; LOOP_NEXT's back edge to b
-  call      CALL into its sub-workflow region; the region's RETURN back to the CALL's pc+1
+The graph is built from the instructions alone (never from the YAML), by the control-flow
+kind of each opcode's row in vm/opcodes.py (one rule per kind in `Cfg.RULES`):
+  next      fall: pc+1 (HALT_APPROVE included)
+  jump      jump: JUMP a; branch: JUMP_IF_NOT r T (both ways, unless the condition is a
+            constant)
+  loop      loop_enter: LOOP_BEGIN's "no items" edge to c; loop_back: LOOP_NEXT's back edge
+  call      enter: CALL into its sub-workflow region; leave: the region's RETURN back to the
+            CALL's pc+1; fork: PARALLEL into each branch region; join: END_BRANCH back to
+            the PARALLEL's pc+1
   error     every instruction a TRY covers (its body, and the regions the body calls) may
             fail: retry goes back to the body's start, on_error continue to END_TRY's b,
             skip_rest to the end of the current workflow; stop adds no edge (the error
@@ -29,7 +32,8 @@ from attrs import frozen
 
 from vm.commands import COMMANDS
 from vm.condition import evaluate
-from vm.opcodes import Op
+from vm.opcodes import (BRANCH, ENTER, EXIT as EXIT_FLOW, FALL, FORK, JOIN, JUMP, LEAVE,
+                        LOOP_BACK, LOOP_ENTER, OPS, Op)
 from vm.program import Program
 
 EFFECT_CLASSES = ("none", "reads", "reads_state", "writes_state", "local_exec", "network", "halts")
@@ -39,8 +43,7 @@ MARKS = ("write", "read", "none")  # values of a step's `effects:` key
 EXIT = -1
 _ERROR_COST = 10_000  # per error edge on a path
 
-_CONTROL = {Op.EVAL_COND, Op.JUMP_IF_NOT, Op.JUMP, Op.SKIP_STEP, Op.TRY, Op.END_TRY,
-            Op.LOOP_NEXT, Op.RETURN, Op.END, Op.END_WORKFLOW, Op.NOP}
+_CONTROL = {op for op, info in OPS.items() if info.control}
 
 
 def constant_condition(tree) -> bool | None:
@@ -70,21 +73,30 @@ class Cfg:
         self._add_error_edges()
 
     # regions ---------------------------------------------------------------------------------
-    def _regions(self) -> dict[int, tuple[int, int, int]]:
-        """CALL pc -> (region start, RETURN pc, CALL pc). Each CALL has its own region."""
-        starts = sorted((ins.c, pc) for pc, ins in enumerate(self.code) if ins.op == Op.CALL)
-        out = {}
-        for start, call in starts:
-            ret = next((pc for pc in range(start, len(self.code))
-                        if self.code[pc].op == Op.RETURN), None)
-            if ret is not None:
-                out[call] = (start, ret, call)
+    def _regions(self) -> dict[int, list[tuple[int, int]]]:
+        """CALL or PARALLEL pc -> the (start, end pc) of each region it enters: a CALL's
+        region ends at its RETURN, a branch region at its END_BRANCH."""
+        out: dict[int, list[tuple[int, int]]] = {}
+        for pc, ins in enumerate(self.code):
+            flow = OPS[Op(ins.op)].flow
+            if flow == ENTER:
+                starts, end_op = [ins.c], Op.RETURN
+            elif flow == FORK:
+                starts = [b.start for b in self.program.constants[ins.b].branches]
+                end_op = Op.END_BRANCH
+            else:
+                continue
+            for start in starts:
+                end = next((at for at in range(start, len(self.code))
+                            if self.code[at].op == end_op), None)
+                if end is not None:
+                    out.setdefault(pc, []).append((start, end))
         return out
 
-    def _return_target(self, ret_pc: int) -> int:
-        for start, ret, call in self.regions.values():
-            if ret == ret_pc:
-                return call + 1
+    def _return_target(self, end_pc: int) -> int:
+        for entry, regions in self.regions.items():
+            if any(end == end_pc for _, end in regions):
+                return entry + 1
         return EXIT
 
     def workflow_end(self, pc: int) -> int:
@@ -94,31 +106,50 @@ class Cfg:
                 return end
         return EXIT
 
-    # edges -----------------------------------------------------------------------------------
+    # edges: one rule per control-flow kind ---------------------------------------------------
     def _successors(self, pc: int, fold: bool) -> list[Edge]:
         ins = self.code[pc]
-        op = Op(ins.op)
-        nxt = Edge(pc + 1, "next")
-        if op in (Op.END, Op.END_WORKFLOW):
-            return [Edge(EXIT, "next")]
-        if op == Op.JUMP:
-            return [Edge(ins.a, "jump")]
-        if op == Op.JUMP_IF_NOT:
-            value = self._constant_register(pc, ins.a) if fold else None
-            if value is True:
-                return [nxt]
-            if value is False:
-                return [Edge(ins.b, "skip")]
-            return [nxt, Edge(ins.b, "skip")]
-        if op == Op.LOOP_BEGIN:
-            return [nxt, Edge(ins.c, "loop")]
-        if op == Op.LOOP_NEXT:
-            return [Edge(ins.b, "loop"), nxt]
-        if op == Op.CALL:
-            return [Edge(ins.c, "call")]
-        if op == Op.RETURN:
-            return [Edge(self._return_target(pc), "return")]
-        return [nxt]
+        info = OPS[Op(ins.op)]
+        operands = (ins.a, ins.b, ins.c)
+        targets = [operands[slot] for slot in info.targets]
+        return self.RULES[info.flow](self, pc, targets, fold)
+
+    def _fall(self, pc: int, targets: list[int], fold: bool) -> list[Edge]:
+        return [Edge(pc + 1, "next")]
+
+    def _exit(self, pc: int, targets: list[int], fold: bool) -> list[Edge]:
+        return [Edge(EXIT, "next")]
+
+    def _jump(self, pc: int, targets: list[int], fold: bool) -> list[Edge]:
+        return [Edge(targets[0], "jump")]
+
+    def _branch(self, pc: int, targets: list[int], fold: bool) -> list[Edge]:
+        nxt, skip = Edge(pc + 1, "next"), Edge(targets[0], "skip")
+        value = self._constant_register(pc, self.code[pc].a) if fold else None
+        if value is True:
+            return [nxt]
+        if value is False:
+            return [skip]
+        return [nxt, skip]
+
+    def _loop_enter(self, pc: int, targets: list[int], fold: bool) -> list[Edge]:
+        return [Edge(pc + 1, "next"), Edge(targets[0], "loop")]
+
+    def _loop_back(self, pc: int, targets: list[int], fold: bool) -> list[Edge]:
+        return [Edge(targets[0], "loop"), Edge(pc + 1, "next")]
+
+    def _enter(self, pc: int, targets: list[int], fold: bool) -> list[Edge]:
+        return [Edge(targets[0], "call")]
+
+    def _fork(self, pc: int, targets: list[int], fold: bool) -> list[Edge]:
+        return [Edge(start, "call") for start, _ in self.regions.get(pc, [])]
+
+    def _leave(self, pc: int, targets: list[int], fold: bool) -> list[Edge]:
+        return [Edge(self._return_target(pc), "return")]
+
+    RULES = {FALL: _fall, EXIT_FLOW: _exit, JUMP: _jump, BRANCH: _branch,
+             LOOP_ENTER: _loop_enter, LOOP_BACK: _loop_back, ENTER: _enter, FORK: _fork,
+             LEAVE: _leave, JOIN: _leave}
 
     def _constant_register(self, pc: int, reg: int) -> bool | None:
         prev = self.code[pc - 1] if pc > 0 else None
@@ -137,9 +168,8 @@ class Cfg:
                 continue
             done.add(pc)
             seen.append(pc)
-            region = self.regions.get(pc)
-            if region is not None:
-                todo.extend(range(region[0], region[1] + 1))
+            for start, end in self.regions.get(pc, ()):
+                todo.extend(range(start, end + 1))
         return seen
 
     def _add_error_edges(self) -> None:
@@ -147,15 +177,14 @@ class Cfg:
         for pc, ins in enumerate(self.code):
             if ins.op != Op.TRY:
                 continue
-            policy = K[ins.b] or {}
+            policy = K[ins.b]
             end_try = ins.c
             targets = []
-            if policy.get("retry"):
+            if policy.retry is not None:
                 targets.append(pc + 1)
-            on_error = policy.get("on_error", "stop")
-            if on_error == "continue":
+            if policy.on_error == "continue":
                 targets.append(self.code[end_try].b)
-            elif on_error == "skip_rest":
+            elif policy.on_error == "skip_rest":
                 targets.append(self.workflow_end(end_try))
             for covered in self._covered(range(pc + 1, end_try)):
                 for target in targets:
@@ -269,22 +298,18 @@ def command_class(program: Program, pc: int) -> tuple[str, str] | None:
     if ins.op in (Op.SHELL, Op.EXEC):
         return "local_exec", "a shell command" if ins.op == Op.SHELL else "exec"
     if ins.op == Op.STAGE:
-        name = K[ins.b][0]
+        name = K[ins.b].command
         cmd = COMMANDS.get(name)
         return (cmd.effects if cmd else "none"), name
-    if ins.op == Op.PARALLEL:
+    if ins.op == Op.PARALLEL:  # the worst of what its branch regions run
         worst: tuple[str, str] | None = None
-        for branch in K[ins.b].get("branches", []):
-            found = [("local_exec", "a shell command")] if "run" in branch else []
-            for kind, spec in branch.get("stages", []):
-                if kind == "exec":
-                    found.append(("local_exec", "exec"))
-                elif kind == "stage":
-                    cmd = COMMANDS.get(spec[0])
-                    found.append(((cmd.effects if cmd else "none"), spec[0]))
-            for item in found:
-                if worst is None or _rank(item[0]) > _rank(worst[0]):
+        for branch in K[ins.b].branches:
+            at = branch.start
+            while 0 <= at < len(program.code) and program.code[at].op != Op.END_BRANCH:
+                item = command_class(program, at)
+                if item is not None and (worst is None or _rank(item[0]) > _rank(worst[0])):
                     worst = item
+                at += 1
         return worst
     return None
 

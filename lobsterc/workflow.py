@@ -3,7 +3,8 @@
 Steps become blocks in the step table; `when` becomes EVAL_COND + JUMP_IF_NOT; gates become
 HALT_APPROVE / HALT_INPUT; pipeline steps compile their stages inline; for_each loops use
 LOOP_BEGIN / LOOP_NEXT; sub-workflows are code regions entered by CALL and left by RETURN;
-retry / timeout_ms / on_error wrap a step's execution in TRY / END_TRY.
+parallel branches are code regions that PARALLEL names, each left by END_BRANCH; retry /
+timeout_ms / on_error wrap a step's execution in TRY / END_TRY.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 from typing import Any
 
 from lobsterc.check import check_pipeline
-from lobsterc.codegen import Emitter, emit_stage, exec_spec
+from lobsterc.codegen import Emitter, emit_stage
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.expr import compile_condition, condition_refs
 from lobsterc.parse import parse_pipeline
@@ -20,7 +21,9 @@ from lobsterc.source import Span
 from lobsterc.workflow_file import (WorkflowFile, is_approval, is_input, load_workflow_file,
                                     step_kind)
 from vm.opcodes import Op
-from vm.program import HaltSite, Program
+from vm.ops import (Branch, Call, Given, HaltSite, LoadStdin, Loop, Parallel, Policy, Retry,
+                    Shell)
+from vm.program import Program
 from vm.refs import REF, WHOLE_REF
 
 COND_REG = 1  # EVAL_COND result
@@ -37,6 +40,7 @@ def compile_workflow_files(path: str) -> tuple[Program, list[str]]:
     wf = load_workflow_file(path)
     em = Emitter()
     em.registers = 2
+    em.enter_file(os.path.basename(path))
     compiler = _Compiler(em, [os.path.realpath(path)])
     em.emit(Op.INIT_ARGS, em.const(arg_defaults(wf)), span=wf.span_of("args"))
     limit = _get(wf.data, "cost_limit")
@@ -47,6 +51,7 @@ def compile_workflow_files(path: str) -> tuple[Program, list[str]]:
     compiler.workflow(wf, prefix="")
     em.emit(Op.END_WORKFLOW, span=wf.span_of())
     compiler.emit_regions()
+    compiler.emit_branches()
     files = [os.path.realpath(path)] + [chain[-1] for _, _, _, chain in compiler.regions]
     return em.program(os.path.basename(path), wf.source.text), files
 
@@ -62,12 +67,12 @@ def _get(mapping: Any, key: str, default: Any = None) -> Any:
 
 
 class _Compiler:
-    def __init__(self, em: Emitter, chain: list[str], file: str = "") -> None:
+    def __init__(self, em: Emitter, chain: list[str]) -> None:
         self.em = em
         self.chain = chain
-        self.file = file  # "" for the main file; a sub-workflow's base name otherwise
         self.regions: list[tuple[str, WorkflowFile, str, list[str]]] = []  # pending sub-workflows
         self.region_calls: list[tuple[int, int]] = []  # (CALL pc, region index)
+        self.branches: list[tuple] = []  # pending branch regions, see parallel()
 
     # file level ------------------------------------------------------------------------------
     def workflow(self, wf: WorkflowFile, prefix: str) -> None:
@@ -86,13 +91,20 @@ class _Compiler:
         while len(starts) < len(self.regions):
             call_id, wf, prefix, chain = self.regions[len(starts)]
             starts.append(len(self.em.code))
-            sub = _Compiler(self.em, chain, file=os.path.basename(chain[-1]))
-            sub.regions, sub.region_calls = self.regions, self.region_calls
+            self.em.enter_file(self.file_name(chain[-1]))
+            sub = _Compiler(self.em, chain)
+            sub.regions, sub.region_calls, sub.branches = (self.regions, self.region_calls,
+                                                           self.branches)
             sub.workflow(wf, prefix)
             self.em.emit(Op.RETURN, self.em.const(call_id), span=wf.span_of())
+        self.em.file = 0
         for pc, region in self.region_calls:
-            ins = self.em.code[pc]
-            self.em.code[pc] = type(ins)(ins.op, ins.a, ins.b, starts[region])
+            self.em.patch(pc, starts[region])
+
+    def file_name(self, path: str) -> str:
+        """A sub-workflow's name in the file table: its path from the main file's directory."""
+        base = os.path.dirname(self.chain[0])
+        return os.path.relpath(path, base).replace(os.sep, "/")
 
     # one step --------------------------------------------------------------------------------
     def step(self, step: dict, at: tuple, prefix: str, known: list[str], loop: dict | None = None
@@ -139,15 +151,10 @@ class _Compiler:
             self.patch(jump, len(em.code))
         if end_try is not None:
             self.patch(end_try, len(em.code))  # on_error continue / skip_rest land here
-        em.step(block_label, block_first, span, self.file)
+        em.step(block_label, block_first, span)
 
     def patch(self, pc: int, target: int) -> None:
-        ins = self.em.code[pc]
-        operands = [ins.a, ins.b, ins.c]
-        slot = {Op.JUMP: 0, Op.JUMP_IF_NOT: 1, Op.END_TRY: 1, Op.TRY: 2,
-                Op.LOOP_BEGIN: 2}[Op(ins.op)]
-        operands[slot] = target
-        self.em.code[pc] = type(ins)(ins.op, *operands)
+        self.em.patch(pc, target)
 
     def execute(self, step: dict, at: tuple, kind: str, S: int, label: str) -> None:
         em, wf = self.em, self.wf
@@ -160,15 +167,13 @@ class _Compiler:
         elif kind == "workflow":
             self.call(step, at, S, label)
         elif kind == "parallel":
-            em.emit(Op.PARALLEL, S, em.const(self.parallel_spec(step, at)),
-                    span=wf.span_of(*at, "parallel"))
+            self.parallel(step, at, S, label)
         else:  # approval-only or no-op: a synthetic result from stdin
-            em.emit(Op.SET_RESULT, S, em.const({"stdin": step.get("stdin")}),
+            em.emit(Op.SET_RESULT, S, em.const(step.get("stdin")),
                     span=wf.span_of(*at, "id"))
 
-    def shell_spec(self, step: dict, line: str) -> dict:
-        return {"run": line, "stdin": step.get("stdin"), "env": self.step_env(step),
-                "cwd": self.step_cwd(step)}
+    def shell_spec(self, step: dict, line: str) -> Shell:
+        return Shell(line, step.get("stdin"), self.step_env(step), self.step_cwd(step))
 
     def step_env(self, step: dict) -> dict:
         env = dict(self.env)
@@ -179,19 +184,16 @@ class _Compiler:
         cwd = step.get("cwd")
         return cwd if isinstance(cwd, str) else self.cwd
 
-    def policy(self, step: dict) -> dict | None:
+    def policy(self, step: dict) -> Policy | None:
         retry = step.get("retry") if isinstance(step.get("retry"), dict) else None
         if retry is None and "timeout_ms" not in step and "on_error" not in step:
             return None
-        policy: dict[str, Any] = {"on_error": step.get("on_error", "stop")}
-        if "timeout_ms" in step:
-            policy["timeout_ms"] = step["timeout_ms"]
+        rule = None
         if retry is not None:
-            policy["retry"] = {"max": retry.get("max", 1), "backoff": retry.get("backoff", "fixed"),
-                               "delay_ms": retry.get("delay_ms", 1000),
-                               "max_delay_ms": retry.get("max_delay_ms", 30000),
-                               "jitter": retry.get("jitter", False) is True}
-        return policy
+            rule = Retry(retry.get("max", 1), retry.get("backoff", "fixed"),
+                         retry.get("delay_ms", 1000), retry.get("max_delay_ms", 30000),
+                         retry.get("jitter", False) is True)
+        return Policy(step.get("on_error", "stop"), step.get("timeout_ms"), rule)
 
     # pipelines -------------------------------------------------------------------------------
     def pipeline_stages(self, text: str, at: tuple, sid: str, key: str = "pipeline"):
@@ -217,15 +219,17 @@ class _Compiler:
         return bound, span
 
     def pipeline(self, step: dict, at: tuple, S: int, label: str) -> None:
-        em = self.em
         bound, span = self.pipeline_stages(step["pipeline"], at, step["id"])
-        em.emit(Op.LOAD_STDIN, ITEMS_REG, em.const({"stdin": step.get("stdin"),
-                                                    "env": self.step_env(step),
-                                                    "cwd": self.step_cwd(step)}), span=span)
+        load = LoadStdin(step.get("stdin"), self.step_env(step), self.step_cwd(step))
+        self.emit_pipeline(bound, span, load, S, label)
+
+    def emit_pipeline(self, bound, span: Span, load: LoadStdin, S: int, label: str) -> None:
+        em = self.em
+        em.emit(Op.LOAD_STDIN, ITEMS_REG, em.const(load), span=span)
         for index, item in enumerate(bound, start=1):
             emit_stage(em, item, ITEMS_REG, f"{label}:{index}", templated=True)
             # stage spans are relative to the pipeline text; the file's position is the value's
-            em.source_map[-1] = (span.line, span.col, span.end_line, span.end_col)
+            em.source_map[-1] = em.loc(span)
         em.emit(Op.STORE_PIPELINE, S, ITEMS_REG, span=span)
 
     # sub-workflows ---------------------------------------------------------------------------
@@ -247,8 +251,7 @@ class _Compiler:
         child = load_workflow_file(path)
         defaults = arg_defaults(child)
         args = step.get("workflow_args") if isinstance(step.get("workflow_args"), dict) else {}
-        spec = {"args": args, "defaults": defaults, "env": self.step_env(step),
-                "cwd": self.step_cwd(step)}
+        spec = Call(args, defaults, self.step_env(step), self.step_cwd(step))
         pc = em.emit(Op.CALL, S, em.const(spec), 0, span=span)
         self.region_calls.append((pc, len(self.regions)))
         self.regions.append((step["id"], child, f"{label}/", [*self.chain, path]))
@@ -259,17 +262,17 @@ class _Compiler:
         block (LOOP_NEXT and what follows) begins."""
         em, wf = self.em, self.wf
         S = em.const(step["id"])
-        loop = {"source": step["for_each"], "item_var": step.get("item_var", "item"),
-                "index_var": step.get("index_var", "index"),
-                "batch_size": step.get("batch_size", 1), "pause_ms": step.get("pause_ms", 0),
-                "steps": [sub["id"] for sub in step["steps"]]}
+        loop = Loop(step["for_each"], step.get("item_var", "item"), step.get("index_var", "index"),
+                    step.get("batch_size", 1), step.get("pause_ms", 0),
+                    tuple(sub["id"] for sub in step["steps"]))
+        names = {"item_var": loop.item_var, "index_var": loop.index_var}
         span = wf.span_of(*at, "for_each")
         begin = em.emit(Op.LOOP_BEGIN, S, em.const(loop), 0, span=span)
-        em.step(label, first, span, self.file)
+        em.step(label, first, span)
         body = len(em.code)
         inner: list[str] = list(scope)
         for index, sub in enumerate(step["steps"]):
-            self.step(sub, (*at, "steps", index), f"{label}/", inner, loop=loop)
+            self.step(sub, (*at, "steps", index), f"{label}/", inner, loop=names)
             inner.append(sub["id"])
         tail = em.emit(Op.LOOP_NEXT, S, body, span=span)
         self.patch(begin, len(em.code))
@@ -278,56 +281,72 @@ class _Compiler:
     # gates -----------------------------------------------------------------------------------
     def approval_site(self, step: dict, label: str) -> HaltSite:
         approval = step["approval"]
-        config: dict[str, Any] = {}
+        given: dict[str, Any] = {}
+        rules: dict[str, Any] = {}
         if isinstance(approval, str):
             prompt = None if approval.strip() in ("", "required") else approval
         elif isinstance(approval, dict):
             prompt = approval.get("prompt") if isinstance(approval.get("prompt"), str) else None
-            for key in ("items", "preview"):
+            for key, field_name in (("items", "items"), ("preview", "preview_text")):
                 if key in approval:
-                    config[key] = approval[key]
+                    given[field_name] = Given(approval[key])
             for snake, camel in (("initiated_by", "initiatedBy"),
                                  ("required_approver", "requiredApprover"),
                                  ("require_different_approver", "requireDifferentApprover")):
-                value = approval.get(snake, approval.get(camel))
-                if value is not None:
-                    config[camel] = value
+                rules[snake] = approval.get(snake, approval.get(camel))
         else:
             prompt = None
         return HaltSite(label, "approval", prompt or f"Approve {step['id']}?", step=step["id"],
-                        config=config)
+                        **rules, **given)
 
     def input_site(self, step: dict, label: str) -> HaltSite:
         spec = step["input"]
-        config: dict[str, Any] = {}
-        if "defaults" in spec:
-            config["defaults"] = spec["defaults"]
-        if "stdin" in step:
-            config["stdin"] = step["stdin"]
         return HaltSite(label, "input", spec["prompt"], schema=spec.get("responseSchema"),
-                        step=step["id"], config=config)
+                        step=step["id"],
+                        defaults=Given(spec["defaults"]) if "defaults" in spec else None,
+                        stdin=Given(step["stdin"]) if "stdin" in step else None)
 
     # parallel --------------------------------------------------------------------------------
-    def parallel_spec(self, step: dict, at: tuple) -> dict:
-        par = step["parallel"]
+    def parallel(self, step: dict, at: tuple, S: int, label: str) -> None:
+        """PARALLEL names one code region per branch; emit_branches() emits them at the end
+        of the program and fills in where each starts."""
+        em, par = self.em, step["parallel"]
         branches = []
         for index, branch in enumerate(par["branches"]):
             where = (*at, "parallel", "branches", index)
             env = self.step_env(step)
             env.update({k: v for k, v in (branch.get("env") or {}).items() if isinstance(v, str)})
             cwd = branch.get("cwd") if isinstance(branch.get("cwd"), str) else self.step_cwd(step)
-            entry: dict[str, Any] = {"id": branch["id"], "stdin": branch.get("stdin"), "env": env,
-                                     "cwd": cwd}
             if isinstance(branch.get("pipeline"), str):
-                bound, _ = self.pipeline_stages(branch["pipeline"], where, branch["id"])
-                entry["stages"] = [stage_spec(item) for item in bound]
+                bound, span = self.pipeline_stages(branch["pipeline"], where, branch["id"])
+                body = ("pipeline", bound, span, LoadStdin(branch.get("stdin"), env, cwd))
             else:
-                entry["run"] = branch["run"] if isinstance(branch.get("run"), str) else branch["command"]
-            branches.append(entry)
-        spec: dict[str, Any] = {"wait": par.get("wait", "all"), "branches": branches}
-        if "timeout_ms" in par:
-            spec["timeout_ms"] = par["timeout_ms"]
-        return spec
+                key = "run" if isinstance(branch.get("run"), str) else "command"
+                body = ("run", Shell(branch[key], branch.get("stdin"), env, cwd),
+                        self.wf.span_of(*where, key))
+            branches.append((branch["id"], body))
+        pc = em.emit(Op.PARALLEL, S, 0, span=self.wf.span_of(*at, "parallel"))
+        spec = (par.get("wait", "all"), par.get("timeout_ms"))
+        self.branches.append((pc, spec, branches, f"{label}/", em.file))
+
+    def emit_branches(self) -> None:
+        em = self.em
+        for pc, (wait, timeout_ms), branches, prefix, file in self.branches:
+            em.file = file
+            regions = []
+            for branch_id, body in branches:
+                regions.append(Branch(branch_id, len(em.code)))
+                S = em.const(branch_id)
+                if body[0] == "pipeline":
+                    _, bound, span, load = body
+                    self.emit_pipeline(bound, span, load, S, prefix + branch_id)
+                else:
+                    _, shell, span = body
+                    em.emit(Op.SHELL, S, em.const(shell), span=span)
+                em.emit(Op.END_BRANCH, S, span=span)
+            ins = em.code[pc]
+            em.code[pc] = type(ins)(ins.op, ins.a, em.const(Parallel(wait, timeout_ms, regions)))
+        em.file = 0
 
     # references ------------------------------------------------------------------------------
     def check_refs(self, step: dict, at: tuple, sid: str, scope: list[str]) -> None:
@@ -351,16 +370,6 @@ class _Compiler:
         text = f"{ref}.{path}" if path else ref
         raise CompileError([Diagnostic("E211", f"Unknown step reference: {text}", span,
                                        help=did_you_mean(ref, scope))])
-
-
-def stage_spec(item) -> list:
-    """One bound stage as data, for PARALLEL branches (run by the VM's stage runner)."""
-    cmd = item.command
-    if cmd.lowering == "exec":
-        return ["exec", exec_spec(item.args)]
-    if cmd.lowering == "render":
-        return ["render", cmd.name]
-    return ["stage", [cmd.name, dict(item.args.flags), list(item.args.positionals), True]]
 
 
 def template_refs(text: str) -> list[str]:

@@ -1,28 +1,39 @@
 """The one cattrs converter, and the bytes of Programs (.lbc) and Frames.
 
-  .lbc   := map {magic: "LBC", format, opcodes, compiler, source_name, source_sha256,
-                 program_hash, constants: [Value], code: [[op, a, b, c]], steps: [StepInfo],
-                 halts: [HaltSite], source_map: [[line, col, end_line, end_col] | nil],
-                 registers: int}
-  frame  := map {format, program_hash, pc, registers: [Value], results: {str: Value}, ...}
+  .lbc   := map {header: {magic: "LBC", format_version, opcode_version, compiler_version,
+                          source_name, source_sha256, program_hash},
+                 constants: [Const], code: [[op, a, b, c]], steps: [StepInfo],
+                 halts: [HaltSite], source_map: [[file, line, col, end_line, end_col] | nil],
+                 registers: int, files: [str]}
+  Const  := Value | {"$type": <payload class name>, field: value, ...}
+          | {"$type": "json", "value": map}        (a plain map that has a "$type" key)
+  frame  := map {format, program_hash, pc, registers: [Value], results: {str: Value},
+                 loops: [LoopFrame], calls: [CallFrame], tries: [TryFrame], ...}
 
 msgpack with no ext types and no object hooks: a blob is data, never code. Decoding treats
 every blob as untrusted: size, unpack (any exception -> LoadError), magic/format, structure,
-hash check.
+hash check, verify; a frame is checked against its program before anything acts on it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import types
+import typing
+from collections.abc import Callable
 from typing import Any
 
+import attrs
 import msgpack
 from cattrs.preconf.msgpack import make_converter
 
-from vm.frame import Frame, FRAME_FORMAT
+from vm import ops
+from vm.frame import FRAME_FORMAT, CallFrame, Frame, LoopFrame, TryFrame
 from vm.program import FORMAT_VERSION, MAGIC, Header, Instr, Program
 
 MAX_BLOB = 64 * 1024 * 1024
+TAG = "$type"
+_PAYLOADS: dict[str, type] = {cls.__name__: cls for cls in ops.PAYLOADS}
 
 
 class LoadError(Exception):
@@ -38,6 +49,95 @@ converter.register_unstructure_hook(Instr, lambda i: [i.op, i.a, i.b, i.c])
 converter.register_structure_hook(Instr, lambda v, _: Instr(*v))
 
 
+# Payloads, halt sites and frame records are structured by the small checkers below, not by
+# functions cattrs generates: every generated function is a compile() that a cold process pays
+# for (a dozen classes cost more than the rest of a resume).
+def _bad(expected: str, value: Any) -> Any:
+    raise TypeError(f"expected {expected}, got {type(value).__name__}")
+
+
+def _shape(tp: Any) -> Callable[[Any], Any]:
+    """A function that checks a decoded value against the annotation `tp` and converts
+    what the annotation calls for (lists to tuples, maps to records)."""
+    if tp is Any:
+        return lambda v: v
+    if tp is bool or tp is str:
+        return lambda v: v if type(v) is tp else _bad(tp.__name__, v)
+    if tp is int:
+        return lambda v: v if type(v) is int else _bad("int", v)
+    if tp is float:
+        return lambda v: v if type(v) in (int, float) else _bad("float", v)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is dict or origin is list:
+        return lambda v: v if type(v) is origin else _bad(origin.__name__, v)
+    if origin is tuple:
+        item = _shape(args[0])
+        return lambda v: tuple(item(x) for x in v) if type(v) in (list, tuple) else _bad("array", v)
+    if origin in (types.UnionType, typing.Union) and type(None) in args:
+        (inner,) = [a for a in args if a is not type(None)]
+        check = _shape(inner)
+        return lambda v: None if v is None else check(v)
+    if attrs.has(tp):
+        return lambda v: converter.structure(v, tp)
+    raise TypeError(f"no shape for {tp!r}")
+
+
+def _register_record(cls: type) -> None:
+    # vm/ops.py and vm/frame.py keep their annotations as objects (no `from __future__ import
+    # annotations`), so no string is evaluated here
+    names = tuple(f.name for f in attrs.fields(cls))
+    required = {f.name for f in attrs.fields(cls) if f.default is attrs.NOTHING}
+    shapes: dict[str, Callable[[Any], Any]] = {}
+
+    def structure(raw: Any, _: Any) -> Any:
+        if not shapes:
+            shapes.update({f.name: _shape(f.type) for f in attrs.fields(cls)})
+        if type(raw) is not dict or not raw.keys() <= shapes.keys() or not required <= raw.keys():
+            raise TypeError(f"not a {cls.__name__} record")
+        return cls(**{k: shapes[k](v) for k, v in raw.items()})
+
+    def unstructure(value: Any) -> dict:
+        return {name: _plain(getattr(value, name)) for name in names}
+
+    converter.register_structure_hook(cls, structure)
+    converter.register_unstructure_hook(cls, unstructure)
+
+
+def _plain(value: Any) -> Any:
+    if attrs.has(type(value)):
+        return converter.unstructure(value)
+    if type(value) is tuple and value and attrs.has(type(value[0])):
+        return [converter.unstructure(v) for v in value]
+    return value
+
+
+for _cls in (*ops.PAYLOADS, ops.Retry, ops.Branch, ops.Given, ops.HaltSite, LoopFrame, CallFrame,
+             TryFrame):
+    _register_record(_cls)
+
+
+def _tag(value: Any) -> Any:
+    cls = type(value)
+    if cls.__name__ in _PAYLOADS and _PAYLOADS[cls.__name__] is cls:
+        return {TAG: cls.__name__, **converter.unstructure(value, cls)}
+    if isinstance(value, dict) and TAG in value:
+        return {TAG: "json", "value": value}
+    return value
+
+
+def _untag(value: Any) -> Any:
+    if not isinstance(value, dict) or TAG not in value:
+        return value
+    fields = dict(value)
+    name = fields.pop(TAG)
+    if name == "json" and set(fields) == {"value"}:
+        return fields["value"]
+    cls = _PAYLOADS.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise LoadError(f"unknown constant type {name!r}")
+    return converter.structure(fields, cls)
+
+
 def _pack(value: Any) -> bytes:
     return msgpack.packb(value, use_bin_type=True)
 
@@ -51,8 +151,14 @@ def _unpack(blob: bytes) -> Any:
         raise LoadError(f"not msgpack: {exc}") from None
 
 
-def _body(program: Program) -> dict:
+def _unstructure_program(program: Program) -> dict:
     raw = converter.unstructure(program)
+    raw["constants"] = [_tag(value) for value in program.constants]
+    return raw
+
+
+def _body(program: Program) -> dict:
+    raw = _unstructure_program(program)
     raw.pop("header")
     return raw
 
@@ -69,11 +175,11 @@ def seal(program: Program) -> Program:
     )
     return Program(header=header, constants=program.constants, code=program.code,
                    steps=program.steps, halts=program.halts, source_map=program.source_map,
-                   registers=program.registers)
+                   registers=program.registers, files=program.files)
 
 
 def dump_program(program: Program) -> bytes:
-    return _pack(converter.unstructure(program))
+    return _pack(_unstructure_program(program))
 
 
 _LOADED: dict[bytes, Program] = {}  # verified programs of this process, by their bytes' digest
@@ -102,6 +208,9 @@ def _decode_program(blob: bytes) -> Program:
     if header.get("format_version") != FORMAT_VERSION:
         raise LoadError(f"unsupported bytecode format {header.get('format_version')!r}")
     try:
+        if not isinstance(raw.get("constants"), list):
+            raise LoadError("constants are not a list")
+        raw["constants"] = [_untag(value) for value in raw["constants"]]
         program = converter.structure(raw, Program)
     except Exception as exc:
         raise LoadError(f"malformed program: {exc}") from None
@@ -120,11 +229,26 @@ def dump_frame(frame: Frame) -> bytes:
     return _pack(converter.unstructure(frame))
 
 
-def load_frame(blob: bytes) -> Frame:
+def load_frame(blob: bytes, program: Program | None = None) -> Frame:
+    """Decode a frame; with its `program`, also refuse one that does not fit it (see
+    vm.verify.verify_frame), before any caller acts on it."""
     raw = _unpack(blob)
     if not isinstance(raw, dict) or raw.get("format") != FRAME_FORMAT:
         raise LoadError("not a Lobster frame of this format")
     try:
-        return converter.structure(raw, Frame)
+        frame = converter.structure(raw, Frame)
     except Exception as exc:
         raise LoadError(f"malformed frame: {exc}") from None
+    if program is not None:
+        check_frame(frame, program)
+    return frame
+
+
+def check_frame(frame: Frame, program: Program) -> None:
+    """LoadError unless `frame` is a state that `program` can be in."""
+    from vm.verify import VerifyError, verify_frame
+
+    try:
+        verify_frame(frame, program)
+    except VerifyError as exc:
+        raise LoadError(f"frame does not fit its program: {exc}") from None

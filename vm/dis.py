@@ -1,35 +1,101 @@
 """Program -> stable text disassembly, for code review and golden files.
 
 One block per step, labelled by step id; one instruction per line with a step-relative
-index, operands printed by value (never by pool index) and the source text as a comment.
-Nothing in a line depends on other steps, so adding or editing a step changes only its own
-block and the two hash lines.
+index, operands printed by value (never by pool index; payloads and halt sites field by
+field) and the source text as a comment. Nothing in a line depends on other steps, so adding
+or editing a step changes only its own block and the two hash lines.
 """
 
 from __future__ import annotations
 
+import attrs
+
 from vm import js
 from vm.opcodes import CONST, HALT, OPS, REG, STEP, TARGET, Op
-from vm.program import HaltSite, Program
+from vm.ops import Branch, Given
+from vm.program import Program
 
-_MNEMONIC_WIDTH = 14
+_MNEMONIC_WIDTH = max(len(op.name) for op in Op)
+_LABEL_WIDTH = 12  # the least label column; a block with longer labels widens its own
 
 
-def _halt_text(site: HaltSite) -> str:
-    parts = [site.kind, f"prompt={js.json_compact(site.prompt)}"]
-    if site.kind == "approval":
-        if site.preview:
-            parts.append(f"preview limit={site.limit}")
-    else:
-        parts.append(f"schema={js.json_compact(site.schema)}")
-        if site.subject:
-            parts.append("subject")
-    if site.emit:
-        parts.append("emit")
+def _value(value, labels: list[str]) -> str:
+    """A payload value: records as {field=value ...}, Given as its value, None as `-` when
+    it means "not given", a branch as its id and the label of its region."""
+    if isinstance(value, Branch):
+        return f"{value.id}@{_label_at(labels, value.start)}"
+    if isinstance(value, Given):
+        return js.json_compact(value.value)
+    if attrs.has(type(value)):
+        return "{" + _fields(value, labels) + "}"
+    if isinstance(value, tuple) and any(attrs.has(type(v)) for v in value):
+        return "[" + ", ".join(_value(v, labels) for v in value) + "]"
+    if isinstance(value, tuple):
+        value = list(value)
+    return js.json_compact(value)
+
+
+def _fields(record, labels: list[str], skip: tuple[str, ...] = ()) -> str:
+    parts = []
+    for f in attrs.fields(type(record)):
+        if f.name in skip:
+            continue
+        value = getattr(record, f.name)
+        shown = "-" if value is None else _value(value, labels)
+        parts.append(f"{f.name}={shown}")
     return " ".join(parts)
 
 
-def _target(program: Program, pc: int, here: int) -> str:
+def _label_at(labels: list[str], pc: int) -> str:
+    return labels[pc] if 0 <= pc < len(labels) else "@end"
+
+
+def _blocks(program: Program) -> tuple[list[str], list[str | None]]:
+    """The label of every pc, and the block header that starts at it (or None)."""
+    code = program.code
+    n = len(code)
+    owner: list[tuple[str, str] | None] = [None] * n  # (block header, label stem)
+    for step in program.steps:
+        for pc in range(step.first_pc, step.last_pc + 1):
+            owner[pc] = (f"step {step.id}", step.id)
+    for pc, ins in enumerate(code):
+        if ins.op == Op.CALL:
+            end = next((at for at in range(ins.c, n) if code[at].op == Op.RETURN), None)
+            call = program.step_at(pc)
+            if end is not None and owner[end] is None and call is not None:
+                owner[end] = (f"@return {call.id}", f"{call.id}/(return)")
+        elif ins.op == Op.PARALLEL:
+            step = program.step_at(pc)
+            prefix = f"{step.id}/" if step is not None else ""
+            for branch in program.constants[ins.b].branches:
+                at = branch.start
+                while 0 <= at < n and owner[at] is None:
+                    owner[at] = (f"@branch {prefix}{branch.id}", f"{prefix}{branch.id}")
+                    if code[at].op == Op.END_BRANCH:
+                        break
+                    at += 1
+    seen_step = False
+    for pc in range(n):
+        if owner[pc] is None:
+            owner[pc] = ("@end", "end") if seen_step else ("@prologue", "prologue")
+        elif owner[pc][0].startswith("step "):
+            seen_step = True
+    labels, headers = [], []
+    previous, index = None, 0
+    for pc in range(n):
+        header, stem = owner[pc]
+        if (header, stem) != previous or (header.startswith("step ") and any(
+                s.first_pc == pc for s in program.steps)):
+            previous, index = (header, stem), 0
+            headers.append(header)
+        else:
+            headers.append(None)
+        labels.append(f"{stem}.{index}")
+        index += 1
+    return labels, headers
+
+
+def _target(program: Program, labels: list[str], pc: int, here: int) -> str:
     """A jump target as a label: `step.index`, or `step.end` for the first pc after the
     current step, so that no line depends on how long other steps are."""
     current = program.step_at(here)
@@ -37,23 +103,28 @@ def _target(program: Program, pc: int, here: int) -> str:
         for step in program.steps:  # the end of this step, or of one of its own blocks
             if pc == step.last_pc + 1 and (step is current or step.id.startswith(current.id + "/")):
                 return f"{step.id}.end"
-    step = program.step_at(pc)
-    if step is not None:
-        return f"{step.id}.{pc - step.first_pc}"
-    return "@end"
+    return _label_at(labels, pc)
 
 
-def _operand(program: Program, kind: str, value: int, here: int) -> str:
+def _halt_text(program: Program, value: int, labels: list[str]) -> str:
+    site = program.halts[value]
+    return f"{site.kind} {_fields(site, labels, skip=('id', 'kind'))}"
+
+
+def _operand(program: Program, labels: list[str], kind: str, value: int, here: int) -> str:
     if kind == REG:
         return f"r{value}"
     if kind == STEP:
         return str(program.constants[value])
     if kind == TARGET:
-        return "-> " + _target(program, value, here)
+        return "-> " + _target(program, labels, value, here)
     if kind == CONST:
-        return js.json_compact(program.constants[value])
+        constant = program.constants[value]
+        if attrs.has(type(constant)):
+            return f"{type(constant).__name__}{{{_fields(constant, labels)}}}"
+        return js.json_compact(constant)
     if kind == HALT:
-        return _halt_text(program.halts[value])
+        return _halt_text(program, value, labels)
     return str(value)
 
 
@@ -63,34 +134,36 @@ def disassemble(program: Program, source_text: str | None = None) -> str:
     out = [f"; lobster bytecode format={h.format_version} opcodes={h.opcode_version}",
            f"; source  {h.source_name} sha256:{h.source_sha256}",
            f"; program sha256:{h.program_hash}"]
+    if len(program.files) > 1:
+        out.append(f"; files   {' '.join(program.files)}")
     lines = source_text.splitlines() if source_text is not None else None
-    labels = {}
-    for step in program.steps:
-        labels[step.first_pc] = step
-    current = None
+    labels, headers = _blocks(program)
+    widths: list[int] = []  # per block, so that a long label moves no other block's columns
+    for pc in range(len(labels)):
+        if headers[pc] is not None:
+            block = pc
+        widths.append(block)
+    width_of = {}
+    for pc, block in enumerate(widths):
+        width_of[block] = max(width_of.get(block, _LABEL_WIDTH), len(labels[pc]))
+    header = ""
     for pc, ins in enumerate(program.code):
-        step = labels.get(pc)
-        if step is not None:
-            current, index = step.id, 0
-            out.append(f"step {step.id}")
-        elif current is None or program.step_at(pc) is None:
-            name = "@prologue" if current is None else "@end"
-            if current != name:
-                current, index = name, 0
-                out.append(name)
+        if headers[pc] is not None:
+            header = headers[pc]
+            out.append(header)
         op = Op(ins.op)
-        operands = [_operand(program, kind, value, pc)
+        operands = [_operand(program, labels, kind, value, pc)
                     for kind, value in zip(OPS[op].operands, (ins.a, ins.b, ins.c))]
-        label = f"{current.lstrip('@')}.{index}"
-        text = f"  {label:<12} {op.name:<{_MNEMONIC_WIDTH}} {' '.join(operands)}".rstrip()
+        width = width_of[widths[pc]]
+        text = f"  {labels[pc]:<{width}} {op.name:<{_MNEMONIC_WIDTH}} {' '.join(operands)}"
+        text = text.rstrip()
         loc = program.source_map[pc]
-        owner = program.step_at(pc)
-        if owner is not None and owner.file and loc:
-            text += f"    ; {owner.file}:{loc[0]}"  # a sub-workflow's line, not this source's
-        elif lines is not None and loc and 1 <= loc[0] <= len(lines) and current[0] != "@":
-            line = lines[loc[0] - 1]
-            snippet = line[loc[1] - 1:loc[3] - 1] if loc[2] == loc[0] else line[loc[1] - 1:]
+        if loc and loc[0] != 0 and loc[0] < len(program.files):
+            text += f"    ; {program.files[loc[0]]}:{loc[1]}"  # another file's line
+        elif lines is not None and loc and 1 <= loc[1] <= len(lines) \
+                and header not in ("@prologue", "@end"):
+            line = lines[loc[1] - 1]
+            snippet = line[loc[2] - 1:loc[4] - 1] if loc[3] == loc[1] else line[loc[2] - 1:]
             text += f"    ; {snippet.strip()}"
         out.append(text)
-        index += 1
     return "\n".join(out) + "\n"

@@ -1,16 +1,20 @@
 """Frame: the complete state of a paused run, as plain data.
 
 `pc` always names the next instruction. Encoding a frame, decoding it and running on
-behaves exactly as if the run had never stopped.
-"""
+behaves exactly as if the run had never stopped. A frame holds no process-local value
+(no clock reading, no handle): running deadlines live in the interpreter's run context.
 
-from __future__ import annotations
+FRAME_FORMAT changelog:
+  1  first format: loops / calls / tries as loose maps; tries held a monotonic deadline.
+  2  typed stack records (LoopFrame, CallFrame, TryFrame) that name their LOOP_BEGIN /
+     CALL / TRY pc; a try keeps `remaining_ms`, never a clock reading.
+"""
 
 from typing import Any
 
 from attrs import define, field
 
-FRAME_FORMAT = 1
+FRAME_FORMAT = 2
 
 
 @define
@@ -34,6 +38,39 @@ class Pending:
 
 
 @define
+class LoopFrame:
+    """A running for_each; its names and sub-steps are the Loop payload of LOOP_BEGIN `site`."""
+
+    site: int  # pc of the LOOP_BEGIN
+    items: list[Any]
+    index: int = 0
+    outputs: list[Any] = field(factory=list)
+    shadow: dict[str, Any] = field(factory=dict)  # results the iteration's names hid
+
+
+@define
+class CallFrame:
+    """The caller's scope while a sub-workflow runs; it resumes at `site` + 1."""
+
+    site: int  # pc of the CALL
+    results: dict[str, Any]
+    args: dict[str, Any]
+    env: dict[str, str]
+    last_step: str | None = None
+
+
+@define
+class TryFrame:
+    """A policy in force over the block after TRY `site`."""
+
+    site: int  # pc of the TRY
+    attempt: int = 1
+    remaining_ms: float | None = None  # the step's time left; None: no timeout
+    loops: int = 0  # depth of the loop stack when the policy began
+    calls: int = 0  # depth of the call stack when the policy began
+
+
+@define
 class Frame:
     format: int
     program_hash: str
@@ -48,9 +85,9 @@ class Frame:
     mode: str = "tool"
     origin: str = "pipeline"  # "pipeline" | "workflow": which resume wording applies
     pending: Pending | None = None
-    loops: list[Any] = field(factory=list)  # for_each frames, innermost last
-    calls: list[Any] = field(factory=list)  # sub-workflow return frames, innermost last
-    tries: list[Any] = field(factory=list)  # retry / timeout / on_error frames, innermost last
+    loops: list[LoopFrame] = field(factory=list)  # innermost last
+    calls: list[CallFrame] = field(factory=list)  # innermost last
+    tries: list[TryFrame] = field(factory=list)  # innermost last
     last_step: str | None = None  # the last completed step: the workflow's output
     capture: list[str] | None = None  # renderer output of the running pipeline step
     stage_env: dict[str, str] | None = None  # env and cwd of the running pipeline step

@@ -19,9 +19,17 @@ class Parked:
 
 @frozen
 class Failed:
+    """A trap: its stable code and message, and where it happened (the file is a name from
+    Program.files; the span is line, col, end_line, end_col)."""
+
     code: str
     message: str
-    location: tuple[int, int] | None = None
+    file: str | None = None
+    span: tuple[int, int, int, int] | None = None
+
+    @property
+    def location(self) -> tuple[int, int] | None:
+        return (self.span[0], self.span[1]) if self.span else None
 
 
 Outcome = Finished | Parked | Failed

@@ -1,8 +1,12 @@
-"""Program: the compiled bytecode as plain data (header, constants, code, steps, halts).
+"""Program: the compiled bytecode as plain data (header, files, constants, code, steps, halts).
 
 FORMAT_VERSION changelog:
   1  first format: Instr [op, a, b, c]; steps, halts and a pc -> [line, col, end_line,
      end_col] source map; program_hash covers everything but the header.
+  2  typed payloads: constants that an opcode row types are `$type`-tagged records
+     (vm/ops.py); halt sites carry typed gate fields instead of a loose config map; a file
+     table, source map entries [file, line, col, end_line, end_col] and StepInfo.file as an
+     index into it.
 """
 
 from __future__ import annotations
@@ -11,8 +15,12 @@ from typing import Any
 
 from attrs import field, frozen
 
-FORMAT_VERSION = 1
+from vm.ops import HaltSite
+
+FORMAT_VERSION = 2
 MAGIC = "LBC"
+
+Loc = tuple[int, int, int, int, int]  # file index, line, col, end_line, end_col
 
 
 def _as_tuple(value: Any) -> tuple:
@@ -36,23 +44,7 @@ class StepInfo:
     first_pc: int
     last_pc: int
     span: tuple[int, int, int, int] | None = None  # line, col, end_line, end_col
-    file: str = ""  # the file of the step's source spans, when not the program's own source
-
-
-@frozen
-class HaltSite:
-    """Everything a HALT_* instruction needs to build its request, known at compile time."""
-
-    id: str
-    kind: str  # "approval" | "input"
-    prompt: str
-    preview: bool = False  # approval: attach a preview of the first `limit` items
-    limit: int = 5
-    schema: Any = None  # input: the JSON Schema of the answer
-    subject: bool = False  # input: attach the items as the subject
-    emit: bool = False  # halt even where an interactive prompt would be possible
-    step: str = ""  # workflow gates: the step whose result the gate reads and records
-    config: dict[str, Any] = field(factory=dict)  # workflow gates: items, preview, identity...
+    file: int = 0  # index into Program.files
 
 
 @frozen
@@ -73,8 +65,9 @@ class Program:
     code: tuple[Instr, ...] = field(converter=_as_tuple)
     steps: tuple[StepInfo, ...] = field(converter=_as_tuple)
     halts: tuple[HaltSite, ...] = field(converter=_as_tuple)
-    source_map: tuple[tuple[int, int, int, int] | None, ...] = field(converter=_as_tuple)
+    source_map: tuple[Loc | None, ...] = field(converter=_as_tuple)
     registers: int = 1
+    files: tuple[str, ...] = field(default=(), converter=_as_tuple)  # 0: the main source
 
     @property
     def hash(self) -> str:
@@ -85,3 +78,7 @@ class Program:
             if step.first_pc <= pc <= step.last_pc:
                 return step
         return None
+
+
+__all__ = ["FORMAT_VERSION", "MAGIC", "HaltSite", "Header", "Instr", "Loc", "Program",
+           "StepInfo"]

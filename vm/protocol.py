@@ -263,9 +263,9 @@ def _drive(program: Program, frame: Frame, options: Options, ctx: Context, cappe
     outcome = machine.run(program, frame, host)
     if isinstance(outcome, machine.Failed):
         location = None
-        if outcome.location:
-            location = {"file": program.header.source_name, "line": outcome.location[0],
-                        "column": outcome.location[1]}
+        if outcome.span:
+            location = {"file": outcome.file or program.header.source_name,
+                        "line": outcome.span[0], "column": outcome.span[1]}
         return error_envelope("runtime_error", outcome.message, outcome.code, location)
     if isinstance(outcome, machine.Finished):
         envelope = ok_envelope("ok", outcome.output)
@@ -373,6 +373,10 @@ def _load(store: Store, blob: bytes) -> tuple[Frame, Program]:
     if program.hash != frame.program_hash or frame.pending is None:
         raise RequestError("Resume state is corrupt: frame does not match its program", "T431",
                            kind="runtime_error")
+    try:
+        codec.check_frame(frame, program)
+    except LoadError as exc:
+        raise RequestError(f"Resume state is corrupt: {exc}", "T431", kind="runtime_error") from None
     return frame, program
 
 
