@@ -6,7 +6,8 @@ from collections.abc import Iterable
 
 from attrs import frozen
 
-from lobsterc.source import Source, Span, excerpt
+from lobsterc.source import Source, Span
+from vm.source import render as render_span
 
 # Stable codes. E1xx syntax, E2xx checks, W3xx lint warnings.
 CODES: dict[str, str] = {
@@ -52,20 +53,5 @@ class CompileError(Exception):
 def render(diag: Diagnostic, source: Source | None = None) -> str:
     """`file:line:col: severity[CODE]: message`, the source line with a caret, and help.
     Without a matching `source`, the file the span names is read, if there is one."""
-    where = f"{diag.span}: " if diag.span else ""
-    out = [f"{where}{diag.severity}[{diag.code}]: {diag.message}"]
-    if diag.span and (source is None or source.name != diag.span.source):
-        source = _read_source(diag.span.source)
-    if diag.span and source is not None:
-        out.append(excerpt(source, diag.span))
-    if diag.help:
-        out.append(f"  help: {diag.help}")
-    return "\n".join(out)
-
-
-def _read_source(name: str) -> Source | None:
-    try:
-        with open(name, encoding="utf-8", newline="") as fh:
-            return Source(name, fh.read())
-    except (OSError, UnicodeDecodeError):
-        return None
+    return render_span(diag.span, diag.code, diag.message, severity=diag.severity,
+                       help=diag.help, source=source)

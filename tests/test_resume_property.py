@@ -187,3 +187,130 @@ def test_pausing_anywhere_and_resuming_from_bytes_changes_nothing(case, tmp_path
             drive_in_process(text, answers, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+# workflows: loops, sub-workflows, retries, parallel branches and gates -----------------------
+
+WORKFLOW = """\
+args:
+  who: {default: world}
+steps:
+  - id: hosts
+    run: echo '["a","b","c"]'
+  - id: flaky
+    retry: {max: 3, delay_ms: 0}
+    timeout_ms: 30000
+    run: >-
+      echo x >> attempts.txt; n=$(wc -l < attempts.txt | tr -d ' ');
+      if [ "$n" -lt 2 ]; then exit 7; fi; echo "{\\"attempts\\":$n}"
+  - id: each
+    for_each: $hosts.json
+    steps:
+      - id: check
+        approval: Roll out?
+      - id: roll
+        run: echo "rolled $item.stdout"
+        timeout_ms: 20000
+  - id: fetch
+    parallel:
+      wait: all
+      branches:
+        - id: users
+          run: echo '[1,2]'
+        - id: orders
+          pipeline: exec --json --shell "echo '[{\\"id\\":7},{\\"id\\":8}]'" | pick id
+  - id: notes
+    workflow: lib/notes.lobster
+    workflow_args: {who: "${who}"}
+  - id: answer
+    input:
+      prompt: Ship it?
+      responseSchema: {type: object}
+  - id: final
+    stdin: $fetch.json
+    pipeline: map --wrap fetched
+"""
+
+NOTES = """\
+args:
+  who: {default: nobody}
+steps:
+  - id: greet
+    run: echo "hello $LOBSTER_ARG_WHO"
+  - id: confirm
+    approval: Publish notes?
+  - id: draft
+    stdin: $greet.stdout
+    pipeline: template --text 'notes {{.}}'
+"""
+
+
+def workflow_dir(base: Path) -> Path:
+    workdir = Path(tempfile.mkdtemp(dir=base))
+    (workdir / "lib").mkdir()
+    (workdir / "flow.lobster").write_text(WORKFLOW, encoding="utf-8")
+    (workdir / "lib" / "notes.lobster").write_text(NOTES, encoding="utf-8")
+    return workdir
+
+
+def drive_workflow(workdir: Path, *, cut: int | None = None):
+    """Answer every gate (approve, or {"ok": true}); with `cut`, also park every `cut`
+    instructions. Every park goes through bytes, checked against the program."""
+    from lobsterc.workflow import compile_workflow
+
+    program = codec.load_program(codec.dump_program(compile_workflow(str(workdir / "flow.lobster"))))
+    options = Options(state_dir=str(workdir / "state"), cwd=str(workdir), env=dict(os.environ),
+                      mode="tool")
+    host = machine.Host(ctx=options.context())
+    frame = machine.new_frame(program, cwd=str(workdir), mode="tool")
+    halts, parks = [], 0
+    while True:
+        outcome = machine.run(program, frame, host, budget=cut)
+        if isinstance(outcome, machine.Finished):
+            return outcome.output, halts, parks
+        assert not isinstance(outcome, machine.Failed), outcome
+        parks += 1
+        frame = codec.load_frame(codec.dump_frame(outcome.frame), program)
+        for entry in frame.tries:
+            assert entry.remaining_ms is None or 0 <= entry.remaining_ms <= 30000
+        if frame.pending is not None:
+            halts.append((frame.pending.kind, frame.pending.prompt))
+            machine.apply_decision(frame, {"ok": True} if frame.pending.kind == "input" else None)
+
+
+def test_workflows_resume_from_bytes_at_every_instruction(tmp_path):
+    """Loops, a sub-workflow, a retried step, parallel branches and both kinds of gate: a
+    park after any number of instructions, through bytes, gives the same run."""
+    straight, halts, _ = drive_workflow(workflow_dir(tmp_path))
+    assert straight == [{"fetched": {"users": [1, 2], "orders": [{"id": 7}, {"id": 8}]}}]
+    assert halts == [("approval", "Roll out?")] * 3 + [
+        ("approval", "Publish notes?"), ("input", "Ship it?")]
+    for cut in (1, 2, 3, 5, 8, 13):
+        output, cut_halts, parks = drive_workflow(workflow_dir(tmp_path), cut=cut)
+        assert (output, cut_halts) == (straight, halts), cut
+        assert parks > len(halts) or cut > 3, cut
+
+
+def test_a_workflow_resumed_by_new_processes_gives_the_same_output(tmp_path):
+    expected, halts, _ = drive_workflow(workflow_dir(tmp_path))
+    workdir = workflow_dir(tmp_path)
+
+    def chain():
+        envelope = yield ["run", "--mode", "tool", "--file", "flow.lobster"]
+        seen = []
+        while envelope["status"] in ("needs_approval", "needs_input"):
+            if envelope["status"] == "needs_approval":
+                request = envelope["requiresApproval"]
+                decision = ["--approve", "yes"]
+            else:
+                request = envelope["requiresInput"]
+                decision = ["--response-json", json.dumps({"ok": True})]
+            seen.append(request["prompt"])
+            envelope = yield ["resume", "--token", request["resumeToken"], *decision]
+        assert envelope["ok"] is True, envelope
+        return envelope["output"], seen
+
+    [(output, prompts)] = drive_through_the_cli([(str(workdir), chain())],
+                                                str(tmp_path / "pycache"))
+    assert output == expected
+    assert prompts == [prompt for _, prompt in halts]
