@@ -1,10 +1,6 @@
-"""The interpreter: one handler per opcode, one per-run context, one loop.
-
-Conventions: `R` is the frame's registers, `K` the program's constants, `ins` the current
-instruction, `pc` always names the next instruction. A handler returns None to go on, or the
-Outcome that ends this call. A trap (CommandError) goes to the innermost policy, else it
-becomes a Failed outcome with the file and span of its pc. Every way out passes `suspend`.
-"""
+"""The interpreter: one handler per opcode (HANDLERS), one per-run context (Run), one loop.
+A handler returns None to go on or the Outcome that ends the call; a trap goes to the
+innermost policy, else becomes Failed with its file and span; every exit passes `suspend`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The instruction set: opcode numbers (wire format) and one table row per opcode.
-
-A row gives the operand kinds, the payload class its constant operand must hold, the
-control-flow kind and a one-line semantics. The disassembler, `verify`, the compiler's
-back-patching and the control-flow graph of the approval proof all read these rows.
-
-Never renumber or reuse a number: retire it, bump FORMAT_VERSION in vm/program.py and add
-a changelog line there. Numbers are grouped by family with gaps for growth.
-"""
+"""The instruction set: opcode numbers (wire format) and one row per opcode (operands, payload
+class, control-flow kind, semantics) that dis, verify, back-patching and the CFG all read.
+Never renumber or reuse a number: retire it, bump FORMAT_VERSION (vm/program.py), log it."""
 
 from __future__ import annotations
 
