@@ -12,6 +12,7 @@ from attrs import evolve
 
 from vm import js, refs, steps
 from vm.commands import COMMANDS, Args, CommandError, Context
+from vm.commands.exec_cmd import process_code, run_exec
 from vm.condition import MISSING, evaluate
 from vm.frame import CallFrame, Frame, LoopFrame, Pending, TryFrame
 from vm.opcodes import Op
@@ -281,8 +282,6 @@ def op_stage(run: Run, ins: Instr) -> None:
 
 
 def op_exec(run: Run, ins: Instr) -> None:
-    from vm.commands.exec_cmd import run_exec
-
     spec, R = run.K[ins.b].spec(), run.frame.registers
     if run.K[ins.b].templated:
         if "shell" in spec:
@@ -293,7 +292,7 @@ def op_exec(run: Run, ins: Instr) -> None:
 
 
 def op_render(run: Run, ins: Instr) -> None:
-    from vm.commands.data import render
+    from vm.commands.data import render  # 8 ms of import that most runs never need
 
     frame = run.frame
     text = render(run.K[ins.b], frame.registers[ins.a])
@@ -324,8 +323,6 @@ def run_shell_step(step: str, line: str, stdin: Any, env: dict, cwd: str, ctx: C
                              env=env, deadline=ctx.deadline, max_output_bytes=ctx.max_output_bytes,
                              shell=True)
     except ProcessError as exc:
-        from vm.commands.exec_cmd import process_code
-
         raise CommandError(exc.message, code=process_code(exc)) from None
     stdout = result.stdout.decode("utf-8", "replace")
     if result.code != 0:
