@@ -1,24 +1,34 @@
 """This module is the compiler as `vm` sees it (`vm.frontend.Frontend`): compile with the cache,
-plan, graph, and compile errors for envelopes and terminals. The parser loads on first use only.
-`lobster()` is the `lobster` command: vm's CLI, wired to this compiler.
+plan, graph, and compile errors for envelopes and terminals. The `lobster` script imports it
+at start-up, so everything else (the cache, the parser, even CompileError) loads on first use.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lobsterc import cache
-from lobsterc.diagnostics import CompileError, render
-from vm.program import Program
-from vm.store import Store
+if TYPE_CHECKING:
+    from lobsterc.diagnostics import CompileError
+    from vm.program import Program
+    from vm.store import Store
 
 __all__ = ["CompileError", "compile_pipeline", "compile_workflow", "error_fields", "graph",
            "graph_formats", "lobster", "plan_pipeline", "plan_workflow", "render_error"]
 
 
+def __getattr__(name: str) -> Any:
+    if name == "CompileError":  # read by vm only when something was raised
+        from lobsterc.diagnostics import CompileError
+
+        return CompileError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def compile_pipeline(text: str, store: Store | None = None) -> Program:
+    from lobsterc import cache
+
     def build() -> tuple[Program, list[str]]:
         from lobsterc.codegen import compile_pipeline
 
@@ -28,6 +38,8 @@ def compile_pipeline(text: str, store: Store | None = None) -> Program:
 
 
 def compile_workflow(path: str, store: Store | None = None) -> Program:
+    from lobsterc import cache
+
     def build() -> tuple[Program, list[str]]:
         from lobsterc.workflow import compile_workflow_files
 
@@ -70,12 +82,14 @@ def error_fields(exc: CompileError) -> dict[str, Any]:
 
 
 def render_error(exc: CompileError) -> str:
+    from lobsterc.diagnostics import render
+
     return "\n".join(render(d, exc.source) for d in exc.diagnostics)
 
 
 def lobster(argv: Sequence[str] | None = None) -> int:
-    """The `lobster` console script: no entry-point lookup, so a cached run or a resume starts
-    as fast as the VM alone, and the parser still loads only when a compile needs it."""
+    """The `lobster` console script: vm's CLI wired to this compiler with no entry-point lookup,
+    so a cached run or a resume starts as fast as the VM alone."""
     import lobsterc.frontend
     from vm.cli import main
 

@@ -11,10 +11,13 @@ import re
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from vm import __version__, js, protocol
-from vm.frontend import Frontend
 from vm.protocol import Decision, Options, RequestError
+
+if TYPE_CHECKING:
+    from vm.frontend import Frontend
 
 USAGE = """\
 lobster - run tool pipelines as one call, with durable approval and input checkpoints
@@ -128,7 +131,7 @@ def _dry_run(pipeline: str, options: Options, workflow: bool = False,
     """Check the pipeline (or workflow file) and print its plan to stderr; run nothing."""
     mode = options.mode
     try:
-        compiler = protocol.frontend(options)
+        compiler = protocol.compiler(options.frontend)
         try:
             if workflow or protocol.is_workflow_path(pipeline, os.getcwd()):
                 args = protocol.parse_args_json(args_json)
@@ -149,7 +152,7 @@ def _rendered(options: Options, compile_errors: list) -> str | None:
     """The human rendering of the compile error a run reported, if it reported one."""
     if not compile_errors:
         return None
-    return protocol.frontend(options).render_error(compile_errors[0])
+    return protocol.compiler(options.frontend).render_error(compile_errors[0])
 
 
 def _ask_line(prompt: str) -> str:
@@ -283,11 +286,11 @@ def cmd_graph(argv: list[str], frontend: Frontend | None = None) -> int:
                 raise RequestError("graph accepts one workflow file path")
         if not path:
             raise RequestError("graph requires a workflow file path (use --file <path>)")
-        compiler = protocol.frontend(Options(frontend=frontend))
+        compiler = protocol.compiler(frontend)
         formats = compiler.graph_formats()
         if fmt not in formats:
             raise RequestError(f"graph --format must be one of: {', '.join(formats)}")
-        args = _graph_args(args_json)
+        args = protocol.parse_args_json(args_json, "graph")
     except RequestError as exc:
         sys.stderr.write(exc.envelope["error"]["message"] + "\n")
         return 2
@@ -296,24 +299,8 @@ def cmd_graph(argv: list[str], frontend: Frontend | None = None) -> int:
     except compiler.CompileError as exc:
         sys.stderr.write(f"Error: {compiler.error_fields(exc)['message']}\n")
         return 1
-    except RequestError as exc:
-        sys.stderr.write(f"Error: {exc.envelope['error']['message']}\n")
-        return 1
     sys.stdout.write(text)
     return 0
-
-
-def _graph_args(text: str | None) -> dict:
-    """`--args-json` for graph: a JSON object, with the reference's two error texts."""
-    if text is None:
-        return {}
-    try:
-        value = js.json_loads(text)
-    except ValueError:
-        raise RequestError("graph --args-json must be valid JSON") from None
-    if not isinstance(value, dict):
-        raise RequestError("graph --args-json must be a JSON object")
-    return value
 
 
 # tool, doctor, help, version ----------------------------------------------------------------

@@ -11,7 +11,7 @@ import os
 import time
 import secrets
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import define, evolve, field, frozen
 
@@ -19,10 +19,12 @@ from vm import codec, js, machine, token as tokens
 from vm.codec import LoadError
 from vm.commands import Context
 from vm.frame import Frame
-from vm.frontend import Frontend, FrontendMissing, find_frontend
 from vm.process import Scope
 from vm.program import Program
 from vm.store import Store, default_state_dir
+
+if TYPE_CHECKING:
+    from vm.frontend import Frontend
 
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT_MS = 20000
@@ -88,7 +90,7 @@ class Options:
 
     def context(self, cwd: str | None = None, env: Mapping[str, str] | None = None) -> Context:
         """The context of a run under these options alone, in its own scope."""
-        ctx = Settings.of(self).context(self, Scope(), cwd=cwd)
+        ctx = evolve(Settings.of(self), cwd=cwd or self.cwd).context(self, Scope())
         return ctx if env is None else evolve(ctx, env=env)
 
 
@@ -120,10 +122,10 @@ class Settings:
                 if c is not None]
         return min(caps) if caps else None
 
-    def context(self, options: Options, scope: Scope, cwd: str | None = None) -> Context:
+    def context(self, options: Options, scope: Scope) -> Context:
         """The context the run's commands see; its deadline starts now."""
         deadline = None if self.timeout_ms is None else time.monotonic() + self.timeout_ms / 1000
-        return Context(env=options.env, cwd=cwd or self.cwd, state_dir=str(options.store().root),
+        return Context(env=options.env, cwd=self.cwd, state_dir=str(options.store().root),
                        mode=self.mode, deadline=deadline,
                        max_output_bytes=self.output_cap(options.env),
                        stdin_is_tty=options.stdin_is_tty, scope=scope)
@@ -221,10 +223,12 @@ def is_workflow_path(pipeline: str, cwd: str) -> bool:
     return os.path.exists(path) or not any(ch.isspace() for ch in text)
 
 
-def frontend(options: Options) -> Frontend:
-    """The compiler: the one in the options, else the installed one."""
-    if options.frontend is not None:
-        return options.frontend
+def compiler(given: Frontend | None) -> Frontend:
+    """The compiler: the one `given` (by the CLI or an embedder), else the installed one."""
+    if given is not None:
+        return given
+    from vm.frontend import FrontendMissing, find_frontend
+
     try:
         return find_frontend()
     except FrontendMissing as exc:
@@ -233,15 +237,15 @@ def frontend(options: Options) -> Frontend:
 
 def compile_source(pipeline: str, options: Options, cwd: str, workflow: bool = False) -> Program:
     """The program for inline pipeline text, or for a workflow file under `cwd`."""
-    compiler = frontend(options)
+    frontend = compiler(options.frontend)
     try:
         if workflow:
-            return compiler.compile_workflow(os.path.join(cwd, pipeline.strip()), options.store())
-        return compiler.compile_pipeline(pipeline, options.store())
-    except compiler.CompileError as exc:
+            return frontend.compile_workflow(os.path.join(cwd, pipeline.strip()), options.store())
+        return frontend.compile_pipeline(pipeline, options.store())
+    except frontend.CompileError as exc:
         if options.report is not None:
             options.report(exc)
-        raise RequestError(**compiler.error_fields(exc)) from None
+        raise RequestError(**frontend.error_fields(exc)) from None
 
 
 def compile_error_fields(exc) -> dict:
@@ -254,15 +258,16 @@ def compile_error_fields(exc) -> dict:
     return {"message": diag.message, "code": diag.code, "kind": diag.kind, "location": location}
 
 
-def parse_args_json(args_json: str | None) -> dict:
+def parse_args_json(args_json: str | None, command: str = "run") -> dict:
+    """`COMMAND --args-json`: a JSON object, with the reference's two error texts."""
     if args_json is None:
         return {}
     try:
         value = js.json_loads(args_json)
     except ValueError:
-        raise RequestError("run --args-json must be valid JSON") from None
+        raise RequestError(f"{command} --args-json must be valid JSON") from None
     if not isinstance(value, dict):
-        raise RequestError("run --args-json must be a JSON object")
+        raise RequestError(f"{command} --args-json must be a JSON object")
     return value
 
 
