@@ -1,5 +1,5 @@
 """The compile cache: programs by source, so a repeated pipeline or workflow skips parsing.
-Programs live in the store; the index beside them:
+The programs are the store's; this index sits beside them:
 
   <state>/cache/<key>.json  := {"program": <program hash>, "deps": {path: sha256 of its text}}
 

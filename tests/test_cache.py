@@ -7,7 +7,8 @@ import json
 import subprocess
 import sys
 
-from conftest import LOBSTER, ROOT
+from conftest import ROOT
+from test_layering import imported_by_lobster
 
 PROBE = ("import json, sys; from vm.protocol import Options, handle; "
          "env = handle(json.loads(sys.argv[1]), Options(cwd=sys.argv[2], state_dir=sys.argv[3])); "
@@ -47,15 +48,6 @@ def test_a_torn_cache_entry_is_a_miss(tmp_path):
     for entry in (state / "cache").iterdir():
         entry.write_text("{not json")
     assert probe(request, tmp_path, state)["output"] == [1]
-
-
-def imported_by_lobster(cli, *argv: str) -> tuple[str, set[str]]:
-    """The real `lobster` script's stdout, and every module it imported (-X importtime)."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", LOBSTER, *argv], cwd=cli.work,
-                          env=cli.env, capture_output=True, text=True, timeout=60)
-    modules = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
-               if line.startswith("import time:")}
-    return proc.stdout, modules
 
 
 def test_a_cached_run_of_the_lobster_script_loads_no_parser_and_looks_nothing_up(cli):

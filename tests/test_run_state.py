@@ -21,9 +21,10 @@ from vm.protocol import DEFAULT_MAX_STDOUT_BYTES, DEFAULT_TIMEOUT_MS, Options, S
 
 
 @pytest.fixture
-def options(tmp_path: Path) -> Options:
+def options(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOBSTER_")}
-    return Options(env=env, cwd=str(tmp_path), state_dir=str(tmp_path / "state"))
+    yield Options(env=env, cwd=str(tmp_path), state_dir=str(tmp_path / "state"))
+    (tmp_path / "go").write_text("")  # a failed test leaves no waiting child behind
 
 
 def wait_for(path: Path) -> int:
