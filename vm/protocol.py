@@ -290,18 +290,17 @@ def _run(pipeline: str, options: Options, settings: Settings, scope: Scope, *,
             args = {}
         if program is None:
             program = compile_source(pipeline, options, settings.cwd, workflow=workflow)
-        ctx = settings.context(options, scope)
-        frame = machine.new_frame(program, cwd=ctx.cwd, mode=settings.mode, args=args)
+        frame = machine.new_frame(program, cwd=settings.cwd, mode=settings.mode, args=args)
         frame.origin = "workflow" if workflow else "pipeline"
-        return _drive(program, frame, options, settings, ctx)
+        return _drive(program, frame, options, settings, scope)
     except RequestError as exc:
         return exc.envelope
 
 
 def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
-           ctx: Context) -> dict:
-    host = machine.Host(ctx=ctx, write=options.write, ask_line=options.ask_line,
-                        log=options.log)
+           scope: Scope) -> dict:
+    host = machine.Host(ctx=settings.context(options, scope), write=options.write,
+                        ask_line=options.ask_line, log=options.log)
     outcome = machine.run(program, frame, host)
     if isinstance(outcome, machine.Failed):
         location = None
@@ -394,8 +393,8 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
         if decision.cancel or decision.approve is False:
             return ok_envelope("cancelled", [])
         machine.apply_decision(frame, decision.response, approved_by)
-        settings = evolve(settings, cwd=frame.cwd, mode=frame.mode)
-        return _drive(program, frame, options, settings, settings.context(options, scope))
+        return _drive(program, frame, options, evolve(settings, cwd=frame.cwd, mode=frame.mode),
+                      scope)
     except RequestError as exc:
         return exc.envelope
 
