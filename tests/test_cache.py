@@ -1,4 +1,5 @@
-"""The compile cache: a repeated pipeline or workflow skips parsing; an edit is a miss."""
+"""The compile cache (lobsterc's, reached through the frontend): a repeated pipeline or workflow
+skips parsing; an edit is a miss."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import subprocess
 import sys
 
 from conftest import ROOT
+from test_layering import imported_by_lobster
 
 PROBE = ("import json, sys; from vm.protocol import Options, handle; "
          "env = handle(json.loads(sys.argv[1]), Options(cwd=sys.argv[2], state_dir=sys.argv[3])); "
-         "print(json.dumps({'output': env.get('output'), 'compiled': 'lobsterc' in sys.modules}))")
+         "print(json.dumps({'output': env.get('output'), "
+         "'compiled': 'lobsterc.codegen' in sys.modules}))")
 
 
 def probe(request: dict, cwd, state) -> dict:
@@ -45,3 +48,13 @@ def test_a_torn_cache_entry_is_a_miss(tmp_path):
     for entry in (state / "cache").iterdir():
         entry.write_text("{not json")
     assert probe(request, tmp_path, state)["output"] == [1]
+
+
+def test_a_cached_run_of_the_lobster_script_loads_no_parser_and_looks_nothing_up(cli):
+    pipeline = "exec --json --shell 'echo [2,1]' | sort"
+    out, first = imported_by_lobster(cli, "run", "--mode", "tool", pipeline)
+    assert json.loads(out)["output"] == [1, 2]
+    assert "lark" in first
+    out, again = imported_by_lobster(cli, "run", "--mode", "tool", pipeline)
+    assert json.loads(out)["output"] == [1, 2]
+    assert not again & {"lark", "lobsterc.parse", "lobsterc.codegen", "importlib.metadata"}

@@ -448,6 +448,19 @@ def test_human_mode_output_and_errors(cli):
             assert proc.stderr.splitlines()[0] == stderr, argv
 
 
+def test_human_mode_renders_a_compile_error_with_its_source_line(cli):
+    # the compiler renders it (vm's CLI only asks the frontend)
+    proc = cli.run("exec --json echo hi | wher a=1")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "Error: Unknown command: wher",
+        "<pipeline>:1:23: error[E201]: Unknown command: wher",
+        "  1 | exec --json echo hi | wher a=1",
+        "    |                       ^^^^",
+        "  help: did you mean 'where'?",
+    ]
+
+
 def test_human_mode_halt_prints_the_request_without_ok(cli):
     proc = cli.run("exec --json echo '[1]' | approve --prompt 'Sure?'")
     assert proc.returncode == 0

@@ -1,15 +1,67 @@
-"""`vm` never imports the parser: importing the VM, and resuming a real halted run, load
-neither lark nor lobsterc."""
+"""`vm` never imports the compiler: no import of lark, lobsterc or grammar anywhere in its
+source, and importing the VM or resuming a real halted run loads none of them."""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
+
+import lobsterc.frontend
+from conftest import LOBSTER, ROOT
+from vm.frontend import Frontend
 from vm.protocol import Options, handle
 
 PARSER = ("lark", "lobsterc", "grammar")
+VM_SOURCES = sorted((ROOT / "vm").rglob("*.py"))
+
+
+def forbidden_imports(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, module) of every import of the compiler: statements anywhere (function bodies
+    included) and string literals handed to importlib.import_module / __import__."""
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in ("import_module", "__import__") and node.args:
+                first = node.args[0]
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    names = [first.value]
+        found += [(node.lineno, name) for name in names if name.split(".")[0] in PARSER]
+    return found
+
+
+def test_the_scan_sees_every_kind_of_import():
+    source = ("import os\n"
+              "def f():\n    import lark\n    from lobsterc.codegen import x\n"
+              "    import importlib\n    importlib.import_module('lobsterc.workflow')\n"
+              "    return __import__('grammar')\n"
+              "from vm import lobsterc_like\n")
+    assert [name for _, name in forbidden_imports(ast.parse(source))] == [
+        "lark", "lobsterc.codegen", "lobsterc.workflow", "grammar"]
+
+
+@pytest.mark.parametrize("path", VM_SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_vm_module_imports_the_compiler(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    assert forbidden_imports(tree) == []
+
+
+def test_lobsterc_provides_the_frontend_vm_declares():
+    members = [name for name in dir(Frontend) if not name.startswith("_")]
+    members += list(Frontend.__annotations__)
+    missing = [name for name in members if not hasattr(lobsterc.frontend, name)]
+    assert members and missing == []
 REPORT = ("import sys, json; print(json.dumps(sorted(m for m in sys.modules "
           f"if m.split('.')[0] in {PARSER!r})), file=sys.stderr)")
 
@@ -74,3 +126,21 @@ def test_running_a_pipeline_does_compile_it(cli):
             f"sys.stdout.flush()\n{REPORT}")
     proc = python(code, cli)
     assert "lark" in parser_modules(proc)
+
+
+def imported_by_lobster(cli, *argv: str) -> tuple[str, set[str]]:
+    """The real `lobster` script's stdout, and every module it imported (-X importtime)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", LOBSTER, *argv], cwd=cli.work,
+                          env=cli.env, capture_output=True, text=True, timeout=60)
+    modules = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+               if line.startswith("import time:")}
+    return proc.stdout, modules
+
+
+def test_the_lobster_script_resumes_without_the_parser_or_an_entry_point_lookup(cli):
+    token = park(cli, "exec --json echo '[1]' | approve | sort")["requiresApproval"]["resumeToken"]
+    out, modules = imported_by_lobster(cli, "resume", "--token", token, "--approve", "yes")
+    assert json.loads(out)["output"] == [1]
+    assert "lobsterc.frontend" in modules  # the script is lobsterc's wiring of vm's CLI
+    assert not modules & {"lark", "lobsterc.parse", "lobsterc.cache", "lobsterc.diagnostics",
+                          "importlib.metadata"}

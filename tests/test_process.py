@@ -19,6 +19,7 @@ from vm.process import (
     ProcessError,
     ProcessResult,
     ProcessTimeout,
+    Scope,
     kill_all,
     live_groups,
     run_process,
@@ -341,3 +342,76 @@ def test_kill_all_cancels_running_child(tmp_path):
 def test_kill_all_without_children_is_harmless():
     kill_all()
     assert run(["true"]).code == 0
+
+
+def _in_thread(argv, **kw):
+    """Run `argv` on a thread; the list receives its result or its exception."""
+    outcome: list = []
+
+    def target():
+        try:
+            outcome.append(run(argv, deadline=time.monotonic() + 30, **kw))
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            outcome.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread, outcome
+
+
+def test_cancelling_a_scope_kills_only_its_own_children(tmp_path):
+    mine, theirs = Scope(), Scope()
+    go = tmp_path / "go"
+    waiting = f"echo $$ > {{pid}}; while [ ! -f {go} ]; do sleep 0.02; done; echo done"
+    t1, out1 = _in_thread(["sh", "-c", waiting.format(pid=tmp_path / "a.pid")], scope=mine)
+    t2, out2 = _in_thread(["sh", "-c", waiting.format(pid=tmp_path / "b.pid")], scope=theirs)
+    a, b = read_pid(tmp_path / "a.pid", 10), read_pid(tmp_path / "b.pid", 10)
+    mine.cancel()
+    t1.join(10)
+    assert len(out1) == 1 and isinstance(out1[0], Cancelled)
+    assert wait_dead(a)
+    assert pid_alive(b) and t2.is_alive()
+    go.write_text("")
+    t2.join(10)
+    assert out2 == [ProcessResult(code=0, stdout=b"done\n", stderr=b"")]
+    assert not theirs.cancelled
+    assert live_groups() == []
+
+
+def test_a_cancelled_scope_starts_nothing(tmp_path):
+    scope = Scope()
+    scope.cancel()
+    marker = tmp_path / "ran"
+    with pytest.raises(Cancelled):
+        run(["touch", str(marker)], scope=scope)
+    assert not marker.exists()
+    assert run(["true"], scope=Scope()).code == 0
+
+
+def test_cancelling_a_parent_reaches_a_child_scope_but_not_the_reverse(tmp_path):
+    run_scope = Scope()
+    branches = run_scope.child()
+    t1, out1 = _in_thread(["sh", "-c", f"echo $$ > {tmp_path / 'a.pid'}; exec sleep 30"],
+                          scope=branches)
+    a = read_pid(tmp_path / "a.pid", 10)
+    branches.cancel()
+    t1.join(10)
+    assert isinstance(out1[0], Cancelled) and wait_dead(a)
+    assert not run_scope.cancelled
+    assert run(["true"], scope=run_scope).code == 0  # the run goes on after its branches
+    t2, out2 = _in_thread(["sh", "-c", f"echo $$ > {tmp_path / 'b.pid'}; exec sleep 30"],
+                          scope=run_scope.child())
+    b = read_pid(tmp_path / "b.pid", 10)
+    run_scope.cancel()
+    t2.join(10)
+    assert isinstance(out2[0], Cancelled) and wait_dead(b)
+    assert live_groups() == []
+
+
+def test_kill_all_still_reaches_scoped_children(tmp_path):
+    t, out = _in_thread(["sh", "-c", f"echo $$ > {tmp_path / 'a.pid'}; exec sleep 30"],
+                        scope=Scope())
+    a = read_pid(tmp_path / "a.pid", 10)
+    kill_all()
+    t.join(10)
+    assert isinstance(out[0], Cancelled) and wait_dead(a)

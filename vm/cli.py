@@ -11,9 +11,13 @@ import re
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from vm import __version__, js, protocol
 from vm.protocol import Decision, Options, RequestError
+
+if TYPE_CHECKING:
+    from vm.frontend import Frontend
 
 USAGE = """\
 lobster - run tool pipelines as one call, with durable approval and input checkpoints
@@ -63,7 +67,7 @@ def _flag(argv: list[str], i: int, name: str) -> tuple[str | None, int]:
 
 
 # run ----------------------------------------------------------------------------------------
-def cmd_run(argv: list[str]) -> int:
+def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
     mode, file, args_json, dry_run = "human", None, None, False
     rest: list[str] = []
     i = 0
@@ -101,15 +105,16 @@ def cmd_run(argv: list[str]) -> int:
     rendered: list[str] = []
     compile_errors: list = []
     options = Options(mode=mode, write=rendered.append, stdin_is_tty=sys.stdin.isatty(),
-                      ask_line=_ask_line, log=sys.stderr.write, report=compile_errors.append)
+                      ask_line=_ask_line, log=sys.stderr.write, report=compile_errors.append,
+                      frontend=frontend)
     if dry_run:
-        return _dry_run(pipeline, mode, workflow, args_json)
+        return _dry_run(pipeline, options, workflow, args_json)
     envelope = protocol.run(pipeline, options, args_json=args_json, file=workflow)
     if mode == "tool":
         _print_json(envelope)
         return protocol.exit_code(envelope)
     if not envelope["ok"]:
-        return _human_error(envelope, compile_errors[0] if compile_errors else None)
+        return _human_error(envelope, _rendered(options, compile_errors))
     sys.stdout.write("".join(rendered))
     if envelope["status"] == "ok":
         is_workflow = workflow or protocol.is_workflow_path(pipeline, os.getcwd())
@@ -121,23 +126,33 @@ def cmd_run(argv: list[str]) -> int:
     return 0
 
 
-def _dry_run(pipeline: str, mode: str, workflow: bool = False, args_json: str | None = None
-             ) -> int:
+def _dry_run(pipeline: str, options: Options, workflow: bool = False,
+             args_json: str | None = None) -> int:
     """Check the pipeline (or workflow file) and print its plan to stderr; run nothing."""
-    from lobsterc.plan import pipeline_plan, workflow_plan
-
+    mode = options.mode
     try:
-        if workflow or protocol.is_workflow_path(pipeline, os.getcwd()):
-            args = protocol.parse_args_json(args_json)
-            plan = workflow_plan(os.path.join(os.getcwd(), pipeline.strip()), args)
-        else:
-            plan = pipeline_plan(pipeline)
+        compiler = protocol.compiler(options.frontend)
+        try:
+            if workflow or protocol.is_workflow_path(pipeline, os.getcwd()):
+                args = protocol.parse_args_json(args_json)
+                plan = compiler.plan_workflow(os.path.join(os.getcwd(), pipeline.strip()), args)
+            else:
+                plan = compiler.plan_pipeline(pipeline)
+        except compiler.CompileError as exc:
+            raise RequestError(**compiler.error_fields(exc)) from None
     except RequestError as exc:
         return _fail(mode, exc)
     sys.stderr.write(plan)
     if mode == "tool":
         _print_json(protocol.ok_envelope("ok", []))
     return 0
+
+
+def _rendered(options: Options, compile_errors: list) -> str | None:
+    """The human rendering of the compile error a run reported, if it reported one."""
+    if not compile_errors:
+        return None
+    return protocol.compiler(options.frontend).render_error(compile_errors[0])
 
 
 def _ask_line(prompt: str) -> str:
@@ -153,16 +168,15 @@ def _fail(mode: str, exc: RequestError) -> int:
     return _human_error(exc.envelope)
 
 
-def _human_error(envelope: dict, compile_error=None) -> int:
+def _human_error(envelope: dict, rendered: str | None = None) -> int:
     """`Error: <msg>` (or `Parse error: <msg>`) as the reference prints it, then where: every
-    diagnostic with its source line, caret and hint, or the runtime location."""
+    diagnostic with its source line, caret and hint (`rendered` by the compiler), or the
+    runtime location."""
     error = envelope["error"]
     label = "Parse error" if error["type"] == "parse_error" else "Error"
     lines = [f"{label}: {error['message']}"]
-    if compile_error is not None:
-        from lobsterc.diagnostics import render
-
-        lines += [render(d, compile_error.source) for d in compile_error.diagnostics]
+    if rendered is not None:
+        lines.append(rendered)
     elif error.get("location"):
         loc = error["location"]
         lines.append(f"  at {loc['file']}:{loc['line']}:{loc['column']}")
@@ -240,11 +254,9 @@ Print a workflow file's steps and the data flow between them (nothing is run).
 """
 
 
-def cmd_graph(argv: list[str]) -> int:
+def cmd_graph(argv: list[str], frontend: Frontend | None = None) -> int:
     """`lobster graph`: usage errors exit 2 with the bare message, load errors `Error: ...`
     exit 1."""
-    from lobsterc.graph import FORMATS, graph, parse_args_json
-
     path, fmt, args_json = None, "mermaid", None
     i = 0
     try:
@@ -274,36 +286,39 @@ def cmd_graph(argv: list[str]) -> int:
                 raise RequestError("graph accepts one workflow file path")
         if not path:
             raise RequestError("graph requires a workflow file path (use --file <path>)")
-        if fmt not in FORMATS:
-            raise RequestError(f"graph --format must be one of: {', '.join(FORMATS)}")
-        args = parse_args_json(args_json)
+        compiler = protocol.compiler(frontend)
+        formats = compiler.graph_formats()
+        if fmt not in formats:
+            raise RequestError(f"graph --format must be one of: {', '.join(formats)}")
+        args = protocol.parse_args_json(args_json, "graph")
     except RequestError as exc:
         sys.stderr.write(exc.envelope["error"]["message"] + "\n")
         return 2
     try:
-        text = graph(path, fmt, args)
-    except RequestError as exc:
-        sys.stderr.write(f"Error: {exc.envelope['error']['message']}\n")
+        text = compiler.graph(path, fmt, args)
+    except compiler.CompileError as exc:
+        sys.stderr.write(f"Error: {compiler.error_fields(exc)['message']}\n")
         return 1
     sys.stdout.write(text)
     return 0
 
 
 # tool, doctor, help, version ----------------------------------------------------------------
-def cmd_tool(argv: list[str]) -> int:
+def cmd_tool(argv: list[str], frontend: Frontend | None = None) -> int:
     text = argv[0] if argv and argv[0] != "-" else sys.stdin.read()
     try:
         request = json.loads(text)
     except ValueError:
         envelope = protocol.error_envelope("parse_error", "tool request must be valid JSON", "E002")
     else:
-        envelope = protocol.handle(request, Options(mode="tool"))
+        envelope = protocol.handle(request, Options(mode="tool", frontend=frontend))
     _print_json(envelope)
     return protocol.exit_code(envelope)
 
 
-def cmd_doctor(argv: list[str]) -> int:
-    envelope = protocol.run("exec --json --shell 'echo [1]'", Options(mode="tool"))
+def cmd_doctor(argv: list[str], frontend: Frontend | None = None) -> int:
+    envelope = protocol.run("exec --json --shell 'echo [1]'",
+                            Options(mode="tool", frontend=frontend))
     if not envelope.get("ok") or envelope.get("output") != [1]:
         message = envelope.get("error", {}).get("message", "unexpected output")
         _print_json(protocol.error_envelope("doctor_error", message, "T499"))
@@ -341,7 +356,9 @@ def cmd_help(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) -> int:
+    """`frontend` is the compiler (lobsterc's `lobster` script passes itself); without one,
+    the installed compiler is looked up when a command first needs to compile."""
     args = list(sys.argv[1:] if argv is None else argv)
     _install_signal_handlers()
     if not args or args[0] in ("-h", "--help"):
@@ -353,13 +370,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if head == "help":
         return cmd_help(rest)
     if head == "graph":
-        return cmd_graph(rest)
+        return cmd_graph(rest, frontend)
     if "-h" in rest or "--help" in rest:
         return cmd_help([])
-    handlers = {"run": cmd_run, "resume": cmd_resume, "tool": cmd_tool, "doctor": cmd_doctor}
+    if head == "resume":
+        return cmd_resume(rest)
+    handlers = {"run": cmd_run, "tool": cmd_tool, "doctor": cmd_doctor}
     if head in handlers:
-        return handlers[head](rest)
-    return cmd_run(args)
+        return handlers[head](rest, frontend)
+    return cmd_run(args, frontend)
 
 
 def _install_signal_handlers() -> None:

@@ -1,5 +1,6 @@
 """Child-process runner (POSIX): spawn in a fresh session, feed stdin, capture output with
 caps and an absolute deadline, and kill whole process groups on timeout or cancellation.
+Each run cancels its own children through a `Scope`; `kill_all` is for the signal handler.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "ProcessError",
     "ProcessResult",
     "ProcessTimeout",
+    "Scope",
     "kill_all",
     "live_groups",
     "run_process",
@@ -103,7 +105,7 @@ class OutputLimitExceeded(ProcessError):
 
 
 class Cancelled(ProcessError):
-    """`kill_all` was called while the child was running."""
+    """The child's scope was cancelled, or `kill_all` was called, while it ran."""
 
     def __init__(self, message: str = "lobster run cancelled") -> None:
         super().__init__(message)
@@ -113,7 +115,7 @@ class Cancelled(ProcessError):
 
 
 class _Child:
-    """One live child process group, as known to `kill_all`."""
+    """One live child process group, as known to `kill_all` and to the scopes it runs in."""
 
     __slots__ = ("pgid", "cancelled")
 
@@ -126,6 +128,42 @@ class _Child:
 _lock = threading.RLock()
 _live: dict[int, _Child] = {}
 _kill_generation = 0
+
+
+class Scope:
+    """The children of one run (or of one part of it, such as a parallel step's branches).
+
+    `cancel()` kills the process group of every child live in this scope or in a scope made
+    from it by `child()`, and makes every later `run_process` in them raise Cancelled at once.
+    Other scopes are untouched: concurrent runs in one process never cancel each other.
+    """
+
+    __slots__ = ("parent", "cancelled", "_live")
+
+    def __init__(self, parent: Scope | None = None) -> None:
+        self.parent = parent
+        self.cancelled = False
+        self._live: dict[int, _Child] = {}
+
+    def child(self) -> Scope:
+        """A nested scope: cancelled with this one, or on its own."""
+        return Scope(self)
+
+    def cancel(self, sig: int = signal.SIGKILL) -> None:
+        with _lock:
+            self.cancelled = True
+            children = list(self._live.values())
+            for child in children:
+                child.cancelled = True
+        for child in children:
+            _killpg(child.pgid, sig)
+
+    def _chain(self) -> list[Scope]:
+        scopes, scope = [], self
+        while scope is not None:
+            scopes.append(scope)
+            scope = scope.parent
+        return scopes
 
 
 def live_groups() -> list[int]:
@@ -203,24 +241,31 @@ def run_process(
     deadline: float | None = None,
     max_output_bytes: int | None = None,
     shell: bool = False,
+    scope: Scope | None = None,
 ) -> ProcessResult:
     """Run `argv` (never through a shell) and capture its output.
 
     `stdin` None gives the child /dev/null; bytes are written fully (an early-exiting
     reader is fine). `deadline` is an absolute `time.monotonic()` value; `max_output_bytes`
-    caps stdout and stderr each while they are written. On timeout, cap or `kill_all`, the
-    child's whole process group gets SIGKILL. `shell` only picks the not-found message.
+    caps stdout and stderr each while they are written. On timeout, cap, `scope.cancel()` or
+    `kill_all`, the child's whole process group gets SIGKILL. `shell` only picks the
+    not-found message.
     """
     if not argv:
         raise ProcessError("exec requires a command")
     if deadline is not None and time.monotonic() >= deadline:
         raise ProcessTimeout()
 
+    scopes = scope._chain() if scope is not None else []
     with _lock:
+        if any(s.cancelled for s in scopes):
+            raise Cancelled()
         generation = _kill_generation
         proc = _spawn(argv, stdin_pipe=stdin is not None, cwd=cwd, env=env, shell=shell)
         child = _Child(proc.pid)  # start_new_session: pgid == pid
         _live[child.pgid] = child
+        for s in scopes:
+            s._live[child.pgid] = child
         if _kill_generation != generation:  # kill_all ran while we were spawning
             child.cancelled = True
     finished = False
@@ -246,6 +291,8 @@ def run_process(
             _close_pipes(proc)
         with _lock:
             _live.pop(child.pgid, None)
+            for s in scopes:
+                s._live.pop(child.pgid, None)
 
 
 def _close_pipes(proc: subprocess.Popen[bytes]) -> None:

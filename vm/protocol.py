@@ -1,8 +1,7 @@
 """Tool requests -> envelopes: run and resume, as the gateway embeds them and the CLI prints.
 
-`handle(request)` is the embedding API: a tool-call dict in, an envelope dict out. `run` and
-`resume` are the same with keyword arguments. Nothing here parses pipeline text unless a
-run needs compiling (then lobsterc is imported on demand); resume never parses.
+`handle(request, options)` is the embedding API; `run` and `resume` take keyword arguments. A
+run that needs compiling asks the compiler frontend; nothing else here parses, resume never.
 """
 
 from __future__ import annotations
@@ -12,16 +11,20 @@ import os
 import time
 import secrets
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from attrs import define, field
+from attrs import define, evolve, field, frozen
 
 from vm import codec, js, machine, token as tokens
 from vm.codec import LoadError
 from vm.commands import Context
 from vm.frame import Frame
+from vm.process import Scope
 from vm.program import Program
 from vm.store import Store, default_state_dir
+
+if TYPE_CHECKING:
+    from vm.frontend import Frontend
 
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT_MS = 20000
@@ -62,9 +65,12 @@ class RequestError(Exception):
 
 
 # the run environment ------------------------------------------------------------------------
-@define
+@frozen
 class Options:
-    """Where and how a request runs. The CLI and an embedding gateway fill these in."""
+    """Where and how requests run, set once by the CLI or an embedding gateway and shared by
+    every request: a request never changes them (its own values make a `Settings`).
+    `timeout_ms` and `max_stdout_bytes` bound `run` and `resume`; for a tool request they
+    are the defaults under its `timeoutMs` / `maxStdoutBytes`, before the protocol's own."""
 
     env: Mapping[str, str] = field(factory=lambda: os.environ)
     cwd: str = field(factory=os.getcwd)
@@ -76,21 +82,53 @@ class Options:
     ask_line: Callable[[str], str] | None = None
     log: Callable[[str], None] = field(default=lambda text: None)
     stdin_is_tty: bool = False
-    report: Callable[[Any], None] | None = None  # receives a CompileError before it is flattened
+    report: Callable[[Any], None] | None = None  # receives a compile error before it is flattened
+    frontend: Frontend | None = None  # the compiler; None: the installed one, found on first use
 
     def store(self) -> Store:
         return Store(self.state_dir or default_state_dir(self.env))
 
-    def output_cap(self) -> int | None:
-        caps = [c for c in (self.max_stdout_bytes, _env_int(self.env, "LOBSTER_MAX_OUTPUT_BYTES"))
+    def context(self, cwd: str | None = None, env: Mapping[str, str] | None = None) -> Context:
+        """The context of a run under these options alone, in its own scope."""
+        ctx = evolve(Settings.of(self), cwd=cwd or self.cwd).context(self, Scope())
+        return ctx if env is None else evolve(ctx, env=env)
+
+
+@frozen
+class Settings:
+    """One run's own values, derived from the Options and the request (or the parked frame)."""
+
+    cwd: str
+    mode: str
+    timeout_ms: int | None = None
+    max_stdout_bytes: int | None = None  # caps each child's output and the envelope
+
+    @classmethod
+    def of(cls, options: Options) -> Settings:
+        return cls(options.cwd, options.mode, options.timeout_ms, options.max_stdout_bytes)
+
+    @classmethod
+    def of_request(cls, request: dict, options: Options) -> Settings:
+        """A tool request's bounds: its own (floored), else the options', else the defaults."""
+        timeout_ms = _positive(request, "timeoutMs", options.timeout_ms or DEFAULT_TIMEOUT_MS,
+                               floor=200)
+        max_stdout_bytes = _positive(request, "maxStdoutBytes",
+                                     options.max_stdout_bytes or DEFAULT_MAX_STDOUT_BYTES,
+                                     floor=1024)
+        return cls(options.cwd, options.mode, timeout_ms, max_stdout_bytes)
+
+    def output_cap(self, env: Mapping[str, str]) -> int | None:
+        caps = [c for c in (self.max_stdout_bytes, _env_int(env, "LOBSTER_MAX_OUTPUT_BYTES"))
                 if c is not None]
         return min(caps) if caps else None
 
-    def context(self, cwd: str | None = None, env: Mapping[str, str] | None = None) -> Context:
+    def context(self, options: Options, scope: Scope) -> Context:
+        """The context the run's commands see; its deadline starts now."""
         deadline = None if self.timeout_ms is None else time.monotonic() + self.timeout_ms / 1000
-        return Context(env=env if env is not None else self.env, cwd=cwd or self.cwd,
-                       state_dir=str(self.store().root), mode=self.mode, deadline=deadline,
-                       max_output_bytes=self.output_cap(), stdin_is_tty=self.stdin_is_tty)
+        return Context(env=options.env, cwd=self.cwd, state_dir=str(options.store().root),
+                       mode=self.mode, deadline=deadline,
+                       max_output_bytes=self.output_cap(options.env),
+                       stdin_is_tty=options.stdin_is_tty, scope=scope)
 
 
 def _env_int(env: Mapping[str, str], name: str) -> int | None:
@@ -99,34 +137,34 @@ def _env_int(env: Mapping[str, str], name: str) -> int | None:
 
 
 # the embedding API --------------------------------------------------------------------------
-def handle(request: Any, options: Options | None = None) -> dict:
-    """One tool call: `{"action": "run" | "resume", ...}` -> envelope."""
+def handle(request: Any, options: Options | None = None, *, scope: Scope | None = None) -> dict:
+    """One tool call: `{"action": "run" | "resume", ...}` -> envelope. The run's children live
+    in `scope` (a fresh one unless given), so the caller can cancel this run alone."""
     options = options or Options()
+    scope = scope or Scope()
     try:
         if not isinstance(request, dict):
             raise RequestError("request must be a JSON object")
         action = request.get("action")
         if action == "run":
-            return _run_request(request, options)
+            return _run_request(request, options, scope)
         if action == "resume":
-            return _resume_request(request, options)
+            return _resume_request(request, options, scope)
         raise RequestError("action must be run or resume")
     except RequestError as exc:
         return exc.envelope
 
 
-def _run_request(request: dict, options: Options) -> dict:
+def _run_request(request: dict, options: Options, scope: Scope) -> dict:
     pipeline = request.get("pipeline")
     if not isinstance(pipeline, str) or not pipeline.strip():
         raise RequestError("pipeline required")
-    options.timeout_ms = _positive(request, "timeoutMs", DEFAULT_TIMEOUT_MS, floor=200)
-    options.max_stdout_bytes = _positive(request, "maxStdoutBytes", DEFAULT_MAX_STDOUT_BYTES,
-                                         floor=1024)
+    settings = Settings.of_request(request, options)
     if request.get("cwd") is not None:
-        options.cwd = contained_cwd(request["cwd"], options.cwd)
+        settings = evolve(settings, cwd=contained_cwd(request["cwd"], options.cwd))
     args_json = request.get("argsJson")
-    return run(pipeline, options, args_json=args_json if isinstance(args_json, str) else None,
-               capped=True)
+    return _run(pipeline, options, settings, scope,
+                args_json=args_json if isinstance(args_json, str) else None)
 
 
 def _positive(request: dict, name: str, default: int, floor: int) -> int:
@@ -148,7 +186,7 @@ def contained_cwd(cwd: Any, base: str) -> str:
     return target
 
 
-def _resume_request(request: dict, options: Options) -> dict:
+def _resume_request(request: dict, options: Options, scope: Scope) -> dict:
     token = request.get("token")
     approval_id = request.get("approvalId")
     if not (isinstance(token, str) and token) and not (isinstance(approval_id, str) and approval_id):
@@ -170,9 +208,10 @@ def _resume_request(request: dict, options: Options) -> dict:
             raise RequestError("responseJson must be valid JSON") from None
     else:
         decision = Decision(cancel=True)
+    settings = Settings.of_request(request, options)
     if isinstance(approval_id, str) and approval_id:
-        return resume(options, decision, approval_id=approval_id)
-    return resume(options, decision, token=token)
+        return _resume(options, settings, scope, decision, approval_id=approval_id)
+    return _resume(options, settings, scope, decision, token=token)
 
 
 # run ----------------------------------------------------------------------------------------
@@ -184,41 +223,34 @@ def is_workflow_path(pipeline: str, cwd: str) -> bool:
     return os.path.exists(path) or not any(ch.isspace() for ch in text)
 
 
-def compile_source(pipeline: str, options: Options, workflow: bool = False) -> Program:
-    """The program for inline pipeline text or a workflow file: from the compile cache, or
-    compiled (lobsterc, and with it lark, is imported here and only here)."""
-    from vm import cache
-
-    store = options.store()
-    if workflow:
-        path = os.path.realpath(os.path.join(options.cwd, pipeline.strip()))
-        cache_key = cache.key("workflow", path)
-    else:
-        cache_key = cache.key("pipeline", pipeline)
-    program = cache.lookup(store, cache_key)
-    if program is not None:
-        return program
-    from lobsterc.diagnostics import CompileError
+def compiler(given: Frontend | None) -> Frontend:
+    """The compiler: the one `given` (by the CLI or an embedder), else the installed one."""
+    if given is not None:
+        return given
+    from vm.frontend import FrontendMissing, find_frontend
 
     try:
+        return find_frontend()
+    except FrontendMissing as exc:
+        raise RequestError(str(exc), "E003", kind="runtime_error") from None
+
+
+def compile_source(pipeline: str, options: Options, cwd: str, workflow: bool = False) -> Program:
+    """The program for inline pipeline text, or for a workflow file under `cwd`."""
+    frontend = compiler(options.frontend)
+    try:
         if workflow:
-            from lobsterc.workflow import compile_workflow_files
-
-            program, files = compile_workflow_files(os.path.join(options.cwd, pipeline.strip()))
-            deps = {f: cache.file_sha(f) for f in files}
-        else:
-            from lobsterc.codegen import compile_pipeline
-
-            program, deps = compile_pipeline(pipeline), {}
-    except CompileError as exc:
+            return frontend.compile_workflow(os.path.join(cwd, pipeline.strip()), options.store())
+        return frontend.compile_pipeline(pipeline, options.store())
+    except frontend.CompileError as exc:
         if options.report is not None:
             options.report(exc)
-        raise RequestError(**compile_error_fields(exc)) from None
-    cache.remember(store, cache_key, program, deps)
-    return program
+        raise RequestError(**frontend.error_fields(exc)) from None
 
 
 def compile_error_fields(exc) -> dict:
+    """Kept for lobsterc.plan and lobsterc.graph until they raise CompileError (the frontend's
+    `error_fields` is the owner)."""
     diag = exc.first
     location = None
     if diag.span is not None:
@@ -226,40 +258,49 @@ def compile_error_fields(exc) -> dict:
     return {"message": diag.message, "code": diag.code, "kind": diag.kind, "location": location}
 
 
-def parse_args_json(args_json: str | None) -> dict:
+def parse_args_json(args_json: str | None, command: str = "run") -> dict:
+    """`COMMAND --args-json`: a JSON object, with the reference's two error texts."""
     if args_json is None:
         return {}
     try:
         value = js.json_loads(args_json)
     except ValueError:
-        raise RequestError("run --args-json must be valid JSON") from None
+        raise RequestError(f"{command} --args-json must be valid JSON") from None
     if not isinstance(value, dict):
-        raise RequestError("run --args-json must be a JSON object")
+        raise RequestError(f"{command} --args-json must be a JSON object")
     return value
 
 
 def run(pipeline: str, options: Options, *, args_json: str | None = None,
-        capped: bool = False, program: Program | None = None, file: bool = False) -> dict:
-    """Compile (unless given a program) and run to the end or the first halt. `pipeline` is
-    inline text, or a workflow file path (always one when `file` is set)."""
+        program: Program | None = None, file: bool = False, scope: Scope | None = None) -> dict:
+    """Compile (unless given a program) and run to the end or the first halt, bounded by the
+    options. `pipeline` is inline text, or a workflow file path (always one when `file` is
+    set)."""
+    return _run(pipeline, options, Settings.of(options), scope or Scope(), args_json=args_json,
+                program=program, file=file)
+
+
+def _run(pipeline: str, options: Options, settings: Settings, scope: Scope, *,
+         args_json: str | None = None, program: Program | None = None, file: bool = False
+         ) -> dict:
     try:
-        workflow = file or is_workflow_path(pipeline, options.cwd)
+        workflow = file or is_workflow_path(pipeline, settings.cwd)
         args = parse_args_json(args_json)  # checked always, used by workflow files only
         if not workflow:
             args = {}
         if program is None:
-            program = compile_source(pipeline, options, workflow=workflow)
-        ctx = options.context()
-        frame = machine.new_frame(program, cwd=ctx.cwd, mode=options.mode, args=args)
+            program = compile_source(pipeline, options, settings.cwd, workflow=workflow)
+        frame = machine.new_frame(program, cwd=settings.cwd, mode=settings.mode, args=args)
         frame.origin = "workflow" if workflow else "pipeline"
-        return _drive(program, frame, options, ctx, capped)
+        return _drive(program, frame, options, settings, scope)
     except RequestError as exc:
         return exc.envelope
 
 
-def _drive(program: Program, frame: Frame, options: Options, ctx: Context, capped: bool) -> dict:
-    host = machine.Host(ctx=ctx, write=options.write, ask_line=options.ask_line,
-                        log=options.log)
+def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
+           scope: Scope) -> dict:
+    host = machine.Host(ctx=settings.context(options, scope), write=options.write,
+                        ask_line=options.ask_line, log=options.log)
     outcome = machine.run(program, frame, host)
     if isinstance(outcome, machine.Failed):
         location = None
@@ -271,7 +312,7 @@ def _drive(program: Program, frame: Frame, options: Options, ctx: Context, cappe
         envelope = ok_envelope("ok", outcome.output)
     else:
         envelope = _park(program, outcome.frame, options)
-    cap = options.max_stdout_bytes if capped else None
+    cap = settings.max_stdout_bytes
     if cap is not None and len(js.json_pretty(envelope).encode("utf-8")) > cap:
         return error_envelope("runtime_error", "lobster runtime result exceeded maxStdoutBytes",
                               "T423")
@@ -318,8 +359,15 @@ class Decision:
 
 
 def resume(options: Options, decision: Decision, *, token: str | None = None,
-           approval_id: str | None = None) -> dict:
-    """Continue a parked run: check the token, load, check the decision, claim, step on."""
+           approval_id: str | None = None, scope: Scope | None = None) -> dict:
+    """Continue a parked run: check the token, load, check the decision, claim, step on. The
+    resumed run is bounded by the options, as `run` is."""
+    return _resume(options, Settings.of(options), scope or Scope(), decision, token=token,
+                   approval_id=approval_id)
+
+
+def _resume(options: Options, settings: Settings, scope: Scope, decision: Decision, *,
+            token: str | None = None, approval_id: str | None = None) -> dict:
     store = options.store()
     try:
         if approval_id:
@@ -345,9 +393,8 @@ def resume(options: Options, decision: Decision, *, token: str | None = None,
         if decision.cancel or decision.approve is False:
             return ok_envelope("cancelled", [])
         machine.apply_decision(frame, decision.response, approved_by)
-        options.mode = frame.mode
-        ctx = options.context(cwd=frame.cwd)
-        return _drive(program, frame, options, ctx, capped=options.max_stdout_bytes is not None)
+        return _drive(program, frame, options, evolve(settings, cwd=frame.cwd, mode=frame.mode),
+                      scope)
     except RequestError as exc:
         return exc.envelope
 

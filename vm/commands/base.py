@@ -12,6 +12,8 @@ from typing import Any
 
 from attrs import field, frozen
 
+from vm.process import Scope
+
 
 class CommandError(Exception):
     """A command refused its input or failed: becomes a `runtime_error` with this message."""
@@ -64,6 +66,7 @@ class Context:
     deadline: float | None = None  # time.monotonic() value after which the run is over
     max_output_bytes: int | None = None  # cap on each child's stdout and stderr
     stdin_is_tty: bool = False
+    scope: Scope = field(factory=Scope)  # the run's children: cancelled together, never shared
 
 
 RunFn = Callable[[Args, list, Context], list]

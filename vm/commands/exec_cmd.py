@@ -11,7 +11,6 @@ from vm.process import (Cancelled, CommandNotFound, OutputLimitExceeded, Process
                         ProcessTimeout, run_process, shell_argv)
 
 
-
 def encode_stdin(mode: str | None, items: list) -> bytes | None:
     """The bytes fed to the child for `--stdin MODE` (None: stdin is closed at once)."""
     if mode is None:
@@ -51,7 +50,7 @@ def run_exec(spec: dict[str, Any], items: list, ctx: Context) -> list:
     try:
         result = run_process(argv, stdin=encode_stdin(mode, items), cwd=ctx.cwd, env=ctx.env,
                              deadline=ctx.deadline, max_output_bytes=ctx.max_output_bytes,
-                             shell=shell is not None)
+                             shell=shell is not None, scope=ctx.scope)
     except ProcessError as exc:
         raise CommandError(exc.message, code=process_code(exc)) from None
     if result.code != 0:

@@ -1,4 +1,5 @@
-"""Compiled programs by source, so a repeated pipeline or workflow skips parsing entirely.
+"""The compile cache: programs by source, so a repeated pipeline or workflow skips parsing.
+The programs are the store's; this index sits beside them:
 
   <state>/cache/<key>.json  := {"program": <program hash>, "deps": {path: sha256 of its text}}
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -52,6 +54,20 @@ def file_sha(path: str) -> str | None:
 
 
 _MEMO: dict[tuple[str, str], tuple[Program, dict[str, str]]] = {}  # (state dir, key) -> hit
+
+
+def compiled(store: Store | None, kind: str, source: str,
+             build: Callable[[], tuple[Program, list[str]]]) -> Program:
+    """The cached program for `source`, or `build()`'s (a program and the files it read),
+    remembered. Without a store, always `build()`."""
+    if store is None:
+        return build()[0]
+    cache_key = key(kind, source)
+    program = lookup(store, cache_key)
+    if program is None:
+        program, files = build()
+        remember(store, cache_key, program, {f: file_sha(f) for f in files})
+    return program
 
 
 def lookup(store: Store, cache_key: str) -> Program | None:

@@ -1,0 +1,96 @@
+"""This module is the compiler as `vm` sees it (`vm.frontend.Frontend`): compile with the cache,
+plan, graph, and compile errors for envelopes and terminals. The `lobster` script imports it
+at start-up, so everything else (the cache, the parser, even CompileError) loads on first use.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lobsterc.diagnostics import CompileError
+    from vm.program import Program
+    from vm.store import Store
+
+__all__ = ["CompileError", "compile_pipeline", "compile_workflow", "error_fields", "graph",
+           "graph_formats", "lobster", "plan_pipeline", "plan_workflow", "render_error"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CompileError":  # read by vm only when something was raised
+        from lobsterc.diagnostics import CompileError
+
+        return CompileError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def compile_pipeline(text: str, store: Store | None = None) -> Program:
+    from lobsterc import cache
+
+    def build() -> tuple[Program, list[str]]:
+        from lobsterc.codegen import compile_pipeline
+
+        return compile_pipeline(text), []
+
+    return cache.compiled(store, "pipeline", text, build)
+
+
+def compile_workflow(path: str, store: Store | None = None) -> Program:
+    from lobsterc import cache
+
+    def build() -> tuple[Program, list[str]]:
+        from lobsterc.workflow import compile_workflow_files
+
+        return compile_workflow_files(path)
+
+    return cache.compiled(store, "workflow", os.path.realpath(path), build)
+
+
+def plan_pipeline(text: str) -> str:
+    from lobsterc.plan import pipeline_plan
+
+    return pipeline_plan(text)
+
+
+def plan_workflow(path: str, args: dict) -> str:
+    from lobsterc.plan import workflow_plan
+
+    return workflow_plan(path, args)
+
+
+def graph_formats() -> tuple[str, ...]:
+    from lobsterc.graph import FORMATS
+
+    return FORMATS
+
+
+def graph(path: str, fmt: str, args: dict) -> str:
+    from lobsterc.graph import render_graph
+    from lobsterc.workflow_file import load_workflow_file
+
+    return render_graph(load_workflow_file(path), fmt, args)
+
+
+def error_fields(exc: CompileError) -> dict[str, Any]:
+    diag = exc.first
+    location = None
+    if diag.span is not None:
+        location = {"file": diag.span.source, "line": diag.span.line, "column": diag.span.col}
+    return {"message": diag.message, "code": diag.code, "kind": diag.kind, "location": location}
+
+
+def render_error(exc: CompileError) -> str:
+    from lobsterc.diagnostics import render
+
+    return "\n".join(render(d, exc.source) for d in exc.diagnostics)
+
+
+def lobster(argv: Sequence[str] | None = None) -> int:
+    """The `lobster` console script: vm's CLI wired to this compiler with no entry-point lookup,
+    so a cached run or a resume starts as fast as the VM alone."""
+    import lobsterc.frontend
+    from vm.cli import main
+
+    return main(argv, frontend=lobsterc.frontend)
