@@ -49,7 +49,9 @@ def test_approval_ids_point_at_their_state_key_and_are_never_reused(tmp_path):
     assert len(ids) == 200 and all(len(i) == 8 and int(i, 16) >= 0 for i in ids)
     some = sorted(ids)[0]
     assert store.lookup_approval_id(some).startswith("key")
-    assert store.lookup_approval_id(some.upper()) == store.lookup_approval_id(some)
+    assert store.lookup_approval_id(f" {some}\n") == store.lookup_approval_id(some)
+    assert store.lookup_approval_id(some.upper()) is None  # as the original: exact, not folded
+    assert store.lookup_approval_id(f"{some[:4]}-{some[4:]}") is None  # never after stripping
     store.remove_approval_id(some)
     assert store.lookup_approval_id(some) is None
     assert store.lookup_approval_id("../../key") is None
@@ -104,3 +106,41 @@ def test_the_signing_key_is_made_once(tmp_path):
     key = store.key()
     assert len(key) == 32 and Store(str(tmp_path)).key() == key == store.existing_key()
     assert os.stat(tmp_path / "key").st_mode & 0o777 == 0o600
+
+
+def test_a_planted_approval_link_cannot_lead_outside_the_state_dir(tmp_path):
+    store = Store(str(tmp_path / "state"))
+    store.save_frame("k", b"x")
+    for target in ("../../outside", "/etc/passwd", "a/b", "x" * 200, ""):
+        link = os.path.join(store.runs, "0badcafe.approval")
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(target or ".", link)
+        assert store.lookup_approval_id("0badcafe") is None, target
+
+
+def test_directories_0700_and_files_0600_whatever_the_umask(tmp_path):
+    old = os.umask(0)
+    try:
+        store = Store(str(tmp_path / "a" / "state"))
+        store.key()
+        store.save_program("h", lambda: b"program")
+        store.save_frame("k", b"frame")
+        store.set_value("v", 1)
+    finally:
+        os.umask(old)
+    for root, dirs, files in os.walk(tmp_path / "a"):
+        assert os.stat(root).st_mode & 0o777 == 0o700, root
+        for name in files:
+            assert os.stat(os.path.join(root, name)).st_mode & 0o777 == 0o600, name
+
+
+def test_a_damaged_stored_program_is_rewritten_at_save(tmp_path):
+    store = Store(str(tmp_path))
+    store.save_program("h", lambda: b"good")
+    with open(store.program_path("h"), "wb") as fh:
+        fh.write(b"torn")
+    store.save_program("h", lambda: b"good")  # no check asked for: left alone
+    assert store.load_program_bytes("h") == b"torn"
+    store.save_program("h", lambda: b"good", intact=lambda blob: blob == b"good")
+    assert store.load_program_bytes("h") == b"good"

@@ -453,6 +453,23 @@ def json_compact(v: Any) -> str:
     return _escape_surrogates(text)
 
 
+def to_text(v: Any) -> str:
+    """A value as text where the original joins or prints values: strings as they are, any
+    other value as compact JSON."""
+    return v if isinstance(v, str) else json_compact(v)
+
+
+def parse_args_json(text: str, command: str) -> dict:
+    """`--args-json` / `argsJson`: a JSON object. ValueError with the original's wording."""
+    try:
+        value = json_loads(text)
+    except ValueError:
+        raise ValueError(f"{command} --args-json must be valid JSON") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{command} --args-json must be a JSON object")
+    return value
+
+
 def json_pretty(v: Any) -> str:
     """`JSON.stringify(v, null, 2)`. Top-level undefined has no JSON text: ValueError."""
     return _stringify(v, "  ")

@@ -1,6 +1,6 @@
-"""JSON Schema checks of answers, reported in the reference's (Ajv-style) wording.
-
-jsonschema is imported on first use only: most runs never validate anything.
+"""The one JSON Schema dialect of input gates (draft-07, as the original's Ajv): schemas are
+checked with it when a workflow is compiled and answers are validated with it at resume, with
+errors in the reference's (Ajv-style) wording. jsonschema is imported on first use only.
 """
 
 from __future__ import annotations
@@ -21,10 +21,57 @@ _KEYWORD_ORDER = [
 _RANK = {k: i for i, k in enumerate(_KEYWORD_ORDER)}
 
 
+DIALECT = "http://json-schema.org/draft-07/schema#"
+
+# What draft-07 reads. Any other key in a schema object is ignored by its validator (a
+# `prefixItems` written for 2020-12 constrains nothing), so lint warns about it.
+KEYWORDS = frozenset({
+    "$schema", "$id", "$ref", "$comment", "title", "description", "default", "readOnly",
+    "writeOnly", "examples", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+    "exclusiveMinimum", "maxLength", "minLength", "pattern", "additionalItems", "items",
+    "maxItems", "minItems", "uniqueItems", "contains", "maxProperties", "minProperties",
+    "required", "additionalProperties", "definitions", "properties", "patternProperties",
+    "dependencies", "propertyNames", "const", "enum", "type", "format", "contentMediaType",
+    "contentEncoding", "if", "then", "else", "allOf", "anyOf", "oneOf", "not",
+})
+_ONE_SCHEMA = ("additionalItems", "contains", "additionalProperties", "propertyNames", "if",
+               "then", "else", "not")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
+_SCHEMA_MAPS = ("definitions", "properties", "patternProperties")
+
+
 def _validator_class():
     from jsonschema import Draft7Validator
 
     return Draft7Validator
+
+
+def ignored_keywords(schema: Any, pointer: str = "") -> list[tuple[str, str]]:
+    """(JSON pointer of the schema object, keyword) for every key draft-07 does not read."""
+    if not isinstance(schema, dict):
+        return []
+    found = [(pointer or "/", key) for key in schema if key not in KEYWORDS]
+    for key in _ONE_SCHEMA:
+        found += ignored_keywords(schema.get(key), f"{pointer}/{key}")
+    items = schema.get("items")
+    if isinstance(items, list):
+        for index, sub in enumerate(items):
+            found += ignored_keywords(sub, f"{pointer}/items/{index}")
+    else:
+        found += ignored_keywords(items, f"{pointer}/items")
+    for key in _SCHEMA_LISTS:
+        if isinstance(schema.get(key), list):
+            for index, sub in enumerate(schema[key]):
+                found += ignored_keywords(sub, f"{pointer}/{key}/{index}")
+    for key in (*_SCHEMA_MAPS, "dependencies"):
+        if isinstance(schema.get(key), dict):
+            for name, sub in schema[key].items():
+                found += ignored_keywords(sub, f"{pointer}/{key}/{_escape(name)}")
+    return found
+
+
+def _escape(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
 
 
 def schema_error(schema: Any) -> str | None:

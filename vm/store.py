@@ -8,6 +8,9 @@ and `state.*` values. Every write is atomic (temp file, fsync, rename, fsync of 
                                    published exclusively beside its frame (one directory sync
                                    makes both durable); earlier versions kept approvals/<id>
   <state>/values/<key>.json        state.get / state.set / diff.last values (pretty JSON)
+
+Directories are created 0700 and files 0600 whatever the umask: programs and frames hold the
+pipeline text and step results, secrets included.
 """
 
 from __future__ import annotations
@@ -28,18 +31,43 @@ def default_state_dir(env: dict | os._Environ = os.environ) -> str:
     return configured or os.path.join(os.path.expanduser("~"), ".lobster", "state")
 
 
-def atomic_write(path: str, data: bytes, mode: int = 0o600, sync_dir: bool = True) -> None:
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+STATE_KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")  # a run key: never a path
+APPROVAL_ID = re.compile(r"[0-9a-f]{8}")
+
+
+def make_private_dirs(directory: str) -> None:
+    """Create `directory` and its missing parents, each exactly 0700 whatever the umask."""
+    missing = []
+    while directory and not os.path.isdir(directory):
+        missing.append(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, PRIVATE_DIR)
+        except FileExistsError:
+            continue
+        os.chmod(path, PRIVATE_DIR)  # the umask may have taken bits away
+
+
+def atomic_write(path: str, data: bytes, mode: int = PRIVATE_FILE, sync_dir: bool = True) -> None:
     """Write `data` to `path` so that a crash leaves either the old file or the new one.
-    `sync_dir=False` leaves the directory sync (which makes the rename durable) to the caller."""
+    The file gets exactly `mode`, whatever the umask. `sync_dir=False` leaves the directory
+    sync (which makes the rename durable) to the caller."""
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     try:
         fd = os.open(tmp, flags, mode)
     except FileNotFoundError:  # the first write into this directory
-        os.makedirs(directory, exist_ok=True)
+        make_private_dirs(directory)
         fd = os.open(tmp, flags, mode)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -107,9 +135,10 @@ class Store:
         if key is not None:
             return key
         key = secrets.token_bytes(32)
-        os.makedirs(self.root, exist_ok=True)
+        make_private_dirs(self.root)
         tmp = self.path(f".key.{secrets.token_hex(6)}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+        os.fchmod(fd, PRIVATE_FILE)
         with os.fdopen(fd, "wb") as fh:
             fh.write(key)
             fh.flush()
@@ -129,12 +158,15 @@ class Store:
     def program_path(self, program_hash: str) -> str:
         return self.path("programs", f"{program_hash}.lbc")
 
-    def save_program(self, program_hash: str, encode: Callable[[], bytes]) -> None:
+    def save_program(self, program_hash: str, encode: Callable[[], bytes],
+                     intact: Callable[[bytes], bool] | None = None) -> None:
         """Store a program once: `encode()` gives its bytes, and is called only when no
-        program of that hash is stored yet."""
+        program of that hash is stored yet, or when `intact` says the stored bytes are not
+        that program any more (a damaged file is rewritten, never left to fail every run)."""
         path = self.program_path(program_hash)
-        if not os.path.exists(path):
-            atomic_write(path, encode(), 0o644)
+        stored = _read(path)
+        if stored is None or (intact is not None and not intact(stored)):
+            atomic_write(path, encode())
 
     def load_program_bytes(self, program_hash: str) -> bytes | None:
         return _read(self.program_path(program_hash))
@@ -172,7 +204,7 @@ class Store:
             except FileExistsError:
                 continue
             except FileNotFoundError:  # no runs/ yet
-                os.makedirs(self.runs, exist_ok=True)
+                make_private_dirs(self.runs)
                 try:
                     os.symlink(state_key, link)
                 except FileExistsError:
@@ -181,20 +213,24 @@ class Store:
         return None
 
     def lookup_approval_id(self, approval_id: str) -> str | None:
-        clean = re.sub(r"[^a-f0-9]", "", approval_id.lower())
-        if not clean:
+        """The state key an id names, or None. The id must be 8 lowercase hex digits exactly,
+        and what it leads to must be a plain run key (a planted link cannot point outside)."""
+        approval_id = approval_id.strip()  # the original trims; nothing else is forgiven
+        if not APPROVAL_ID.fullmatch(approval_id):
             return None
         try:
-            return os.readlink(os.path.join(self.runs, f"{clean}.approval"))
+            key = os.readlink(os.path.join(self.runs, f"{approval_id}.approval"))
         except OSError:
-            pass
+            key = self._legacy_approval(approval_id)
+        return key if isinstance(key, str) and STATE_KEY.fullmatch(key) else None
+
+    def _legacy_approval(self, approval_id: str) -> str | None:
         try:  # an id published by an earlier version
-            with open(self.path("approvals", clean), encoding="utf-8") as fh:
+            with open(self.path("approvals", approval_id), encoding="utf-8") as fh:
                 data = json.load(fh)
         except (OSError, ValueError):
             return None
-        key = data.get("stateKey") if isinstance(data, dict) else None
-        return key if isinstance(key, str) else None
+        return data.get("stateKey") if isinstance(data, dict) else None
 
     def remove_approval_id(self, approval_id: str | None) -> None:
         if approval_id:

@@ -72,7 +72,7 @@ def _render_value(value: Any) -> str:
 def _plain_value(value: Any) -> str:
     if value is None or value is UNDEFINED:
         return ""
-    return value if isinstance(value, str) else js.json_compact(value)
+    return js.to_text(value)
 
 
 def render_plain(text: str, item: Any) -> str:

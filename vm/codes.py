@@ -1,0 +1,81 @@
+"""Every error and warning code Lobster reports: its title and the envelope type it travels in.
+
+Ranges: E0xx requests, E1xx pipeline syntax, E2xx compile checks, W3xx lint warnings,
+T4xx runtime traps, E5xx tokens and resume decisions. A code is wire format: never reuse
+one for another meaning. tests/test_codes.py fails on a code used anywhere that is not here.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+PARSE = "parse_error"
+RUNTIME = "runtime_error"
+LINT = "lint"  # warnings: never in an envelope, only in `lobsterc lint`
+DOCTOR = "doctor_error"
+
+
+class Code(NamedTuple):
+    title: str
+    envelope: str
+
+
+CODES: dict[str, Code] = {
+    # requests
+    "E001": Code("invalid tool request", PARSE),
+    "E002": Code("tool request is not JSON", PARSE),
+    # pipeline syntax
+    "E101": Code("empty pipeline", PARSE),
+    "E102": Code("unclosed quote", PARSE),
+    "E103": Code("empty command stage", PARSE),
+    "E104": Code("invalid pipeline syntax", PARSE),
+    # compile checks (the original reports these while running, as runtime errors)
+    "E201": Code("unknown command", RUNTIME),
+    "E202": Code("unknown flag", RUNTIME),
+    "E203": Code("missing required argument", RUNTIME),
+    "E204": Code("invalid argument value", RUNTIME),
+    "E210": Code("invalid workflow file", RUNTIME),
+    "E211": Code("unknown step reference", RUNTIME),
+    "E212": Code("invalid condition", RUNTIME),
+    "E213": Code("invalid JSON Schema", RUNTIME),
+    "E214": Code("gate inside a workflow pipeline step", RUNTIME),
+    "E215": Code("sub-workflow path is not literal", RUNTIME),
+    "E216": Code("sub-workflow cycle", RUNTIME),
+    # lint warnings
+    "W301": Code("reference spliced into a shell line", LINT),
+    "W302": Code("step without a timeout", LINT),
+    "W303": Code("unused arg", LINT),
+    "W304": Code("condition that is always true", LINT),
+    "W305": Code("step that never runs", LINT),
+    "W306": Code("side effect without an approval gate", LINT),
+    "W307": Code("unknown effects value", LINT),
+    "W308": Code("JSON Schema keyword the validator ignores", LINT),
+    # runtime traps
+    "T401": Code("command failed", RUNTIME),
+    "T410": Code("child process exited non-zero", RUNTIME),
+    "T411": Code("command not found", RUNTIME),
+    "T412": Code("child process could not run", RUNTIME),
+    "T420": Code("timed out", RUNTIME),
+    "T421": Code("child output over the cap", RUNTIME),
+    "T422": Code("run cancelled", RUNTIME),
+    "T423": Code("envelope over maxStdoutBytes", RUNTIME),
+    "T430": Code("resume state not found", RUNTIME),
+    "T431": Code("resume state corrupt", RUNTIME),
+    "T440": Code("unknown step reference at run time", RUNTIME),
+    "T441": Code("for_each source is not an array", RUNTIME),
+    "T460": Code("cost limit reached", RUNTIME),
+    "T499": Code("environment check failed", DOCTOR),
+    # tokens and resume decisions
+    "E501": Code("invalid resume token", PARSE),
+    "E502": Code("token not signed by this state directory", PARSE),
+    "E503": Code("approval id not found", PARSE),
+    "E510": Code("approval resume without a decision", PARSE),
+    "E511": Code("input resume without a response", PARSE),
+    "E512": Code("response fails the input schema", PARSE),
+    "E513": Code("approver identity refused", PARSE),
+}
+
+
+def envelope_type(code: str) -> str:
+    """The envelope `error.type` a code is reported with."""
+    return CODES[code].envelope
