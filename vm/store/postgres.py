@@ -59,6 +59,7 @@ _MIGRATION_LOCK = 0x6C6F6273746572  # "lobster"
 POOL_MAX = 8
 POOL_TIMEOUT = 10.0  # seconds to wait for a free connection
 CONNECT_TIMEOUT = 10  # seconds
+_LAZY = "SELECT set_config('synchronous_commit', 'off', true)"
 
 
 def redacted(url: str) -> str:
@@ -162,12 +163,11 @@ class PostgresStore:
             return conn.execute(sql, params).fetchone()
 
     def _lazy(self, sql: str, params: tuple = ()) -> tuple | None:
-        """Run one statement in a transaction committed with synchronous_commit off (one
-        round trip: the three statements go in one pipeline)."""
+        """Run a statement that reads the one-row `lazy` (FROM/USING lazy), whose evaluation
+        turns synchronous_commit off for this statement's transaction: any row it changes came
+        through that join, so a commit that writes is never waited for. One round trip."""
         with self._connection() as conn:
-            with conn.pipeline(), conn.transaction():
-                conn.execute("SET LOCAL synchronous_commit TO off")
-                cursor = conn.execute(sql, params)
+            cursor = conn.execute(f"WITH lazy AS ({_LAZY}) {sql}", params)
             return cursor.fetchone() if cursor.description else None
 
     # signing key ---------------------------------------------------------------------------
@@ -196,7 +196,7 @@ class PostgresStore:
             blob = self.load_program_bytes(program_hash)
             if blob is not None and intact(blob):
                 return
-        self._lazy("INSERT INTO lobster_programs (hash, body) VALUES (%s, %s)"
+        self._lazy("INSERT INTO lobster_programs (hash, body) SELECT %s, %s FROM lazy"
                    " ON CONFLICT (hash) DO UPDATE SET body = excluded.body",
                    (program_hash, encode()))
 
@@ -229,8 +229,8 @@ class PostgresStore:
         return row is not None
 
     def finish_claim(self, state_key: str) -> None:
-        self._lazy("DELETE FROM lobster_frames WHERE state_key = %s AND claimed_at IS NOT NULL",
-                   (state_key,))
+        self._lazy("DELETE FROM lobster_frames USING lazy"
+                   " WHERE state_key = %s AND claimed_at IS NOT NULL", (state_key,))
 
     def in_doubt(self) -> list[ClaimRecord]:
         with self._connection() as conn:
@@ -245,7 +245,7 @@ class PostgresStore:
         for _ in range(16):
             approval_id = secrets.token_hex(4)
             row = self._lazy("INSERT INTO lobster_approvals (approval_id, state_key)"
-                             " VALUES (%s, %s) ON CONFLICT DO NOTHING RETURNING 1",
+                             " SELECT %s, %s FROM lazy ON CONFLICT DO NOTHING RETURNING 1",
                              (approval_id, state_key))
             if row is not None:
                 return approval_id
@@ -262,7 +262,8 @@ class PostgresStore:
 
     def remove_approval_id(self, approval_id: str | None) -> None:
         if approval_id:
-            self._lazy("DELETE FROM lobster_approvals WHERE approval_id = %s", (approval_id,))
+            self._lazy("DELETE FROM lobster_approvals USING lazy WHERE approval_id = %s",
+                       (approval_id,))
 
     # state.* values ------------------------------------------------------------------------
     def get_value(self, key: str, default: Any = None) -> Any:
@@ -287,7 +288,7 @@ class PostgresStore:
         return None if row is None else bytes(row[0])
 
     def put_cache(self, kind: str, key: str, blob: bytes) -> None:
-        self._lazy("INSERT INTO lobster_cache (kind, key, value) VALUES (%s, %s, %s)"
+        self._lazy("INSERT INTO lobster_cache (kind, key, value) SELECT %s, %s, %s FROM lazy"
                    " ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value,"
                    " created_at = now()", (*cache_name(kind, key), blob))
 
