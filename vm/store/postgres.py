@@ -64,9 +64,13 @@ _LAZY = "SELECT set_config('synchronous_commit', 'off', true)"
 
 def redacted(url: str) -> str:
     """The URL without its password, for messages."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url.split("://", 1)[0] + "://(unreadable URL)"
     netloc = parts.netloc
-    if parts.password is not None:
+    if password is not None:
         netloc = netloc.rsplit("@", 1)[1]
         netloc = f"{parts.username}@{netloc}" if parts.username else netloc
     query = "&".join(p for p in parts.query.split("&") if not p.startswith("password="))
