@@ -156,9 +156,13 @@ class PostgresStore:
 
     @contextmanager
     def _connection(self) -> Iterator[Any]:
+        pool = self._backend.pool
         try:
-            with self._backend.pool.connection() as conn:
+            conn = pool.getconn()
+            try:
                 yield conn
+            finally:
+                pool.putconn(conn)  # a broken one is discarded there
         except psycopg.Error as exc:
             raise _error(self.location, exc) from None
 
