@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing
+import subprocess
+import sys
 
 import pytest
 from pg_server import pg_server, pg_url  # noqa: F401  (fixtures)
@@ -79,3 +81,23 @@ def test_stores_of_one_url_share_one_pool_and_key(pg_url):
     assert first._backend is second._backend
     assert first.key() == second.existing_key()
     assert first.location == pg_url  # no password in it to hide
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_the_driver_is_imported_only_when_a_postgresql_store_is_opened():
+    proc = _python("import sys, vm.protocol, vm.store; vm.store.open_store('/tmp/x', {});"
+                   "print(sorted(m for m in sys.modules if m.startswith('psycopg')))")
+    assert proc.stdout.strip() == "[]", proc.stderr
+
+
+def test_without_the_driver_a_postgresql_url_is_a_store_error_naming_the_extra():
+    proc = _python("import sys; sys.modules['psycopg'] = None\n"
+                   "from vm.store import StoreError, open_store\n"
+                   "try:\n    open_store('postgresql://localhost/x', {})\n"
+                   "except StoreError as exc:\n    print(exc)")
+    assert proc.stdout.strip() == \
+        "the PostgreSQL store needs psycopg: pip install 'lobster[postgres]'", proc.stderr
