@@ -6,8 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from vm.store.base import (Claimant, ClaimRecord, StateStore, StoreError, default_state_dir,
-                           value_file_name)
+from vm.store.base import StateStore, StoreError, default_state_dir, value_file_name
 from vm.store.directory import Store, atomic_write, make_private_dirs
 
 __all__ = ["Claimant", "ClaimRecord", "StateStore", "Store", "StoreError", "atomic_write",
@@ -31,3 +30,11 @@ def open_store(location: str | None = None,
 
         return PostgresStore(location)
     return Store(location)
+
+
+def __getattr__(name: str):
+    if name in ("Claimant", "ClaimRecord"):  # attrs classes: built only when claims are used
+        from vm.store import claims
+
+        return getattr(claims, name)
+    raise AttributeError(f"module 'vm.store' has no attribute {name!r}")

@@ -1,14 +1,15 @@
-"""What every store holds and promises (`StateStore`), the names it accepts, and claim records.
-The backends: the state directory (`directory.py`) and PostgreSQL (`postgres.py`)."""
+"""What every store holds and promises (`StateStore`) and the names it accepts. The backends:
+the state directory (`directory.py`) and PostgreSQL (`postgres.py`); claim records: `claims.py`."""
 
 from __future__ import annotations
 
 import os
 import re
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from attrs import field, frozen
+if TYPE_CHECKING:
+    from vm.store.claims import Claimant, ClaimRecord
 
 
 class StoreError(Exception):
@@ -22,7 +23,7 @@ def default_state_dir(env: dict | os._Environ = os.environ) -> str:
 
 STATE_KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")  # a run key: never a path
 APPROVAL_ID = re.compile(r"[0-9a-f]{8}")
-CACHE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # a cache kind or key: never a path
+CACHE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a cache kind or key: never a path
 _KEY_CHARS = re.compile(r"[^a-z0-9._-]+")
 
 
@@ -46,49 +47,10 @@ def approval_id_form(approval_id: str) -> str | None:
 
 
 def cache_name(kind: str, key: str) -> tuple[str, str]:
-    if not (CACHE_NAME.fullmatch(kind) and CACHE_NAME.fullmatch(key)):
+    if not (CACHE_NAME.fullmatch(kind) and CACHE_NAME.fullmatch(key)) \
+            or max(len(kind), len(key)) > 128:
         raise StoreError(f"invalid cache entry name {kind!r}/{key!r}")
     return kind, key
-
-
-def _hostname() -> str:
-    import socket
-
-    return socket.gethostname()
-
-
-@frozen
-class Claimant:
-    """Who took a frame, and what it resumed (kind: "approval", "input", ...; halt_id: the
-    approval id or other name of the halt)."""
-
-    kind: str = ""
-    halt_id: str = ""
-    pid: int = field(factory=os.getpid)
-    host: str = field(factory=_hostname)
-
-    def to_json(self) -> dict:
-        return {"kind": self.kind, "haltId": self.halt_id, "pid": self.pid, "host": self.host}
-
-    @classmethod
-    def from_json(cls, data: Any) -> Claimant | None:
-        if not isinstance(data, dict):
-            return None
-        try:
-            return cls(kind=str(data.get("kind", "")), halt_id=str(data.get("haltId", "")),
-                       pid=int(data.get("pid", 0)), host=str(data.get("host", "")))
-        except (TypeError, ValueError):
-            return None
-
-
-@frozen
-class ClaimRecord:
-    """A frame taken by a resume that has not said it finished. `claimant` is None where the
-    claim is known but its record is not (a crash between the two)."""
-
-    state_key: str
-    claimed_at: float  # unix seconds
-    claimant: Claimant | None
 
 
 class StateStore(Protocol):

@@ -24,9 +24,12 @@ import os
 import secrets
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from vm.store.base import (STATE_KEY, Claimant, ClaimRecord, approval_id_form, cache_name,
-                           value_file_name)
+from vm.store.base import STATE_KEY, approval_id_form, cache_name, value_file_name
+
+if TYPE_CHECKING:
+    from vm.store.claims import Claimant, ClaimRecord
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
@@ -194,6 +197,8 @@ class Store:
         _remove(self.claim_path(state_key))
 
     def in_doubt(self) -> list[ClaimRecord]:
+        from vm.store.claims import Claimant, ClaimRecord
+
         try:
             names = os.listdir(self.runs)
         except FileNotFoundError:

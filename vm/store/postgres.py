@@ -29,8 +29,8 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from vm.store.base import (STATE_KEY, Claimant, ClaimRecord, StoreError, approval_id_form,
-                           cache_name, value_name)
+from vm.store.base import STATE_KEY, StoreError, approval_id_form, cache_name, value_name
+from vm.store.claims import Claimant, ClaimRecord
 
 try:
     import psycopg
