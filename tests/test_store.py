@@ -1,15 +1,15 @@
-"""The state directory: atomic writes, frames, approval ids, values, the signing key."""
+"""The state directory's own parts: its files and modes, atomic writes, planted links, ids of
+earlier versions, claim record files. What every store promises is in test_store_backends.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import threading
 
 import pytest
 
 from vm.protocol import Decision, Options, handle, resume
-from vm.store import Store, StoreError, atomic_write, value_file_name
+from vm.store import Claimant, Store, StoreError, atomic_write, value_file_name
 
 
 def test_atomic_write_replaces_and_leaves_no_temp_files(tmp_path):
@@ -18,44 +18,6 @@ def test_atomic_write_replaces_and_leaves_no_temp_files(tmp_path):
     atomic_write(path, b"two", 0o644)
     assert open(path, "rb").read() == b"two"
     assert os.listdir(tmp_path / "d") == ["f"]
-
-
-def test_frames_are_saved_read_and_claimed_once(tmp_path):
-    store = Store(str(tmp_path))
-    store.save_frame("k", b"frame")
-    assert store.read_frame("k") == b"frame"
-    assert store.claim_frame("k") is True
-    assert store.claim_frame("k") is False
-    assert store.read_frame("k") is None
-
-
-def test_concurrent_claims_let_exactly_one_through(tmp_path):
-    store = Store(str(tmp_path))
-    for round_ in range(20):
-        store.save_frame(f"k{round_}", b"x")
-        wins: list[bool] = []
-        threads = [threading.Thread(target=lambda: wins.append(store.claim_frame(f"k{round_}")))
-                   for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert sorted(wins) == [False, False, False, True]
-
-
-def test_approval_ids_point_at_their_state_key_and_are_never_reused(tmp_path):
-    store = Store(str(tmp_path))
-    ids = {store.new_approval_id(f"key{i}") for i in range(200)}
-    assert len(ids) == 200 and all(len(i) == 8 and int(i, 16) >= 0 for i in ids)
-    some = sorted(ids)[0]
-    assert store.lookup_approval_id(some).startswith("key")
-    assert store.lookup_approval_id(f" {some}\n") == store.lookup_approval_id(some)
-    assert store.lookup_approval_id(some.upper()) is None  # as the original: exact, not folded
-    assert store.lookup_approval_id(f"{some[:4]}-{some[4:]}") is None  # never after stripping
-    store.remove_approval_id(some)
-    assert store.lookup_approval_id(some) is None
-    assert store.lookup_approval_id("../../key") is None
-    assert store.lookup_approval_id("") is None
 
 
 def test_an_approval_id_from_an_earlier_version_is_still_found(tmp_path):
@@ -100,11 +62,9 @@ def test_values_round_trip_and_bad_files_read_as_the_default(tmp_path):
         value_file_name("___")
 
 
-def test_the_signing_key_is_made_once(tmp_path):
-    store = Store(str(tmp_path))
-    assert store.existing_key() is None
-    key = store.key()
-    assert len(key) == 32 and Store(str(tmp_path)).key() == key == store.existing_key()
+def test_the_signing_key_is_a_file_of_its_own(tmp_path):
+    key = Store(str(tmp_path)).key()
+    assert (tmp_path / "key").read_bytes() == key
     assert os.stat(tmp_path / "key").st_mode & 0o777 == 0o600
 
 
@@ -127,6 +87,9 @@ def test_directories_0700_and_files_0600_whatever_the_umask(tmp_path):
         store.save_program("h", lambda: b"program")
         store.save_frame("k", b"frame")
         store.set_value("v", 1)
+        store.save_frame("c", b"frame")
+        store.claim_frame("c", Claimant("approval", "0badcafe"))
+        store.put_cache("llm-invoke", "k", b"entry")
     finally:
         os.umask(old)
     for root, dirs, files in os.walk(tmp_path / "a"):
@@ -144,3 +107,32 @@ def test_a_damaged_stored_program_is_rewritten_at_save(tmp_path):
     assert store.load_program_bytes("h") == b"torn"
     store.save_program("h", lambda: b"good", intact=lambda blob: blob == b"good")
     assert store.load_program_bytes("h") == b"good"
+
+
+def test_a_claim_record_replaces_the_frame_file_until_finished(tmp_path):
+    store = Store(str(tmp_path))
+    store.save_frame("k", b"frame")
+    assert store.claim_frame("k", Claimant("approval", "0badcafe", pid=7, host="h"))
+    assert os.listdir(tmp_path / "runs") == ["k.claimed"]
+    record = json.loads((tmp_path / "runs" / "k.claimed").read_text())
+    assert record["claimant"] == {"kind": "approval", "haltId": "0badcafe", "pid": 7, "host": "h"}
+    assert os.stat(tmp_path / "runs" / "k.claimed").st_mode & 0o777 == 0o600
+    store.finish_claim("k")
+    assert os.listdir(tmp_path / "runs") == []
+
+
+def test_a_crash_between_the_claim_and_its_record_still_reads_as_in_doubt(tmp_path):
+    store = Store(str(tmp_path))
+    store.save_frame("k", b"\x93frame bytes")
+    os.rename(store.frame_path("k"), store.claim_path("k"))  # renamed, record not yet written
+    (record,) = store.in_doubt()
+    assert record.state_key == "k" and record.claimant is None and record.claimed_at > 0
+
+
+def test_cache_entries_keep_the_compile_cache_layout(tmp_path):
+    store = Store(str(tmp_path))
+    store.put_cache("compile", "abc", b"{}")
+    store.put_cache("llm-invoke", "abc", b"[]")
+    assert (tmp_path / "cache" / "abc.json").read_bytes() == b"{}"
+    assert (tmp_path / "cache" / "llm-invoke" / "abc.json").read_bytes() == b"[]"
+    assert os.stat(tmp_path / "cache" / "abc.json").st_mode & 0o777 == 0o600

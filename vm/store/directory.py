@@ -1,5 +1,6 @@
-"""The state directory: programs by hash, frames by run key, approval ids, the signing key,
-and `state.*` values. Every write is atomic (temp file, fsync, rename, fsync of the dir).
+"""The state directory store: programs by hash, frames by run key, approval ids, the signing
+key, claim records, `state.*` values and cache entries. Every write is atomic (temp file, fsync,
+rename, fsync of the dir), except cache entries, which are hints and are not synced.
 
   <state>/key                      32 random bytes, mode 0600, created on first use
   <state>/programs/<hash>.lbc      compiled programs (msgpack), written once
@@ -7,7 +8,10 @@ and `state.*` values. Every write is atomic (temp file, fsync, rename, fsync of 
   <state>/runs/<id>.approval       approval id -> state key: a symlink whose target is the key,
                                    published exclusively beside its frame (one directory sync
                                    makes both durable); earlier versions kept approvals/<id>
+  <state>/runs/<state_key>.claimed a claim record (JSON: claimedAt, claimant) until finish_claim
   <state>/values/<key>.json        state.get / state.set / diff.last values (pretty JSON)
+  <state>/cache/<key>.json         compile cache entries (kind "compile")
+  <state>/cache/<kind>/<key>.json  other cache entries
 
 Directories are created 0700 and files 0600 whatever the umask: programs and frames hold the
 pipeline text and step results, secrets included.
@@ -17,24 +21,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
+import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from vm.store.base import STATE_KEY, approval_id_form, cache_name, value_file_name
 
-class StoreError(Exception):
-    """The state directory could not be read or written."""
-
-
-def default_state_dir(env: dict | os._Environ = os.environ) -> str:
-    configured = (env.get("LOBSTER_STATE_DIR") or "").strip()
-    return configured or os.path.join(os.path.expanduser("~"), ".lobster", "state")
-
+if TYPE_CHECKING:
+    from vm.store.claims import Claimant, ClaimRecord
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
-STATE_KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")  # a run key: never a path
-APPROVAL_ID = re.compile(r"[0-9a-f]{8}")
 
 
 def make_private_dirs(directory: str) -> None:
@@ -54,10 +52,12 @@ def make_private_dirs(directory: str) -> None:
         os.chmod(path, PRIVATE_DIR)  # the umask may have taken bits away
 
 
-def atomic_write(path: str, data: bytes, mode: int = PRIVATE_FILE, sync_dir: bool = True) -> None:
+def atomic_write(path: str, data: bytes, mode: int = PRIVATE_FILE, sync_dir: bool = True,
+                 sync: bool = True) -> None:
     """Write `data` to `path` so that a crash leaves either the old file or the new one.
     The file gets exactly `mode`, whatever the umask. `sync_dir=False` leaves the directory
-    sync (which makes the rename durable) to the caller."""
+    sync (which makes the rename durable) to the caller; `sync=False` syncs nothing (a hint
+    may be lost, never torn by a writer that dies)."""
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
@@ -70,13 +70,14 @@ def atomic_write(path: str, data: bytes, mode: int = PRIVATE_FILE, sync_dir: boo
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         _remove(tmp)
         raise
-    if sync_dir:
+    if sync and sync_dir:
         _fsync_dir(directory)
 
 
@@ -104,26 +105,16 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-_KEY_CHARS = re.compile(r"[^a-z0-9._-]+")
-
-
-def value_file_name(key: str) -> str:
-    """`state.*` key -> file name, as the reference normalises it (`_Demo KEY_` -> demo_key)."""
-    name = _KEY_CHARS.sub("_", key.lower())
-    name = re.sub(r"_+", "_", name)
-    if name.startswith("_"):
-        name = name[1:]
-    if name.endswith("_"):
-        name = name[:-1]
-    if not name:
-        raise StoreError("state key is empty/invalid")
-    return name + ".json"
-
-
 class Store:
+    """A StateStore in a directory (`root`), the default."""
+
     def __init__(self, root: str) -> None:
         self.root = os.fspath(root)
         self.runs = os.path.join(self.root, "runs")
+
+    @property
+    def location(self) -> str:
+        return self.root
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.root, *parts)
@@ -184,10 +175,50 @@ class Store:
     def read_frame(self, state_key: str) -> bytes | None:
         return _read(self.frame_path(state_key))
 
-    def claim_frame(self, state_key: str) -> bool:
+    def claim_frame(self, state_key: str, claimant: Claimant | None = None) -> bool:
         """Take the frame for this resume (read it first): exactly one concurrent caller
-        removes the file, and only that one goes on."""
-        return _remove(self.frame_path(state_key))
+        removes the file (or, with a claimant, renames it to its claim record), and only that
+        one goes on. A claim record is durable when this returns."""
+        if claimant is None:
+            return _remove(self.frame_path(state_key))
+        record = self.claim_path(state_key)
+        try:
+            os.rename(self.frame_path(state_key), record)
+        except FileNotFoundError:
+            return False
+        entry = {"claimedAt": time.time(), "claimant": claimant.to_json()}
+        atomic_write(record, json.dumps(entry).encode("utf-8"))  # the frame's bytes replaced
+        return True
+
+    def claim_path(self, state_key: str) -> str:
+        return os.path.join(self.runs, f"{state_key}.claimed")
+
+    def finish_claim(self, state_key: str) -> None:
+        _remove(self.claim_path(state_key))
+
+    def in_doubt(self) -> list[ClaimRecord]:
+        from vm.store.claims import Claimant, ClaimRecord
+
+        try:
+            names = os.listdir(self.runs)
+        except FileNotFoundError:
+            return []
+        records = []
+        for name in names:
+            state_key, dot, suffix = name.rpartition(".")
+            if suffix != "claimed" or not STATE_KEY.fullmatch(state_key):
+                continue
+            path = os.path.join(self.runs, name)
+            try:
+                entry = json.loads(_read(path) or b"")
+                records.append(ClaimRecord(state_key, float(entry["claimedAt"]),
+                                           Claimant.from_json(entry.get("claimant"))))
+            except (ValueError, TypeError, KeyError, AttributeError):  # still the frame's bytes
+                try:
+                    records.append(ClaimRecord(state_key, os.stat(path).st_mtime, None))
+                except FileNotFoundError:
+                    continue
+        return sorted(records, key=lambda r: (r.claimed_at, r.state_key))
 
     # approval ids --------------------------------------------------------------------------
     def new_approval_id(self, state_key: str) -> str | None:
@@ -215,8 +246,8 @@ class Store:
     def lookup_approval_id(self, approval_id: str) -> str | None:
         """The state key an id names, or None. The id must be 8 lowercase hex digits exactly,
         and what it leads to must be a plain run key (a planted link cannot point outside)."""
-        approval_id = approval_id.strip()  # the original trims; nothing else is forgiven
-        if not APPROVAL_ID.fullmatch(approval_id):
+        approval_id = approval_id_form(approval_id)
+        if approval_id is None:
             return None
         try:
             key = os.readlink(os.path.join(self.runs, f"{approval_id}.approval"))
@@ -253,3 +284,22 @@ class Store:
     def set_value(self, key: str, value) -> None:
         text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
         atomic_write(self.value_path(key), text.encode("utf-8"))
+
+    # cache entries -------------------------------------------------------------------------
+    def cache_path(self, kind: str, key: str) -> str:
+        kind, key = cache_name(kind, key)
+        if kind == "compile":
+            return self.path("cache", f"{key}.json")
+        return self.path("cache", kind, f"{key}.json")
+
+    def get_cache(self, kind: str, key: str) -> bytes | None:
+        try:
+            return _read(self.cache_path(kind, key))
+        except OSError:
+            return None
+
+    def put_cache(self, kind: str, key: str, blob: bytes) -> None:
+        try:
+            atomic_write(self.cache_path(kind, key), blob, sync=False)
+        except OSError:
+            pass  # a cache that cannot be written only costs a later call the work

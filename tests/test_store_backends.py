@@ -1,0 +1,207 @@
+"""One suite, both stores: the state directory and PostgreSQL keep the same promises."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+
+import pytest
+from pg_server import pg_server, pg_url  # noqa: F401  (fixtures)
+
+from vm.store import Claimant, ClaimRecord, Store, StoreError, open_store
+
+
+@pytest.fixture(params=["directory", "postgres"])
+def location(request, tmp_path) -> str:
+    if request.param == "directory":
+        return str(tmp_path / "state")
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def store(location):
+    return open_store(location, {})
+
+
+def test_open_store_picks_the_backend_from_the_location(tmp_path, location):
+    store = open_store(location, {})
+    assert isinstance(store, Store) == (not location.startswith("postgresql://"))
+    assert open_store(None, {"LOBSTER_STORE": location}).location == store.location
+    assert open_store(None, {"LOBSTER_STATE_DIR": str(tmp_path / "s")}).location \
+        == str(tmp_path / "s")
+    assert open_store(None, {"LOBSTER_STORE": " ", "LOBSTER_STATE_DIR": str(tmp_path)}).location \
+        == str(tmp_path)
+
+
+def test_frames_are_saved_read_and_claimed_once(store):
+    store.save_frame("k", b"frame")
+    assert store.read_frame("k") == b"frame"
+    assert store.claim_frame("k") is True
+    assert store.claim_frame("k") is False
+    assert store.read_frame("k") is None
+    assert store.claim_frame("never") is False
+    assert store.in_doubt() == []
+
+
+def test_concurrent_claims_from_threads_let_exactly_one_through(store):
+    for round_ in range(10):
+        store.save_frame(f"k{round_}", b"x")
+        wins: list[bool] = []
+        claimant = Claimant("approval", "0badcafe") if round_ % 2 else None
+        threads = [threading.Thread(
+            target=lambda: wins.append(store.claim_frame(f"k{round_}", claimant)))
+            for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(wins) == [False, False, False, True]
+
+
+def test_a_claim_with_a_claimant_leaves_a_record_until_finished(store):
+    store.save_frame("a", b"1")
+    store.save_frame("b", b"2")
+    claimant = Claimant("approval", "0badcafe", pid=42, host="h")
+    assert store.claim_frame("a", claimant) is True
+    assert store.claim_frame("a", claimant) is False and store.claim_frame("a") is False
+    assert store.claim_frame("b", Claimant("input", "")) is True
+    assert store.read_frame("a") is None
+    records = store.in_doubt()
+    assert [r.state_key for r in records] == ["a", "b"]
+    assert records[0].claimant == claimant
+    assert isinstance(records[0], ClaimRecord) and records[0].claimed_at > 0
+    assert records[1].claimant.pid == os.getpid() and records[1].claimant.kind == "input"
+    store.finish_claim("a")
+    assert [r.state_key for r in store.in_doubt()] == ["b"]
+    store.finish_claim("a")  # twice is harmless
+    store.save_frame("b", b"3")  # parked again under its key: a frame, not a claim
+    assert store.read_frame("b") == b"3"
+    store.finish_claim("b")
+    assert store.read_frame("b") == b"3" and store.in_doubt() == []
+
+
+def test_approval_ids_point_at_their_state_key_and_are_matched_exactly(store):
+    ids = {store.new_approval_id(f"key{i}") for i in range(200)}
+    assert len(ids) == 200 and all(len(i) == 8 and int(i, 16) >= 0 for i in ids)
+    some = next(i for i in sorted(ids) if i != i.upper())  # one with a letter in it
+    assert store.lookup_approval_id(some).startswith("key")
+    assert store.lookup_approval_id(f" {some}\n") == store.lookup_approval_id(some)
+    assert store.lookup_approval_id(some.upper()) is None
+    assert store.lookup_approval_id(f"{some[:4]}-{some[4:]}") is None
+    store.remove_approval_id(some)
+    store.remove_approval_id(some)
+    store.remove_approval_id(None)
+    assert store.lookup_approval_id(some) is None
+    for bad in ("../../key", "", "0badcafe0", "zzzzzzzz"):
+        assert store.lookup_approval_id(bad) is None
+
+
+def test_an_approval_id_never_leads_to_something_that_is_not_a_state_key(store):
+    for target in ("../../outside", "a/b", "x" * 200):
+        approval_id = store.new_approval_id(target)
+        assert store.lookup_approval_id(approval_id) is None, target
+
+
+def test_the_signing_key_is_made_once(store, location):
+    assert store.existing_key() is None
+    key = store.key()
+    assert len(key) == 32 and store.key() == key == store.existing_key()
+    assert open_store(location, {}).key() == key
+
+
+def test_the_signing_key_is_made_once_by_concurrent_makers(location):
+    keys: list[bytes] = []
+    threads = [threading.Thread(target=lambda: keys.append(open_store(location, {}).key()))
+               for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(keys)) == 1 and len(keys[0]) == 32
+
+
+def test_programs_are_stored_once_and_a_damaged_one_is_rewritten(store):
+    calls: list[int] = []
+
+    def encode() -> bytes:
+        calls.append(1)
+        return b"good"
+
+    store.save_program("h", encode)
+    store.save_program("h", encode)
+    store.save_program("h", encode, intact=lambda blob: blob == b"good")
+    assert store.load_program_bytes("h") == b"good" and len(calls) == 1
+    store.save_program("h", lambda: b"other", intact=lambda blob: blob == b"other")
+    assert store.load_program_bytes("h") == b"other"
+    assert store.load_program_bytes("missing") is None
+
+
+def test_values_round_trip_with_the_key_normalised(store):
+    store.set_value("Demo KEY", {"b": [1, "é"], "a": None})
+    assert store.get_value("demo key") == {"b": [1, "é"], "a": None}
+    assert list(store.get_value("_demo_key_")) == ["b", "a"]  # order kept
+    store.set_value("demo-key", 3)
+    assert store.get_value("demo-key") == 3 and store.get_value("demo key")["a"] is None
+    assert store.get_value("missing", 7) == 7
+    with pytest.raises(StoreError):
+        store.set_value("___", 1)
+    with pytest.raises(StoreError):
+        store.get_value("!!")
+
+
+def test_cache_entries_by_kind_and_key(store):
+    assert store.get_cache("compile", "abc") is None
+    store.put_cache("compile", "abc", b"one")
+    store.put_cache("llm-invoke", "abc", b"two")
+    assert store.get_cache("compile", "abc") == b"one"
+    assert store.get_cache("llm-invoke", "abc") == b"two"
+    store.put_cache("compile", "abc", b"three")
+    assert store.get_cache("compile", "abc") == b"three"
+    for kind, key in (("..", "a"), ("compile", "../x"), ("", "a"), ("compile", "a/b")):
+        with pytest.raises(StoreError):
+            store.put_cache(kind, key, b"x")
+
+
+def test_a_halt_and_resume_cycle_as_the_protocol_runs_it(store):
+    store.save_program("p1", lambda: b"program")
+    approval_id = store.new_approval_id("pipeline_resume_1")
+    store.save_frame("pipeline_resume_1", b"frame")
+    key = store.key()
+    assert store.lookup_approval_id(approval_id) == "pipeline_resume_1"
+    assert store.read_frame("pipeline_resume_1") == b"frame"
+    assert store.load_program_bytes("p1") == b"program" and store.existing_key() == key
+    assert store.claim_frame("pipeline_resume_1", Claimant("approval", approval_id))
+    store.remove_approval_id(approval_id)
+    assert store.lookup_approval_id(approval_id) is None
+    store.finish_claim("pipeline_resume_1")
+    assert store.in_doubt() == [] and store.read_frame("pipeline_resume_1") is None
+
+
+def _claim_in_a_child(location: str, keys: list[str], barrier, results) -> None:
+    store = open_store(location, {})
+    won = []
+    for key in keys:
+        barrier.wait()
+        if store.claim_frame(key, Claimant("approval", key[-8:])):
+            won.append(key)
+    results.put((os.getpid(), won))
+
+
+def test_twenty_processes_resuming_one_checkpoint_exactly_one_proceeds(store, location):
+    keys = [f"pipeline_resume_{i:032x}" for i in range(5)]
+    for key in keys:
+        store.save_frame(key, b"frame")
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(20), context.Queue()
+    children = [context.Process(target=_claim_in_a_child, args=(location, keys, barrier, results))
+                for _ in range(20)]
+    for child in children:
+        child.start()
+    outcomes = [results.get(timeout=120) for _ in children]
+    for child in children:
+        child.join(timeout=120)
+        assert child.exitcode == 0
+    winners = [key for _, won in outcomes for key in won]
+    assert sorted(winners) == keys  # each checkpoint claimed by exactly one process
+    assert [r.state_key for r in store.in_doubt()] == keys

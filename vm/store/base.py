@@ -1,0 +1,109 @@
+"""What every store holds and promises (`StateStore`) and the names it accepts. The backends:
+the state directory (`directory.py`) and PostgreSQL (`postgres.py`); claim records: `claims.py`."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from vm.store.claims import Claimant, ClaimRecord
+
+
+class StoreError(Exception):
+    """The store could not be read or written, or was given a name it cannot hold."""
+
+
+def default_state_dir(env: dict | os._Environ = os.environ) -> str:
+    configured = (env.get("LOBSTER_STATE_DIR") or "").strip()
+    return configured or os.path.join(os.path.expanduser("~"), ".lobster", "state")
+
+
+STATE_KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")  # a run key: never a path
+APPROVAL_ID = re.compile(r"[0-9a-f]{8}")
+CACHE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a cache kind or key: never a path
+_KEY_CHARS = re.compile(r"[^a-z0-9._-]+")
+
+
+def value_name(key: str) -> str:
+    """`state.*` key -> stored name, as the reference normalises it (`_Demo KEY_` -> demo_key)."""
+    name = re.sub(r"_+", "_", _KEY_CHARS.sub("_", key.lower())).strip("_")
+    if not name:
+        raise StoreError("state key is empty/invalid")
+    return name
+
+
+def value_file_name(key: str) -> str:
+    return value_name(key) + ".json"
+
+
+def approval_id_form(approval_id: str) -> str | None:
+    """The id as stored, or None: 8 lowercase hex digits exactly once trimmed (as the original
+    trims; nothing else is forgiven)."""
+    approval_id = approval_id.strip()
+    return approval_id if APPROVAL_ID.fullmatch(approval_id) else None
+
+
+def cache_name(kind: str, key: str) -> tuple[str, str]:
+    if not (CACHE_NAME.fullmatch(kind) and CACHE_NAME.fullmatch(key)) \
+            or max(len(kind), len(key)) > 128:
+        raise StoreError(f"invalid cache entry name {kind!r}/{key!r}")
+    return kind, key
+
+
+class StateStore(Protocol):
+    """Programs by hash, parked frames by state key, approval ids, the signing key, claim
+    records, `state.*` values and cache entries. Both backends keep the same guarantees:
+
+    - a program, frame or value is written whole or not at all;
+    - an approval id published just before save_frame is durable when save_frame returns, and
+      a frame is durable when save_frame returns;
+    - of any number of concurrent claim_frame calls for one frame, exactly one returns True;
+    - approval ids are matched exactly (trimmed), and lead only to a plain state key;
+    - cache entries are hints: they may be lost, never half-written.
+    """
+
+    location: str  # where the store is, for messages (a directory, or a URL without password)
+
+    def key(self) -> bytes:
+        """The signing key, made (32 random bytes) on first use; the first maker wins."""
+
+    def existing_key(self) -> bytes | None: ...
+
+    def save_program(self, program_hash: str, encode: Callable[[], bytes],
+                     intact: Callable[[bytes], bool] | None = None) -> None:
+        """Store a program once: `encode()` is called only when none of that hash is stored,
+        or when `intact` says the stored bytes are not that program (then it is rewritten)."""
+
+    def load_program_bytes(self, program_hash: str) -> bytes | None: ...
+
+    def save_frame(self, state_key: str, blob: bytes) -> None: ...
+
+    def read_frame(self, state_key: str) -> bytes | None:
+        """The parked frame, or None when there is none or it has been claimed."""
+
+    def claim_frame(self, state_key: str, claimant: Claimant | None = None) -> bool:
+        """Take the frame for this resume (read it first): exactly one concurrent caller gets
+        True. With a claimant, a claim record stays until finish_claim."""
+
+    def finish_claim(self, state_key: str) -> None: ...
+
+    def in_doubt(self) -> list[ClaimRecord]:
+        """Claims not finished, oldest first."""
+
+    def new_approval_id(self, state_key: str) -> str | None:
+        """A fresh 8-hex id naming `state_key`, never one in use; follow with save_frame."""
+
+    def lookup_approval_id(self, approval_id: str) -> str | None: ...
+
+    def remove_approval_id(self, approval_id: str | None) -> None: ...
+
+    def get_value(self, key: str, default: Any = None) -> Any: ...
+
+    def set_value(self, key: str, value: Any) -> None: ...
+
+    def get_cache(self, kind: str, key: str) -> bytes | None: ...
+
+    def put_cache(self, kind: str, key: str, blob: bytes) -> None: ...

@@ -1,0 +1,308 @@
+"""The PostgreSQL store (psycopg 3, one connection pool per URL per process). The schema is
+`MIGRATIONS`: the store applies the missing steps itself, under an advisory lock, and records
+each in lobster_meta. Tables live in the first schema of the connection's search_path.
+
+  lobster_meta(version)                         one row per migration step applied
+  lobster_key(id = 1, key)                      the signing key; the first insert wins
+  lobster_programs(hash, body)                  compiled programs (msgpack)
+  lobster_frames(state_key, body, created_at,   parked frames; claimed by a DELETE (no claimant)
+                 claimed_at, claimant)          or an UPDATE setting claimed_at (a claim record)
+  lobster_approvals(approval_id, state_key)     approval id -> state key
+  lobster_values(key, value)                    state.* values (JSON text, key normalised)
+  lobster_cache(kind, key, value, created_at)   cache entries (hints)
+
+Frames, claims, values and the key are committed durably. Approval ids and programs are
+committed with synchronous_commit off: the frame's durable commit that follows flushes the WAL
+past them, so both are durable before a token or id is handed out. Removed approval ids,
+finished claims and cache entries are also committed lazily: a crash can bring back an id whose
+frame is gone (a lookup then finds no frame), or a finished claim as in doubt, never the reverse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from vm.store.base import STATE_KEY, StoreError, approval_id_form, cache_name, value_name
+from vm.store.claims import Claimant, ClaimRecord
+
+try:
+    import psycopg
+    import psycopg_pool
+except ImportError:  # the optional extra is not installed
+    psycopg = None  # type: ignore[assignment]
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1
+        "CREATE TABLE lobster_key (id smallint PRIMARY KEY CHECK (id = 1), key bytea NOT NULL)",
+        "CREATE TABLE lobster_programs (hash text PRIMARY KEY, body bytea NOT NULL)",
+        "CREATE TABLE lobster_frames (state_key text PRIMARY KEY, body bytea NOT NULL,"
+        " created_at timestamptz NOT NULL DEFAULT now(), claimed_at timestamptz, claimant jsonb)",
+        "CREATE INDEX lobster_frames_claimed ON lobster_frames (claimed_at)"
+        " WHERE claimed_at IS NOT NULL",
+        "CREATE TABLE lobster_approvals (approval_id text PRIMARY KEY, state_key text NOT NULL,"
+        " created_at timestamptz NOT NULL DEFAULT now())",
+        "CREATE TABLE lobster_values (key text PRIMARY KEY, value text NOT NULL,"
+        " updated_at timestamptz NOT NULL DEFAULT now())",
+        "CREATE TABLE lobster_cache (kind text NOT NULL, key text NOT NULL, value bytea NOT NULL,"
+        " created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (kind, key))",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+_MIGRATION_LOCK = 0x6C6F6273746572  # "lobster"
+POOL_MAX = 8
+POOL_TIMEOUT = 10.0  # seconds to wait for a free connection
+CONNECT_TIMEOUT = 10  # seconds
+_LAZY = "SELECT set_config('synchronous_commit', 'off', true)"
+
+
+def redacted(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url.split("://", 1)[0] + "://(unreadable URL)"
+    netloc = parts.netloc
+    if password is not None:
+        netloc = netloc.rsplit("@", 1)[1]
+        netloc = f"{parts.username}@{netloc}" if parts.username else netloc
+    query = "&".join(p for p in parts.query.split("&") if not p.startswith("password="))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+class _Backend:
+    """What every store of one URL shares in this process: the pool and the signing key."""
+
+    def __init__(self, url: str) -> None:
+        self.location = redacted(url)
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
+                _migrate(conn)  # connecting first gives a bad URL its libpq message at once
+        except psycopg.Error as exc:
+            raise _error(self.location, exc) from None
+        self.pool = psycopg_pool.ConnectionPool(
+            url, min_size=1, max_size=POOL_MAX, timeout=POOL_TIMEOUT, open=True,
+            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT,
+                    "prepare_threshold": 0},  # a fixed set of statements: prepare each at once
+            name=f"lobster-store-{os.getpid()}")
+        self.key: bytes | None = None
+
+
+_BACKENDS: dict[tuple[int, str], _Backend] = {}
+_BACKENDS_LOCK = threading.Lock()
+
+
+def _backend(url: str) -> _Backend:
+    if psycopg is None:
+        raise StoreError("the PostgreSQL store needs psycopg: pip install 'lobster[postgres]'")
+    ident = (os.getpid(), url)  # a forked child opens its own pool
+    backend = _BACKENDS.get(ident)
+    if backend is None:
+        with _BACKENDS_LOCK:
+            backend = _BACKENDS.get(ident)
+            if backend is None:
+                backend = _BACKENDS[ident] = _Backend(url)
+    return backend
+
+
+def close_pools() -> None:
+    """Close every pool this process opened (an embedding host shutting down; tests)."""
+    with _BACKENDS_LOCK:
+        backends = [b for (pid, _), b in _BACKENDS.items() if pid == os.getpid()]
+        _BACKENDS.clear()
+    for backend in backends:
+        backend.pool.close()
+
+
+def _error(location: str, exc: Exception) -> StoreError:
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StoreError(f"PostgreSQL store {location}: {message}")
+
+
+def _migrate(conn: Any) -> None:
+    try:
+        version = conn.execute("SELECT max(version) FROM lobster_meta").fetchone()[0] or 0
+    except psycopg.errors.UndefinedTable:
+        version = 0
+    if version == SCHEMA_VERSION:
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute("CREATE TABLE IF NOT EXISTS lobster_meta (version integer PRIMARY KEY,"
+                     " applied_at timestamptz NOT NULL DEFAULT now())")
+        version = conn.execute("SELECT max(version) FROM lobster_meta").fetchone()[0] or 0
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"the store's schema is version {version}, newer than this "
+                             f"lobster knows ({SCHEMA_VERSION})")
+        for step in range(version, SCHEMA_VERSION):
+            for statement in MIGRATIONS[step]:
+                conn.execute(statement)
+            conn.execute("INSERT INTO lobster_meta (version) VALUES (%s)", (step + 1,))
+
+
+class PostgresStore:
+    """A StateStore in a PostgreSQL database, named by a postgresql:// or postgres:// URL."""
+
+    def __init__(self, url: str) -> None:
+        self._backend = _backend(url)
+        self.location = self._backend.location
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        pool = self._backend.pool
+        try:
+            conn = pool.getconn()
+            try:
+                yield conn
+            finally:
+                pool.putconn(conn)  # a broken one is discarded there
+        except psycopg.Error as exc:
+            raise _error(self.location, exc) from None
+
+    def _one(self, sql: str, params: tuple = ()) -> tuple | None:
+        with self._connection() as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def _lazy(self, sql: str, params: tuple = ()) -> tuple | None:
+        """Run a statement that reads the one-row `lazy` (FROM/USING lazy), whose evaluation
+        turns synchronous_commit off for this statement's transaction: any row it changes came
+        through that join, so a commit that writes is never waited for. One round trip."""
+        with self._connection() as conn:
+            cursor = conn.execute(f"WITH lazy AS ({_LAZY}) {sql}", params)
+            return cursor.fetchone() if cursor.description else None
+
+    # signing key ---------------------------------------------------------------------------
+    def key(self) -> bytes:
+        if self.existing_key() is None:
+            self._one("INSERT INTO lobster_key (id, key) VALUES (1, %s)"
+                      " ON CONFLICT (id) DO NOTHING RETURNING 1", (secrets.token_bytes(32),))
+        return self.existing_key() or b""  # the first maker's key
+
+    def existing_key(self) -> bytes | None:
+        if self._backend.key is None:
+            row = self._one("SELECT key FROM lobster_key WHERE id = 1")
+            if row is None:
+                return None
+            self._backend.key = bytes(row[0])
+        return self._backend.key
+
+    # programs ------------------------------------------------------------------------------
+    def save_program(self, program_hash: str, encode: Callable[[], bytes],
+                     intact: Callable[[bytes], bool] | None = None) -> None:
+        if intact is None:
+            stored = self._one("SELECT 1 FROM lobster_programs WHERE hash = %s", (program_hash,))
+            if stored is not None:
+                return
+        else:
+            blob = self.load_program_bytes(program_hash)
+            if blob is not None and intact(blob):
+                return
+        self._lazy("INSERT INTO lobster_programs (hash, body) SELECT %s, %s FROM lazy"
+                   " ON CONFLICT (hash) DO UPDATE SET body = excluded.body",
+                   (program_hash, encode()))
+
+    def load_program_bytes(self, program_hash: str) -> bytes | None:
+        row = self._one("SELECT body FROM lobster_programs WHERE hash = %s", (program_hash,))
+        return None if row is None else bytes(row[0])
+
+    # frames and claims ---------------------------------------------------------------------
+    def save_frame(self, state_key: str, blob: bytes) -> None:
+        self._one("INSERT INTO lobster_frames (state_key, body) VALUES (%s, %s)"
+                  " ON CONFLICT (state_key) DO UPDATE SET body = excluded.body,"
+                  " created_at = now(), claimed_at = NULL, claimant = NULL RETURNING 1",
+                  (state_key, blob))
+
+    def read_frame(self, state_key: str) -> bytes | None:
+        row = self._one("SELECT body FROM lobster_frames"
+                        " WHERE state_key = %s AND claimed_at IS NULL", (state_key,))
+        return None if row is None else bytes(row[0])
+
+    def claim_frame(self, state_key: str, claimant: Claimant | None = None) -> bool:
+        """One statement: of concurrent claims, the row lock lets one through and the others
+        find the row gone or claimed when they recheck it."""
+        if claimant is None:
+            row = self._one("DELETE FROM lobster_frames WHERE state_key = %s"
+                            " AND claimed_at IS NULL RETURNING 1", (state_key,))
+        else:
+            row = self._one("UPDATE lobster_frames SET claimed_at = now(), claimant = %s"
+                            " WHERE state_key = %s AND claimed_at IS NULL RETURNING 1",
+                            (json.dumps(claimant.to_json()), state_key))
+        return row is not None
+
+    def finish_claim(self, state_key: str) -> None:
+        self._lazy("DELETE FROM lobster_frames USING lazy"
+                   " WHERE state_key = %s AND claimed_at IS NOT NULL", (state_key,))
+
+    def in_doubt(self) -> list[ClaimRecord]:
+        with self._connection() as conn:
+            rows = conn.execute("SELECT state_key, extract(epoch FROM claimed_at)::float8,"
+                                " claimant::text FROM lobster_frames WHERE claimed_at IS NOT NULL"
+                                " ORDER BY claimed_at, state_key").fetchall()
+        return [ClaimRecord(key, at, Claimant.from_json(_json_or_none(claimant)))
+                for key, at, claimant in rows]
+
+    # approval ids --------------------------------------------------------------------------
+    def new_approval_id(self, state_key: str) -> str | None:
+        for _ in range(16):
+            approval_id = secrets.token_hex(4)
+            row = self._lazy("INSERT INTO lobster_approvals (approval_id, state_key)"
+                             " SELECT %s, %s FROM lazy ON CONFLICT DO NOTHING RETURNING 1",
+                             (approval_id, state_key))
+            if row is not None:
+                return approval_id
+        return None
+
+    def lookup_approval_id(self, approval_id: str) -> str | None:
+        approval_id = approval_id_form(approval_id)
+        if approval_id is None:
+            return None
+        row = self._one("SELECT state_key FROM lobster_approvals WHERE approval_id = %s",
+                        (approval_id,))
+        key = None if row is None else row[0]
+        return key if isinstance(key, str) and STATE_KEY.fullmatch(key) else None
+
+    def remove_approval_id(self, approval_id: str | None) -> None:
+        if approval_id:
+            self._lazy("DELETE FROM lobster_approvals USING lazy WHERE approval_id = %s",
+                       (approval_id,))
+
+    # state.* values ------------------------------------------------------------------------
+    def get_value(self, key: str, default: Any = None) -> Any:
+        row = self._one("SELECT value FROM lobster_values WHERE key = %s", (value_name(key),))
+        if row is None:
+            return default
+        try:
+            return json.loads(row[0])
+        except ValueError:
+            return default
+
+    def set_value(self, key: str, value: Any) -> None:
+        text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+        self._one("INSERT INTO lobster_values (key, value) VALUES (%s, %s)"
+                  " ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = now()"
+                  " RETURNING 1", (value_name(key), text))
+
+    # cache entries -------------------------------------------------------------------------
+    def get_cache(self, kind: str, key: str) -> bytes | None:
+        row = self._one("SELECT value FROM lobster_cache WHERE kind = %s AND key = %s",
+                        cache_name(kind, key))
+        return None if row is None else bytes(row[0])
+
+    def put_cache(self, kind: str, key: str, blob: bytes) -> None:
+        self._lazy("INSERT INTO lobster_cache (kind, key, value) SELECT %s, %s, %s FROM lazy"
+                   " ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value,"
+                   " created_at = now()", (*cache_name(kind, key), blob))
+
+
+def _json_or_none(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
