@@ -148,8 +148,6 @@ def test_a_runs_timeout_kills_only_its_own_children(options, tmp_path):
     assert b.result()["output"] == [1]
 
 
-@pytest.mark.xfail(strict=True, reason="needs vm/workflow_ops.py to use the run's scope "
-                   "(op_parallel, run_shell_step): wired by the lead when merging")
 def test_parallel_wait_any_stops_only_its_own_runs_losers(options, tmp_path):
     (tmp_path / "race.lobster").write_text(
         "steps:\n  - id: race\n    parallel:\n      wait: any\n      branches:\n"

@@ -18,7 +18,7 @@ from vm.frame import CallFrame, Frame, LoopFrame, Pending, TryFrame
 from vm.opcodes import Op
 from vm.ops import Branch, HaltSite, Loop, Parallel, Policy, Retry
 from vm.outcome import Failed, Finished, Outcome, Parked
-from vm.process import ProcessError, kill_all, run_process, shell_argv
+from vm.process import ProcessError, run_process, shell_argv
 from vm.program import Instr, Program
 
 SUBJECT_LIMIT = 2000
@@ -321,7 +321,7 @@ def run_shell_step(step: str, line: str, stdin: Any, env: dict, cwd: str, ctx: C
     try:
         result = run_process(shell_argv(line, env), stdin=steps.stdin_bytes(stdin), cwd=cwd,
                              env=env, deadline=ctx.deadline, max_output_bytes=ctx.max_output_bytes,
-                             shell=True)
+                             shell=True, scope=ctx.scope)
     except ProcessError as exc:
         raise CommandError(exc.message, code=process_code(exc)) from None
     stdout = result.stdout.decode("utf-8", "replace")
@@ -531,14 +531,15 @@ def op_parallel(run: Run, ins: Instr) -> None:
     if spec.timeout_ms is not None:
         own = time.monotonic() + spec.timeout_ms / 1000
         deadline = own if deadline is None else min(deadline, own)
-    host = evolve(run.host, ctx=evolve(run.ctx, deadline=deadline))
+    scope = run.ctx.scope.child()  # the branches' children: `wait: any` stops only these
+    host = evolve(run.host, ctx=evolve(run.ctx, deadline=deadline, scope=scope))
     with ThreadPoolExecutor(max_workers=len(spec.branches)) as pool:
         futures = {pool.submit(_run_branch, run, branch, host): branch.id
                    for branch in spec.branches}
         if spec.wait == "any":
             done, pending = wait(futures, return_when=FIRST_COMPLETED)
             if pending:
-                _stop_losers()
+                scope.cancel()  # the losers' children; nothing outside this step
             winner = next(iter(done))
             result = _branch_outcome(winner, step, spec)
             frame.results[futures[winner]] = result
@@ -550,11 +551,6 @@ def op_parallel(run: Run, ins: Instr) -> None:
     frame.results.update(results)
     merged = {bid: r.get("json", r.get("stdout")) for bid, r in results.items()}
     run.record(step, {"id": step, "json": merged, "stdout": js.json_compact(merged)})
-
-
-def _stop_losers() -> None:
-    """`wait: any`: stop the branches that lost the race."""
-    kill_all()
 
 
 def _run_branch(run: Run, branch: Branch, host) -> dict:
