@@ -20,7 +20,7 @@ from pathlib import Path
 
 from vm import __version__, codec
 from vm.program import FORMAT_VERSION, Program
-from vm.store import Store
+from vm.store import StateStore
 
 _PACKAGES = ("lobsterc", "grammar")
 
@@ -53,10 +53,10 @@ def file_sha(path: str) -> str | None:
         return None
 
 
-_MEMO: dict[tuple[str, str], tuple[Program, dict[str, str]]] = {}  # (state dir, key) -> hit
+_MEMO: dict[tuple[str, str], tuple[Program, dict[str, str]]] = {}  # (store location, key) -> hit
 
 
-def compiled(store: Store | None, kind: str, source: str,
+def compiled(store: StateStore | None, kind: str, source: str,
              build: Callable[[], tuple[Program, list[str]]]) -> Program:
     """The cached program for `source`, or `build()`'s (a program and the files it read),
     remembered. Without a store, always `build()`."""
@@ -70,15 +70,17 @@ def compiled(store: Store | None, kind: str, source: str,
     return program
 
 
-def lookup(store: Store, cache_key: str) -> Program | None:
-    memo = _MEMO.get((store.root, cache_key))
+def lookup(store: StateStore, cache_key: str) -> Program | None:
+    memo = _MEMO.get((store.location, cache_key))
     if memo is not None:
         program, deps = memo
         if all(file_sha(path) == sha for path, sha in deps.items()):
             return program
     try:
-        with open(store.path("cache", f"{cache_key}.json"), "rb") as fh:
-            entry = json.loads(fh.read())
+        raw = store.get_cache("compile", cache_key)
+        if raw is None:
+            return None
+        entry = json.loads(raw)
         deps = entry["deps"]
         if any(file_sha(path) != sha for path, sha in deps.items()):
             return None
@@ -86,20 +88,17 @@ def lookup(store: Store, cache_key: str) -> Program | None:
         if blob is None:
             return None
         program = codec.load_program(blob)
-        _MEMO[(store.root, cache_key)] = (program, deps)
+        _MEMO[(store.location, cache_key)] = (program, deps)
         return program
     except (OSError, ValueError, KeyError, TypeError, AttributeError, codec.LoadError):
-        return None
+        return None  # a damaged entry or program is a miss: compiled again, and rewritten
 
 
-def remember(store: Store, cache_key: str, program: Program, deps: dict[str, str]) -> None:
+def remember(store: StateStore, cache_key: str, program: Program, deps: dict[str, str]) -> None:
     try:
-        store.save_program(program.hash, lambda: codec.dump_program(program))
-        directory = store.path("cache")
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".{cache_key}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps({"program": program.hash, "deps": deps}))
-        os.replace(tmp, os.path.join(directory, f"{cache_key}.json"))
+        store.save_program(program.hash, lambda: codec.dump_program(program),
+                           intact=lambda blob: codec.intact(blob, program.hash))
+        store.put_cache("compile", cache_key,
+                        json.dumps({"program": program.hash, "deps": deps}).encode("utf-8"))
     except OSError:
         pass  # a cache that cannot be written only costs the next run a compile

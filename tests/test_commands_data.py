@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from vm import js
+from vm.store import Store
 from vm.commands import data, template
 from vm.commands.base import Args, CommandError, Context
 
@@ -26,7 +27,7 @@ ROWS = [
 
 @pytest.fixture
 def ctx(tmp_path) -> Context:
-    return Context(env={}, cwd=str(tmp_path), state_dir=str(tmp_path))
+    return Context(env={}, cwd=str(tmp_path), store=Store(str(tmp_path)))
 
 
 def run(name: str, items: list, ctx: Context, *positionals: str, **flags) -> list:
@@ -326,7 +327,7 @@ keyed_items = st.lists(st.fixed_dictionaries({"k": st.one_of(st.none(), st.integ
 
 @given(keyed_items, st.booleans())
 def test_sort_is_a_stable_permutation(items, desc):
-    ctx = Context(env={}, cwd=".", state_dir=".")
+    ctx = Context(env={}, cwd=".", store=Store("."))
     flags = {"key": "k", "desc": True} if desc else {"key": "k"}
     out = run("sort", items, ctx, **flags)
     assert sorted(x["i"] for x in out) == list(range(len(items)))
@@ -340,7 +341,7 @@ def test_sort_is_a_stable_permutation(items, desc):
 @given(st.lists(st.one_of(st.integers(-3, 3), st.sampled_from(["a", "10", "2", "b"]), st.none()),
                 max_size=12))
 def test_sort_fast_paths_agree_with_the_comparator(values):
-    ctx = Context(env={}, cwd=".", state_dir=".")
+    ctx = Context(env={}, cwd=".", store=Store("."))
     pairs = [(v, i) for i, v in enumerate(values)]
     assert run("sort", values, ctx) == [v for v, _ in data._sort_mixed(pairs, False)]
     assert run("sort", values, ctx, desc=True) == [v for v, _ in data._sort_mixed(pairs, True)]

@@ -136,3 +136,18 @@ def test_cache_entries_keep_the_compile_cache_layout(tmp_path):
     assert (tmp_path / "cache" / "abc.json").read_bytes() == b"{}"
     assert (tmp_path / "cache" / "llm-invoke" / "abc.json").read_bytes() == b"[]"
     assert os.stat(tmp_path / "cache" / "abc.json").st_mode & 0o777 == 0o600
+
+
+def test_a_damaged_stored_program_does_not_poison_later_runs(tmp_path):
+    """The compile cache and a halt both rewrite a stored program whose bytes are damaged."""
+    options = Options(cwd=str(tmp_path), state_dir=str(tmp_path / "state"))
+    request = {"action": "run", "pipeline": "exec --json --shell 'echo [1]' | approve --prompt ok"}
+    first = handle(request, options)
+    programs = tmp_path / "state" / "programs"
+    (stored,) = programs.iterdir()
+    stored.write_bytes(b"\x93damaged")
+    again = handle(request, options)
+    assert again["status"] == "needs_approval"
+    token = again["requiresApproval"]["resumeToken"]
+    assert handle({"action": "resume", "token": token, "approve": True}, options)["output"] == [1]
+    assert first["status"] == "needs_approval"

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from vm import js
+from vm.store import Store
 from vm.commands import template as tpl
 from vm.commands.base import Args, CommandError, Context
 
@@ -23,7 +24,7 @@ ITEM = {
 
 @pytest.fixture
 def ctx(tmp_path) -> Context:
-    return Context(env={}, cwd=str(tmp_path), state_dir=str(tmp_path))
+    return Context(env={}, cwd=str(tmp_path), store=Store(str(tmp_path)))
 
 
 def render(text: str, item=ITEM) -> str:

@@ -179,10 +179,26 @@ def seal(program: Program) -> Program:
 
 
 def dump_program(program: Program) -> bytes:
-    return _pack(_unstructure_program(program))
+    blob = _pack(_unstructure_program(program))
+    _remember(hashlib.sha256(blob).digest(), program)  # `intact` of these bytes: no decode
+    return blob
 
 
 _LOADED: dict[bytes, Program] = {}  # verified programs of this process, by their bytes' digest
+
+
+def _remember(digest: bytes, program: Program) -> None:
+    if len(_LOADED) >= 256:
+        _LOADED.clear()
+    _LOADED[digest] = program
+
+
+def intact(blob: bytes, program_hash: str) -> bool:
+    """Whether stored bytes still decode to the program of that hash."""
+    try:
+        return load_program(blob).hash == program_hash
+    except LoadError:
+        return False
 
 
 def load_program(blob: bytes) -> Program:
@@ -192,9 +208,7 @@ def load_program(blob: bytes) -> Program:
     program = _LOADED.get(digest)
     if program is None:
         program = _decode_program(blob)
-        if len(_LOADED) >= 256:
-            _LOADED.clear()
-        _LOADED[digest] = program
+        _remember(digest, program)
     return program
 
 

@@ -24,6 +24,7 @@ CODES: dict[str, Code] = {
     # requests
     "E001": Code("invalid tool request", PARSE),
     "E002": Code("tool request is not JSON", PARSE),
+    "E003": Code("no compiler installed", RUNTIME),
     # pipeline syntax
     "E101": Code("empty pipeline", PARSE),
     "E102": Code("unclosed quote", PARSE),
@@ -63,6 +64,7 @@ CODES: dict[str, Code] = {
     "T431": Code("resume state corrupt", RUNTIME),
     "T440": Code("unknown step reference at run time", RUNTIME),
     "T441": Code("for_each source is not an array", RUNTIME),
+    "T450": Code("state store failed", RUNTIME),
     "T460": Code("cost limit reached", RUNTIME),
     "T499": Code("environment check failed", DOCTOR),
     # tokens and resume decisions

@@ -21,7 +21,7 @@ from vm.commands import Context
 from vm.frame import Frame
 from vm.process import Scope
 from vm.program import Program
-from vm.store import Store, default_state_dir
+from vm.store import StateStore, StoreError, open_store
 
 if TYPE_CHECKING:
     from vm.frontend import Frontend
@@ -85,8 +85,10 @@ class Options:
     report: Callable[[Any], None] | None = None  # receives a compile error before it is flattened
     frontend: Frontend | None = None  # the compiler; None: the installed one, found on first use
 
-    def store(self) -> Store:
-        return Store(self.state_dir or default_state_dir(self.env))
+    def store(self) -> StateStore:
+        """The store at `state_dir` (a directory, or a `postgresql://` URL), else the one
+        LOBSTER_STORE or LOBSTER_STATE_DIR names, else ~/.lobster/state."""
+        return open_store(self.state_dir, self.env)
 
     def context(self, cwd: str | None = None, env: Mapping[str, str] | None = None) -> Context:
         """The context of a run under these options alone, in its own scope."""
@@ -125,7 +127,7 @@ class Settings:
     def context(self, options: Options, scope: Scope) -> Context:
         """The context the run's commands see; its deadline starts now."""
         deadline = None if self.timeout_ms is None else time.monotonic() + self.timeout_ms / 1000
-        return Context(env=options.env, cwd=self.cwd, state_dir=str(options.store().root),
+        return Context(env=options.env, cwd=self.cwd, store=options.store(),
                        mode=self.mode, deadline=deadline,
                        max_output_bytes=self.output_cap(options.env),
                        stdin_is_tty=options.stdin_is_tty, scope=scope)
@@ -295,6 +297,8 @@ def _run(pipeline: str, options: Options, settings: Settings, scope: Scope, *,
         return _drive(program, frame, options, settings, scope)
     except RequestError as exc:
         return exc.envelope
+    except StoreError as exc:
+        return store_error(exc)
 
 
 def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
@@ -321,7 +325,8 @@ def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
 
 def _park(program: Program, frame: Frame, options: Options) -> dict:
     store = options.store()
-    store.save_program(program.hash, lambda: codec.dump_program(program))
+    store.save_program(program.hash, lambda: codec.dump_program(program),
+                       intact=lambda blob: codec.intact(blob, program.hash))
     pending = frame.pending
     state_key = f"{frame.origin}_resume_{secrets.token_hex(16)}"
     kind = "pipeline-resume" if frame.origin == "pipeline" else "workflow-file"
@@ -368,12 +373,12 @@ def resume(options: Options, decision: Decision, *, token: str | None = None,
 
 def _resume(options: Options, settings: Settings, scope: Scope, decision: Decision, *,
             token: str | None = None, approval_id: str | None = None) -> dict:
-    store = options.store()
     try:
+        store = options.store()
         if approval_id:
             state_key = store.lookup_approval_id(approval_id)
             if state_key is None:
-                raise RequestError(f'Approval ID "{approval_id}" not found or expired', "E303")
+                raise RequestError(f'Approval ID "{approval_id}" not found or expired', "E503")
             origin = state_key.split("_", 1)[0]
         else:
             parsed = _checked_token(token, store)
@@ -397,9 +402,16 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
                       scope)
     except RequestError as exc:
         return exc.envelope
+    except StoreError as exc:
+        return store_error(exc)
 
 
-def _checked_token(token: str | None, store: Store) -> tokens.Token:
+def store_error(exc: StoreError) -> dict:
+    """The store could not be reached, read or written: nothing was claimed or consumed."""
+    return error_envelope("runtime_error", str(exc), "T450")
+
+
+def _checked_token(token: str | None, store: StateStore) -> tokens.Token:
     try:
         parsed = tokens.decode(token or "")
         tokens.verify(parsed, store.existing_key())
@@ -408,7 +420,7 @@ def _checked_token(token: str | None, store: Store) -> tokens.Token:
     return parsed
 
 
-def _load(store: Store, blob: bytes) -> tuple[Frame, Program]:
+def _load(store: StateStore, blob: bytes) -> tuple[Frame, Program]:
     try:
         frame = codec.load_frame(blob)
         program_blob = store.load_program_bytes(frame.program_hash)
@@ -436,13 +448,13 @@ def _check_decision(frame: Frame, decision: Decision, env: Mapping[str, str]) ->
         if decision.approve is None:
             raise RequestError("Workflow resume requires --approve yes|no for approval requests"
                                if workflow else "approval resumes require approved=true|false, "
-                               "not response", "E310")
+                               "not response", "E510")
         if not decision.approve:
             return None
         return _check_approver(pending, env)
     if not decision.has_response:
         raise RequestError("Workflow resume requires --response-json for input requests"
-                           if workflow else "pipeline input resumes require response", "E311")
+                           if workflow else "pipeline input resumes require response", "E511")
     from vm.schema import first_error
 
     problem = first_error(pending.schema, decision.response)
@@ -450,7 +462,7 @@ def _check_decision(frame: Frame, decision: Decision, env: Mapping[str, str]) ->
         where, message = problem
         what = f"Workflow input step {pending.step}" if pending.step else "pipeline input"
         raise RequestError(f"{what} response failed schema validation at {where}: {message}",
-                           "E312")
+                           "E512")
     return None
 
 
@@ -461,10 +473,10 @@ def _check_approver(pending, env: Mapping[str, str]) -> str | None:
     who = f"Workflow step {pending.step} approval"
     if (required or different) and not approved_by:
         raise RequestError(f"{who} requires approver identity; set LOBSTER_APPROVAL_APPROVED_BY",
-                           "E313")
+                           "E513")
     if required and approved_by != required:
-        raise RequestError(f"{who} requires approver '{required}', got '{approved_by}'", "E313")
+        raise RequestError(f"{who} requires approver '{required}', got '{approved_by}'", "E513")
     if different and approved_by == identity.get("initiatedBy"):
         raise RequestError(f"{who} must be granted by someone other than "
-                           f"'{identity.get('initiatedBy')}'", "E313")
+                           f"'{identity.get('initiatedBy')}'", "E513")
     return approved_by

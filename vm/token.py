@@ -22,7 +22,7 @@ _STATE_KEY = re.compile(r"^(pipeline|workflow)_resume_[0-9a-f]{32}$")
 class TokenError(Exception):
     """A token that cannot be used; `message` is the envelope's text."""
 
-    def __init__(self, message: str, code: str = "E301") -> None:
+    def __init__(self, message: str, code: str = "E501") -> None:
         super().__init__(message)
         self.message = message
         self.code = code
@@ -73,11 +73,11 @@ def decode(text: str) -> Token:
     sig = data.get("sig")
     if not isinstance(sig, str):
         raise TokenError("Invalid token: unsigned (tokens are signed by the state directory that "
-                         "issued them)", code="E302")
+                         "issued them)", code="E502")
     return Token(kind, state_key, sig)
 
 
 def verify(token: Token, key: bytes | None) -> None:
     if key is None or not hmac.compare_digest(token.sig, _sign(token.kind, token.state_key, key)):
         raise TokenError("Invalid token: signature does not match this state directory",
-                         code="E302")
+                         code="E502")

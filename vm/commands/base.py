@@ -61,7 +61,7 @@ class Context:
 
     env: Mapping[str, str]
     cwd: str
-    state_dir: str
+    store: Any  # the StateStore of the run: state.* values, run state of llm.invoke
     mode: str = "tool"  # "tool" | "human"
     deadline: float | None = None  # time.monotonic() value after which the run is over
     max_output_bytes: int | None = None  # cap on each child's stdout and stderr

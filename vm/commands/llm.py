@@ -294,10 +294,10 @@ def write_cache(name: str, cache_key: str, items: list, ctx: Context) -> None:
 
 
 def read_run_state(name: str, state_key: str, cache_key: str, ctx: Context) -> list | None:
-    from vm.store import Store, StoreError
+    from vm.store import StoreError
 
     try:
-        stored = Store(ctx.state_dir).get_value(state_key)
+        stored = ctx.store.get_value(state_key)
     except (StoreError, OSError):
         return None
     if not isinstance(stored, dict) or stored.get("type") != name \
@@ -308,12 +308,12 @@ def read_run_state(name: str, state_key: str, cache_key: str, ctx: Context) -> l
 
 
 def write_run_state(name: str, state_key: str, cache_key: str, items: list, ctx: Context) -> None:
-    from vm.store import Store, StoreError
+    from vm.store import StoreError
 
     record = {"type": name, "version": STATE_VERSION, "cacheKey": cache_key, "items": items,
               "storedAt": iso_now()}
     try:
-        Store(ctx.state_dir).set_value(state_key, record)
+        ctx.store.set_value(state_key, record)
     except (StoreError, OSError):
         pass
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from vm import js
 from vm.commands.base import Args, CommandError, Context
-from vm.store import Store, StoreError
+from vm.store import StateStore, StoreError
 
 
-def _store(ctx: Context) -> Store:
-    return Store(ctx.state_dir)
+def _store(ctx: Context) -> StateStore:
+    return ctx.store
 
 
 def _single_or_all(items: list):
