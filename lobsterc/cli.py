@@ -16,9 +16,9 @@ from lobsterc.diagnostics import CompileError, render
 from lobsterc.source import Source
 from vm import codec
 from vm.dis import disassemble
+from vm.frontend import WORKFLOW_EXTENSIONS
 from vm.program import Program
 
-WORKFLOW_SUFFIXES = (".lobster", ".yaml", ".yml", ".json")
 
 
 def compile_target(target: str) -> tuple[Program, str | None]:
@@ -27,7 +27,7 @@ def compile_target(target: str) -> tuple[Program, str | None]:
     if path.suffix == ".lbc":
         return codec.load_program(path.read_bytes()), None
     text = path.read_text(encoding="utf-8")
-    if path.suffix.lower() in WORKFLOW_SUFFIXES:
+    if path.suffix.lower() in WORKFLOW_EXTENSIONS:
         from lobsterc.workflow import compile_workflow
 
         return compile_workflow(target), text
@@ -40,7 +40,7 @@ def _report(exc: CompileError, text: str | None, name: str) -> int:
     for diag in exc.diagnostics:
         source = None
         if text is not None and diag.span is not None and diag.span.source in (name, Path(name).name):
-            body = text if Path(name).suffix.lower() in WORKFLOW_SUFFIXES else text.strip("\n")
+            body = text if Path(name).suffix.lower() in WORKFLOW_EXTENSIONS else text.strip("\n")
             source = Source(diag.span.source, body)
         sys.stderr.write(render(diag, source) + "\n")
     return 1

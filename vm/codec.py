@@ -179,9 +179,7 @@ def seal(program: Program) -> Program:
 
 
 def dump_program(program: Program) -> bytes:
-    blob = _pack(_unstructure_program(program))
-    _remember(hashlib.sha256(blob).digest(), program)  # `intact` of these bytes: no decode
-    return blob
+    return _pack(_unstructure_program(program))
 
 
 _LOADED: dict[bytes, Program] = {}  # verified programs of this process, by their bytes' digest

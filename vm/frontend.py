@@ -8,9 +8,10 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from vm.program import Program
-from vm.store import Store
+from vm.store import StateStore
 
 ENTRY_POINT_GROUP = "lobster.frontend"
+WORKFLOW_EXTENSIONS = (".lobster", ".yaml", ".yml", ".json")  # any other source is a pipeline
 
 
 class Frontend(Protocol):
@@ -18,10 +19,10 @@ class Frontend(Protocol):
 
     CompileError: type[Exception]
 
-    def compile_pipeline(self, text: str, store: Store | None = None) -> Program:
+    def compile_pipeline(self, text: str, store: StateStore | None = None) -> Program:
         """The program for inline pipeline text (from the compile cache in `store`, if any)."""
 
-    def compile_workflow(self, path: str, store: Store | None = None) -> Program:
+    def compile_workflow(self, path: str, store: StateStore | None = None) -> Program:
         """The program for a workflow file; a cached one only while none of its files changed."""
 
     def plan_pipeline(self, text: str) -> str:

@@ -454,7 +454,7 @@ def _enter_iteration(frame: Frame, loop: LoopFrame, spec: Loop) -> None:
     item, index = loop.items[loop.index], loop.index
     frame.results[spec.item_var] = {
         "id": spec.item_var, "json": item,
-        "stdout": item if isinstance(item, str) else js.json_compact(item)}
+        "stdout": js.to_text(item)}
     frame.results[spec.index_var] = {"id": spec.index_var, "json": index, "stdout": str(index)}
 
 
@@ -611,7 +611,7 @@ def approval_pending(site: HaltSite, halt: int, register: int, items: list) -> P
 def input_pending(site: HaltSite, halt: int, register: int, items: list) -> Pending:
     subject: Any = None
     if site.subject:
-        text = "\n".join(i if isinstance(i, str) else js.json_compact(i) for i in items)
+        text = "\n".join(js.to_text(i) for i in items)
         subject = {"text": text[:SUBJECT_LIMIT]}
     return Pending(kind="input", halt=halt, register=register, prompt=site.prompt,
                    items=list(items), schema=site.schema, subject=subject,

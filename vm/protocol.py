@@ -19,6 +19,7 @@ from vm import codec, js, machine, token as tokens
 from vm.codec import LoadError
 from vm.commands import Context
 from vm.frame import Frame
+from vm.frontend import WORKFLOW_EXTENSIONS
 from vm.process import Scope
 from vm.program import Program
 from vm.store import StateStore, StoreError, open_store
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT_MS = 20000
 DEFAULT_MAX_STDOUT_BYTES = 512000
-WORKFLOW_EXTENSIONS = (".lobster", ".yaml", ".yml", ".json")
 
 
 # envelopes ----------------------------------------------------------------------------------
@@ -265,12 +265,9 @@ def parse_args_json(args_json: str | None, command: str = "run") -> dict:
     if args_json is None:
         return {}
     try:
-        value = js.json_loads(args_json)
-    except ValueError:
-        raise RequestError(f"{command} --args-json must be valid JSON") from None
-    if not isinstance(value, dict):
-        raise RequestError(f"{command} --args-json must be a JSON object")
-    return value
+        return js.parse_args_json(args_json, command)
+    except ValueError as exc:
+        raise RequestError(str(exc)) from None
 
 
 def run(pipeline: str, options: Options, *, args_json: str | None = None,

@@ -33,7 +33,7 @@ def serialize_items(items: list) -> str:
     if items and all(isinstance(i, str) for i in items):
         return "\n".join(items)
     if len(items) == 1:
-        return items[0] if isinstance(items[0], str) else js.json_compact(items[0])
+        return js.to_text(items[0])
     return js.json_compact(items) if items else ""
 
 
@@ -87,7 +87,7 @@ def call_result(step: str, output: list) -> dict:
     if len(output) == 1:
         value = output[0]
         result["json"] = value
-        result["stdout"] = value if isinstance(value, str) else js.json_compact(value)
+        result["stdout"] = js.to_text(value)
     else:
         result["json"] = list(output)
         result["stdout"] = js.json_compact(list(output))
@@ -98,7 +98,7 @@ def stdin_bytes(value: Any) -> bytes | None:
     """What a shell step's child reads: strings as they are, other values as JSON."""
     if value is None or value is js.UNDEFINED:
         return None
-    text = value if isinstance(value, str) else js.json_compact(value)
+    text = js.to_text(value)
     return text.encode("utf-8")
 
 

@@ -20,7 +20,7 @@ def encode_stdin(mode: str | None, items: list) -> bytes | None:
     elif mode == "jsonl":
         text = "".join(js.json_compact(item) + "\n" for item in items)
     else:
-        text = "\n".join(item if isinstance(item, str) else js.json_compact(item) for item in items)
+        text = "\n".join(js.to_text(item) for item in items)
     return text.encode("utf-8")
 
 
