@@ -486,7 +486,8 @@ def _lint_pipeline(path: str, require_approval: bool, strict: bool) -> list[Diag
 
 
 def _lint_workflow(path: str, require_approval: bool, strict: bool) -> list[Diagnostic]:
-    from lobsterc import workflow_file as wff
+    from lobsterc.load import parse_text
+    from lobsterc.validate import validate_all
 
     try:
         with open(path, encoding="utf-8", newline="") as fh:
@@ -494,22 +495,13 @@ def _lint_workflow(path: str, require_approval: bool, strict: bool) -> list[Diag
     except UnicodeDecodeError as exc:
         return [Diagnostic("E210", "Workflow file parse error: not UTF-8 text "
                            f"({exc.reason} at byte {exc.start})")]
-    source = Source(path, text)
-    try:  # the loader's parsers, without its validation (which stops at the first problem)
-        parse = wff._parse_json if path.lower().endswith(".json") else wff._parse_yaml
-        data, spans, key_spans = parse(source)
+    try:
+        doc = parse_text(text, path)
     except CompileError as exc:
         return list(exc.diagnostics)
-    raw = wff.WorkflowFile(path, source, data, spans, key_spans)
-    diags: list[Diagnostic] = []
-    patched = copy.deepcopy(data)
-    if isinstance(patched, dict) and isinstance(patched.get("steps"), list):
-        diags += _duplicates(raw, patched)
-        diags += _schemas(raw, patched)
-    wf = wff.WorkflowFile(path, source, patched, spans, key_spans)
-    problem = wff.validate_workflow(wf)
-    if problem is not None:
-        return diags + [problem]
+    diags, wf = validate_all(doc)
+    if any(d.code == "E210" and d.help is None for d in diags):
+        return diags
     ctx = LintContext(path, wf=wf, require_approval=require_approval, strict=strict)
     for rule in RULES:
         if not rule.needs_program:
