@@ -113,20 +113,23 @@ def _shell_line(step: Any) -> Any:
 def step_kind(step: dict) -> str:
     """What a (validated) step executes: input, for_each, then parallel > workflow > pipeline >
     shell (run/command); with none of them, approval or noop."""
-    if is_input(_get(step, "input")):
+    get = step.get if isinstance(step, dict) else {}.get
+    if isinstance(get("input"), dict):
         return "input"
-    if isinstance(_get(step, "for_each"), str):
+    if isinstance(get("for_each"), str):
         return "for_each"
-    if isinstance(_get(step, "parallel"), dict):
+    if isinstance(get("parallel"), dict):
         return "parallel"
-    if _nonblank_str(_get(step, "workflow")):
+    workflow = get("workflow")
+    if isinstance(workflow, str) and workflow.strip():
         return "workflow"
-    pipeline = _get(step, "pipeline")
+    pipeline = get("pipeline")
     if isinstance(pipeline, str) and pipeline:
         return "pipeline"
-    if _truthy(_shell_line(step)):
+    run = get("run")
+    if _truthy(run if isinstance(run, str) else get("command")):
         return "shell"
-    return "approval" if is_approval(_get(step, "approval")) else "noop"
+    return "approval" if is_approval(get("approval")) else "noop"
 
 
 def validate_document(wf: Document) -> Diagnostic | None:
@@ -461,9 +464,9 @@ def _check_limits(step: dict, sid: str, at: Path) -> None:
 
 
 
-def validate_all(wf: Document) -> tuple[list[Diagnostic], Document]:
+def validate_all(wf: Document) -> tuple[list[Diagnostic], Diagnostic | None, Document]:
     """For lint, which reports as much as it can: every repeated step id (E210) and every
-    responseSchema that is not a JSON Schema (E213), then the first other problem. Also the
+    responseSchema that is not a JSON Schema (E213); the first other problem, or None; and the
     document with the repeats renamed and those schemas replaced by {}, for the checks after."""
     import copy
 
@@ -473,8 +476,7 @@ def validate_all(wf: Document) -> tuple[list[Diagnostic], Document]:
         diags += _duplicates(wf, patched["steps"], ("steps",), "Duplicate workflow step id: {sid}")
         diags += _bad_schemas(wf, patched["steps"], ("steps",))
     doc = Document(wf.path, wf.source, patched, wf.spans, wf.key_spans)
-    problem = validate_document(doc)
-    return diags + ([problem] if problem is not None else []), doc
+    return diags, validate_document(doc), doc
 
 
 def _duplicates(wf: Document, steps: list, at: Path, message: str) -> list[Diagnostic]:
@@ -524,3 +526,27 @@ def _bad_schemas(wf: Document, steps: list, at: Path) -> list[Diagnostic]:
         if isinstance(step.get("for_each"), str) and isinstance(subs, list):
             out += _bad_schemas(wf, subs, (*at, index, "steps"))
     return out
+
+
+_CACHE_SIZE = 32
+_valid: dict[tuple[str, str], Document] = {}  # (name, text) -> a document that validated
+
+
+def validated(text: str, name: str) -> Document:
+    """Parse and validate workflow text; `name` (a path) picks the format. Raises CompileError
+    (E210) on the first problem. A text already validated is not parsed again: the checker and
+    the code generator both load each file."""
+    doc = _valid.get((name, text))
+    if doc is not None:
+        return doc
+    from lobsterc.diagnostics import CompileError
+    from lobsterc.load import parse_text
+
+    doc = parse_text(text, name)
+    problem = validate_document(doc)
+    if problem is not None:
+        raise CompileError([problem], doc.source)
+    if len(_valid) >= _CACHE_SIZE:
+        _valid.clear()
+    _valid[(name, text)] = doc
+    return doc

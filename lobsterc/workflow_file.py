@@ -4,10 +4,9 @@ lobsterc.validate (the reference's rules) and lobsterc.schema (the JSON Schema).
 
 from __future__ import annotations
 
-from lobsterc.diagnostics import CompileError
-from lobsterc.load import EXTENSIONS, Document, parse_text, read_text
+from lobsterc.load import EXTENSIONS, Document, read_text
 from lobsterc.schema import workflow_schema
-from lobsterc.validate import is_approval, is_input, step_kind, validate_document
+from lobsterc.validate import is_approval, is_input, step_kind, validate_document, validated
 
 __all__ = [
     "WorkflowFile",
@@ -24,28 +23,17 @@ __all__ = [
 WorkflowFile = Document
 validate_workflow = validate_document
 
-_CACHE_SIZE = 32
-_valid: dict[tuple[str, str], Document] = {}  # (name, text) -> a document that validated
-
 
 def load_workflow_file(path: str) -> Document:
     """Read, parse and validate a workflow file. Raises CompileError (E210, runtime_error) with
     the reference's message on the first problem."""
-    return load_workflow_text(read_text(path), path)
+    from lobsterc.build import handed
+
+    doc = handed.pop(path, None)
+    return doc if doc is not None else validated(read_text(path), path)
 
 
 def load_workflow_text(text: str, name: str) -> Document:
     """Parse and validate workflow text; `name` (a path) picks the format: .json is JSON,
-    anything else YAML 1.2. A text already validated is not parsed again (the checker and the
-    code generator both load each file)."""
-    doc = _valid.get((name, text))
-    if doc is not None:
-        return doc
-    doc = parse_text(text, name)
-    diag = validate_document(doc)
-    if diag is not None:
-        raise CompileError([diag], doc.source)
-    if len(_valid) >= _CACHE_SIZE:
-        _valid.clear()
-    _valid[(name, text)] = doc
-    return doc
+    anything else YAML 1.2."""
+    return validated(text, name)
