@@ -213,6 +213,8 @@ def _check_steps(wf: Any, steps: tuple, scope: list[str], outer_later: set[str],
             yield from _check_steps(wf, kind.steps, scope + [kind.item_var, kind.index_var],
                                     later, calls)
         scope = scope + [step.id]
+        if isinstance(kind, ast.Parallel):  # each branch's result is kept under its id
+            scope += [branch.id for branch in kind.branches]
 
 
 def _whole_ref(value: str, loc: ast.Loc, keys: tuple, scope: list[str], later: set[str]
@@ -293,17 +295,18 @@ def check_pipeline_text(sid: str, pipeline: ast.PipelineText) -> Iterator[Diagno
     for d in diags:
         yield Diagnostic(d.code, d.message, _span_in(pipeline.span, text, d.span), help=d.help)
     for item in bound:
-        if item.command.lowering not in ("approve", "ask"):
-            continue
-        where = _span_in(pipeline.span, text, item.stage.span)
-        if item.command.lowering == "approve":
-            yield Diagnostic("E214", f"Workflow step {sid} halted for approval inside pipeline "
-                             f"stage {item.command.name}. Use a separate approval step in the "
-                             "workflow file.", where)
-        elif item.command.lowering == "ask":
-            yield Diagnostic("E214", f"Workflow step {sid} halted before completion at pipeline "
-                             f"stage {item.command.name}", where,
-                             help="use a separate input step in the workflow file")
+        if item.command.lowering in ("approve", "ask"):
+            yield halting_stage(sid, item.command, _span_in(pipeline.span, text, item.stage.span))
+
+
+def halting_stage(sid: str, command: Command, span: Span) -> Diagnostic:
+    """E214: a workflow file's pipeline cannot halt (approve or ask) inside a step."""
+    if command.lowering == "approve":
+        return Diagnostic("E214", f"Workflow step {sid} halted for approval inside pipeline stage "
+                          f"{command.name}. Use a separate approval step in the workflow file.",
+                          span)
+    return Diagnostic("E214", f"Workflow step {sid} halted before completion at pipeline stage "
+                      f"{command.name}", span, help="use a separate input step in the workflow file")
 
 
 def sub_span(span: Span, value: str, start: int, end: int) -> Span:
