@@ -191,9 +191,10 @@ def _check_tree(wf: Any, path: str, state: dict[str, str]) -> Iterator[Diagnosti
 
 def _check_steps(wf: Any, steps: tuple, scope: list[str], outer_later: set[str],
                  calls: list) -> Iterator[Diagnostic]:
-    ids = [step.id for step in steps]
+    ids = [[step.id, *(b.id for b in step.kind.branches)]
+           if isinstance(step.kind, ast.Parallel) else [step.id] for step in steps]
     for index, step in enumerate(steps):
-        later = set(ids[index + 1:]) | outer_later
+        later = {sid for names in ids[index + 1:] for sid in names} | outer_later
         kind = step.kind
         if isinstance(step.stdin, str):
             yield from _whole_ref(step.stdin, step.loc, ("stdin",), scope, later)
