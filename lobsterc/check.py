@@ -166,7 +166,7 @@ def check_workflow(loaded: Any) -> Iterator[Diagnostic]:
 def _check_tree(wf: Any, path: str, state: dict[str, str]) -> Iterator[Diagnostic]:
     state[path] = "open"
     calls: list[ast.Step] = []
-    yield from _check_steps(wf, wf.steps, [], set(), calls)
+    yield from _check_steps(wf, wf.steps, [], None, calls)
     for step in calls:
         call = step.kind
         if call.path is None:
@@ -189,12 +189,13 @@ def _check_tree(wf: Any, path: str, state: dict[str, str]) -> Iterator[Diagnosti
     state[path] = "done"
 
 
-def _check_steps(wf: Any, steps: tuple, scope: list[str], outer_later: set[str],
+def _check_steps(wf: Any, steps: tuple, scope: list[str], outer_later: Any,
                  calls: list) -> Iterator[Diagnostic]:
-    ids = [[step.id, *(b.id for b in step.kind.branches)]
-           if isinstance(step.kind, ast.Parallel) else [step.id] for step in steps]
+    """`scope` holds the names a step may read (earlier steps, loop variables); `later` is
+    only worked out for a hint, when a reference is unknown."""
+    scope = list(scope)
     for index, step in enumerate(steps):
-        later = {sid for names in ids[index + 1:] for sid in names} | outer_later
+        later = _Later(steps, index, outer_later)
         kind = step.kind
         if isinstance(step.stdin, str):
             yield from _whole_ref(step.stdin, step.loc, ("stdin",), scope, later)
@@ -213,12 +214,29 @@ def _check_steps(wf: Any, steps: tuple, scope: list[str], outer_later: set[str],
         elif isinstance(kind, ast.ForEach):
             yield from _check_steps(wf, kind.steps, scope + [kind.item_var, kind.index_var],
                                     later, calls)
-        scope = scope + [step.id]
+        scope.append(step.id)
         if isinstance(kind, ast.Parallel):  # each branch's result is kept under its id
             scope += [branch.id for branch in kind.branches]
 
 
-def _whole_ref(value: str, loc: ast.Loc, keys: tuple, scope: list[str], later: set[str]
+class _Later:
+    """The names of the steps (and parallel branches) after steps[index], and after the loop
+    that holds them."""
+
+    __slots__ = ("steps", "index", "outer")
+
+    def __init__(self, steps: tuple, index: int, outer: Any) -> None:
+        self.steps, self.index, self.outer = steps, index, outer
+
+    def __contains__(self, name: object) -> bool:
+        for step in self.steps[self.index + 1:]:
+            if step.id == name or isinstance(step.kind, ast.Parallel) and any(
+                    branch.id == name for branch in step.kind.branches):
+                return True
+        return self.outer is not None and name in self.outer
+
+
+def _whole_ref(value: str, loc: ast.Loc, keys: tuple, scope: list[str], later: Any
                ) -> Iterator[Diagnostic]:
     """A stdin / for_each value that is one reference must name an earlier step."""
     from vm.refs import WHOLE_REF
@@ -228,7 +246,7 @@ def _whole_ref(value: str, loc: ast.Loc, keys: tuple, scope: list[str], later: s
         yield unknown_ref(m[1], f"{m[1]}{m[2]}", loc.span(*keys), scope, later)
 
 
-def _check_when(when: ast.When, scope: list[str], later: set[str]) -> Iterator[Diagnostic]:
+def _check_when(when: ast.When, scope: list[str], later: Any) -> Iterator[Diagnostic]:
     from lobsterc.expr import compile_condition
 
     if when.tree is None:
@@ -268,8 +286,7 @@ def _ref_span(when: ast.When, ref: str) -> Span:
     return span
 
 
-def unknown_ref(ref: str, text: str, span: Span, scope: list[str], later: set[str]
-                ) -> Diagnostic:
+def unknown_ref(ref: str, text: str, span: Span, scope: list[str], later: Any) -> Diagnostic:
     message = f"Unknown step reference: {text}"
     if ref in later:
         return Diagnostic("E211", message, span,
