@@ -27,6 +27,7 @@ class Loaded:
     path: str
     workflow: ast.Workflow | None
     diagnostics: tuple[Diagnostic, ...] = ()
+    real: str = ""  # the real path of the file
 
 
 # The documents of the latest load, by path, for lobsterc.workflow_file.load_workflow_file: the
@@ -44,33 +45,39 @@ class Library:
         return self.files.get(path)
 
     def load(self, path: str) -> None:
-        if path in self.files or not os.path.isfile(path):
-            return
-        self.files[path] = None
-        self.files[path] = load(path, library=self)
+        if path not in self.files and os.path.isfile(path):
+            load(path, library=self)
 
 
 def load(path: str, *, lenient: bool = False, library: Library | None = None) -> Loaded:
     """Read, parse, validate and build a workflow file and the files it calls. `lenient` (lint)
     reports every repeated id and invalid responseSchema before the first other problem."""
-    from lobsterc.load import parse_text, read_text
-    from lobsterc.validate import validate_all, validated
-
     if library is None:
         library = Library()
         handed.clear()
+    real = os.path.realpath(path)
+    library.files.setdefault(real, None)
+    loaded = _load(path, real, lenient, library)
+    library.files[real] = loaded
+    return loaded
+
+
+def _load(path: str, real: str, lenient: bool, library: Library) -> Loaded:
+    from lobsterc.load import parse_text, read_text
+    from lobsterc.validate import validate_all, validated
+
     try:
         text = read_text(path)
         if not lenient:
             doc = validated(text, path)
             handed[path] = doc
-            return Loaded(path, build(doc, library))
+            return Loaded(path, build(doc, library), (), real)
         diags, problem, doc = validate_all(parse_text(text, path))
     except CompileError as exc:
-        return Loaded(path, None, tuple(exc.diagnostics))
+        return Loaded(path, None, tuple(exc.diagnostics), real)
     if problem is not None:
-        return Loaded(path, None, (*diags, problem))
-    return Loaded(path, build(doc, library), tuple(diags))
+        return Loaded(path, None, (*diags, problem), real)
+    return Loaded(path, build(doc, library), tuple(diags), real)
 
 
 def build(doc: Document, library: Library | None = None) -> ast.Workflow:
@@ -94,7 +101,6 @@ class _Builder:
     def __init__(self, doc: Document, library: Library) -> None:
         self.doc = doc
         self.library = library
-        self.base = os.path.dirname(os.path.abspath(doc.path))
 
     def loc(self, *at: Any) -> Loc:
         return Loc(self.doc, at)
@@ -184,7 +190,8 @@ class _Builder:
         args = step.get("workflow_args")
         path = None
         if "$" not in target:
-            path = os.path.realpath(os.path.join(self.base, target))
+            base = os.path.dirname(os.path.abspath(self.doc.path))
+            path = os.path.realpath(os.path.join(base, target))
             self.library.load(path)
         return ast.SubWorkflow(target, args if isinstance(args, dict) else {}, path,
                                self.loc(*at, "workflow"))

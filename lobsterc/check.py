@@ -154,13 +154,11 @@ def check_workflow(loaded: Any) -> Iterator[Diagnostic]:
     """Every diagnostic of a Loaded workflow file, then of each file it calls (once each):
     loading, step references (E211), conditions (E212), pipelines (E210 parse, E201-E204,
     E214 gates), `workflow:` calls (E215 not literal, E210 file not found, E216 cycle)."""
-    import os
-
     yield from loaded.diagnostics
     if loaded.workflow is None:
         return
     state: dict[str, str] = {}  # real path -> "open" while its callees are checked, then "done"
-    yield from _check_tree(loaded.workflow, os.path.realpath(loaded.path), state)
+    yield from _check_tree(loaded.workflow, loaded.real, state)
 
 
 def _check_tree(wf: Any, path: str, state: dict[str, str]) -> Iterator[Diagnostic]:

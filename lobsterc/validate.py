@@ -165,10 +165,10 @@ def _check_cost_limit(limit: Any) -> None:
         return
     if not isinstance(limit, dict):
         _fail("Workflow cost_limit must be an object", "cost_limit")
-    max_usd = _to_number(_get(limit, "max_usd"))
+    max_usd = _to_number(limit.get("max_usd", ABSENT))
     if not math.isfinite(max_usd) or max_usd < 0:
         _fail("Workflow cost_limit.max_usd must be a non-negative number", "cost_limit", "max_usd")
-    if _get(limit, "action") not in (ABSENT, "warn", "stop"):
+    if limit.get("action", ABSENT) not in (ABSENT, "warn", "stop"):
         _fail('Workflow cost_limit.action must be "warn" or "stop"', "cost_limit", "action")
 
 
@@ -179,13 +179,13 @@ def _check_step(step: Any, at: Path, seen: set[str]) -> None:
     if not _truthy(sid) or not isinstance(sid, str):
         _fail("Workflow step requires an id", *at, "id")
     _check_workflow_ref(step, sid, at)
-    parallel = _get(step, "parallel")
+    parallel = step.get("parallel", ABSENT)
     if parallel is not ABSENT and not isinstance(parallel, dict):
         _fail(f"Workflow step {sid} parallel must be an object", *at, "parallel")
     is_parallel = isinstance(parallel, dict)
     if is_parallel:
         _check_parallel(parallel, sid, (*at, "parallel"), seen)
-    for_each = _get(step, "for_each")
+    for_each = step.get("for_each", ABSENT)
     if for_each is not ABSENT and not isinstance(for_each, str):
         _fail(f"Workflow step {sid} for_each must be a string (step reference expression)", *at, "for_each")
     is_for_each = isinstance(for_each, str)
@@ -193,7 +193,7 @@ def _check_step(step: Any, at: Path, seen: set[str]) -> None:
         _check_for_each(step, sid, at)
     _check_execution(step, sid, at, is_parallel, is_for_each)
     _check_input(step, sid, at)
-    _check_approval(_get(step, "approval"), sid, (*at, "approval"))
+    _check_approval(step.get("approval", ABSENT), sid, (*at, "approval"))
     _check_limits(step, sid, at)
     if sid in seen:
         _fail(f"Duplicate workflow step id: {sid}", *at, "id")
@@ -203,23 +203,23 @@ def _check_step(step: Any, at: Path, seen: set[str]) -> None:
 
 
 def _check_workflow_ref(step: dict, sid: str, at: Path) -> None:
-    workflow = _get(step, "workflow")
+    workflow = step.get("workflow", ABSENT)
     if workflow is not ABSENT and not isinstance(workflow, str):
         _fail(f"Workflow step {sid} workflow must be a string (file path)", *at, "workflow")
     if isinstance(workflow, str) and not workflow.strip():
         _fail(f"Workflow step {sid} workflow path cannot be blank", *at, "workflow")
-    args = _get(step, "workflow_args")
+    args = step.get("workflow_args", ABSENT)
     if args is not ABSENT and not isinstance(args, dict):
         _fail(f"Workflow step {sid} workflow_args must be a plain object", *at, "workflow_args")
 
 
 def _check_parallel(parallel: dict, sid: str, at: Path, seen: set[str]) -> None:
-    branches = _get(parallel, "branches")
+    branches = parallel.get("branches", ABSENT)
     if not isinstance(branches, list) or not branches:
         _fail(f"Workflow step {sid} parallel requires a non-empty branches array", *at, "branches")
-    if _get(parallel, "wait") not in (ABSENT, "all", "any"):
+    if parallel.get("wait", ABSENT) not in (ABSENT, "all", "any"):
         _fail(f'Workflow step {sid} parallel wait must be "all" or "any"', *at, "wait")
-    timeout = _get(parallel, "timeout_ms")
+    timeout = parallel.get("timeout_ms", ABSENT)
     if timeout is not ABSENT and not _valid_timeout(timeout):
         _fail(
             f"Workflow step {sid} parallel timeout_ms must be a positive integer between 1 and {MAX_TIMEOUT_MS}",
@@ -244,7 +244,7 @@ def _check_branch(branch: Any, sid: str, at: Path, branch_ids: set[str], seen: s
     if bid in seen:
         _fail(f"Duplicate workflow id across steps/parallel branches: {bid}", *at, "id")
     branch_ids.add(bid)
-    pipeline = _get(branch, "pipeline")
+    pipeline = branch.get("pipeline", ABSENT)
     count = _truthy(_shell_line(branch)) + (isinstance(pipeline, str) and pipeline != "")
     prefix = f"Workflow step {sid} parallel branch {bid}"
     if count == 0:
@@ -256,48 +256,48 @@ def _check_branch(branch: Any, sid: str, at: Path, branch_ids: set[str], seen: s
 
 def _check_strings(step: Any, prefix: str, at: Path) -> None:
     for key in ("run", "command", "pipeline"):
-        value = _get(step, key)
+        value = step.get(key, ABSENT)
         if value is not ABSENT and not isinstance(value, str):
             _fail(f"{prefix} {key} must be a string", *at, key)
 
 
 def _check_for_each(step: dict, sid: str, at: Path) -> None:
-    subs = _get(step, "steps")
+    subs = step.get("steps", ABSENT)
     if not isinstance(subs, list) or not subs:
         _fail(f"Workflow step {sid} for_each requires a non-empty steps array", *at, "steps")
-    batch = _get(step, "batch_size")
+    batch = step.get("batch_size", ABSENT)
     if batch is not ABSENT and not (_is_integer(batch) and batch >= 1):
         _fail(f"Workflow step {sid} batch_size must be a positive integer", *at, "batch_size")
-    pause = _get(step, "pause_ms")
+    pause = step.get("pause_ms", ABSENT)
     if pause is not ABSENT and not (_is_finite(pause) and pause >= 0):
         _fail(f"Workflow step {sid} pause_ms must be a finite non-negative number", *at, "pause_ms")
-    if is_approval(_get(step, "approval")):
+    if is_approval(step.get("approval", ABSENT)):
         _fail(
             f"Workflow step {sid} for_each steps cannot define approval (use a separate step after the loop)",
             *at,
             "approval",
         )
-    if is_input(_get(step, "input")):
+    if is_input(step.get("input", ABSENT)):
         _fail(
             f"Workflow step {sid} for_each steps cannot define input (use a separate step after the loop)",
             *at,
             "input",
         )
-    if _get(step, "stdin") not in (ABSENT, None):
+    if step.get("stdin", ABSENT) not in (ABSENT, None):
         _fail(
             f"Workflow step {sid} for_each steps cannot define stdin (loop input comes from the for_each expression)",
             *at,
             "stdin",
         )
-    pipeline = _get(step, "pipeline")
+    pipeline = step.get("pipeline", ABSENT)
     if (
         _truthy(_shell_line(step))
         or (isinstance(pipeline, str) and pipeline != "")
-        or _truthy(_get(step, "workflow"))
-        or _truthy(_get(step, "parallel"))
+        or _truthy(step.get("workflow", ABSENT))
+        or _truthy(step.get("parallel", ABSENT))
     ):
         _fail(f"Workflow step {sid} for_each cannot also define run, command, pipeline, workflow, or parallel", *at)
-    item_var, index_var = _get(step, "item_var"), _get(step, "index_var")
+    item_var, index_var = step.get("item_var", ABSENT), step.get("index_var", ABSENT)
     if item_var is not ABSENT and not isinstance(item_var, str):
         _fail(f"Workflow step {sid} item_var must be a string", *at, "item_var")
     if index_var is not ABSENT and not isinstance(index_var, str):
@@ -322,13 +322,13 @@ def _check_sub_step(sub: Any, sid: str, at: Path, loop_vars: tuple[str, str], su
     sub_ids.add(sub_id)
     prefix = f"Workflow step {sid} for_each sub-step {sub_id}"
     _check_strings(sub, prefix, at)
-    if any(_truthy(_get(sub, key)) for key in ("workflow", "parallel", "for_each")):
+    if any(_truthy(sub.get(key, ABSENT)) for key in ("workflow", "parallel", "for_each")):
         _fail(f"{prefix} cannot define workflow, parallel, or for_each", *at)
-    shell = _nonblank_str(_get(sub, "run")) or _nonblank_str(_get(sub, "command"))
-    pipeline = _nonblank_str(_get(sub, "pipeline"))
+    shell = _nonblank_str(sub.get("run", ABSENT)) or _nonblank_str(sub.get("command", ABSENT))
+    pipeline = _nonblank_str(sub.get("pipeline", ABSENT))
     # Deliberate difference (SPEC 9.5): approval and input gates may stand inside a loop,
     # because the frame keeps the loop stack; the reference rejects them.
-    approval, inputs = is_approval(_get(sub, "approval")), is_input(_get(sub, "input"))
+    approval, inputs = is_approval(sub.get("approval", ABSENT)), is_input(sub.get("input", ABSENT))
     if inputs and (shell or pipeline):
         _fail(f"{prefix} input steps cannot define run, command, or pipeline", *at)
     if approval and inputs:
@@ -342,15 +342,15 @@ def _check_sub_step(sub: Any, sid: str, at: Path, loop_vars: tuple[str, str], su
 
 
 def _check_execution(step: dict, sid: str, at: Path, is_parallel: bool, is_for_each: bool) -> None:
-    pipeline = _get(step, "pipeline")
+    pipeline = step.get("pipeline", ABSENT)
     count = (
         _truthy(_shell_line(step))
         + (isinstance(pipeline, str) and pipeline != "")
-        + _nonblank_str(_get(step, "workflow"))
+        + _nonblank_str(step.get("workflow", ABSENT))
         + is_parallel
         + is_for_each
     )
-    approval, inputs = is_approval(_get(step, "approval")), is_input(_get(step, "input"))
+    approval, inputs = is_approval(step.get("approval", ABSENT)), is_input(step.get("input", ABSENT))
     if count == 0 and not approval and not inputs:
         _fail(
             f"Workflow step {sid} requires run, command, pipeline, workflow, parallel, for_each, approval, or input",
@@ -369,14 +369,14 @@ def _check_execution(step: dict, sid: str, at: Path, is_parallel: bool, is_for_e
 
 
 def _check_input(step: dict, sid: str, at: Path) -> None:
-    value = _get(step, "input")
+    value = step.get("input", ABSENT)
     if value is ABSENT:
         return
     if not is_input(value):
         _fail(f"Workflow step {sid} input must be an object", *at, "input")
-    if not isinstance(_get(value, "prompt"), str):
+    if not isinstance(value.get("prompt", ABSENT), str):
         _fail(f"Workflow step {sid} input.prompt must be a string", *at, "input", "prompt")
-    schema = _get(value, "responseSchema")
+    schema = value.get("responseSchema", ABSENT)
     if not (schema is None or _is_object(schema)):
         _fail(f"Workflow step {sid} input.responseSchema must be an object", *at, "input", "responseSchema")
     problem = _schema_problem(schema)
@@ -424,7 +424,7 @@ def _check_approval(approval: Any, sid: str, at: Path) -> None:
     if not isinstance(approval, dict):
         return
     for key, kind, noun in _IDENTITY_FIELDS:
-        value = _get(approval, key)
+        value = approval.get(key, ABSENT)
         if value is not ABSENT and not isinstance(value, kind):
             _fail(f"Workflow step {sid} approval.{key} must be {noun}", *at, key)
 
@@ -434,31 +434,31 @@ def _valid_timeout(value: Any) -> bool:
 
 
 def _check_limits(step: dict, sid: str, at: Path) -> None:
-    timeout = _get(step, "timeout_ms")
+    timeout = step.get("timeout_ms", ABSENT)
     if timeout is not ABSENT and not _valid_timeout(timeout):
         _fail(
             f"Workflow step {sid} timeout_ms must be a positive integer between 1 and {MAX_TIMEOUT_MS}",
             *at,
             "timeout_ms",
         )
-    if _get(step, "on_error") not in (ABSENT, "stop", "continue", "skip_rest"):
+    if step.get("on_error", ABSENT) not in (ABSENT, "stop", "continue", "skip_rest"):
         _fail(f'Workflow step {sid} on_error must be "stop", "continue", or "skip_rest"', *at, "on_error")
-    retry = _get(step, "retry")
+    retry = step.get("retry", ABSENT)
     if retry is ABSENT:
         return
     if not isinstance(retry, dict):
         _fail(f"Workflow step {sid} retry must be an object", *at, "retry")
     at = (*at, "retry")
-    value = _get(retry, "max")
+    value = retry.get("max", ABSENT)
     if value is not ABSENT and not (_is_integer(value) and value >= 1):
         _fail(f"Workflow step {sid} retry.max must be a positive integer", *at, "max")
-    if _get(retry, "backoff") not in (ABSENT, "fixed", "exponential"):
+    if retry.get("backoff", ABSENT) not in (ABSENT, "fixed", "exponential"):
         _fail(f'Workflow step {sid} retry.backoff must be "fixed" or "exponential"', *at, "backoff")
     for key in ("delay_ms", "max_delay_ms"):
-        value = _get(retry, key)
+        value = retry.get(key, ABSENT)
         if value is not ABSENT and not (_is_finite(value) and value >= 0):
             _fail(f"Workflow step {sid} retry.{key} must be a finite non-negative number", *at, key)
-    value = _get(retry, "jitter")
+    value = retry.get("jitter", ABSENT)
     if value is not ABSENT and not isinstance(value, bool):
         _fail(f"Workflow step {sid} retry.jitter must be a boolean", *at, "jitter")
 
