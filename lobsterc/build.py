@@ -135,7 +135,8 @@ class _Builder:
         return ast.Step(
             sid, self.kind(kind, step, at), step.get("stdin", ABSENT),
             self.when(step[when_key], when_key, at) if when_key else None, approval,
-            None if kind == "input" else self.policy(step),
+            None if kind == "input" or not ("timeout_ms" in step or "retry" in step
+                                            or "on_error" in step) else self.policy(step),
             _strings_of(step["env"]) if "env" in step else {},
             cwd if isinstance(cwd, str) else None, step.get("effects", ABSENT), Loc(self.doc, at))
 

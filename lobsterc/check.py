@@ -193,7 +193,7 @@ def _check_steps(wf: Any, steps: tuple, scope: list[str], outer_later: Any,
     only worked out for a hint, when a reference is unknown."""
     scope = list(scope)
     for index, step in enumerate(steps):
-        later = _Later(steps, index, outer_later)
+        later = (steps, index, outer_later)  # made a _Later only for a hint
         kind = step.kind
         if isinstance(step.stdin, str):
             yield from _whole_ref(step.stdin, step.loc, ("stdin",), scope, later)
@@ -223,7 +223,7 @@ class _Later:
 
     __slots__ = ("steps", "index", "outer")
 
-    def __init__(self, steps: tuple, index: int, outer: Any) -> None:
+    def __init__(self, steps: tuple, index: int, outer: tuple | None) -> None:
         self.steps, self.index, self.outer = steps, index, outer
 
     def __contains__(self, name: object) -> bool:
@@ -231,7 +231,7 @@ class _Later:
             if step.id == name or isinstance(step.kind, ast.Parallel) and any(
                     branch.id == name for branch in step.kind.branches):
                 return True
-        return self.outer is not None and name in self.outer
+        return self.outer is not None and name in _Later(*self.outer)
 
 
 def _whole_ref(value: str, loc: ast.Loc, keys: tuple, scope: list[str], later: Any
@@ -284,9 +284,11 @@ def _ref_span(when: ast.When, ref: str) -> Span:
     return span
 
 
-def unknown_ref(ref: str, text: str, span: Span, scope: list[str], later: Any) -> Diagnostic:
+def unknown_ref(ref: str, text: str, span: Span, scope: list[str], later: tuple) -> Diagnostic:
+    """E211, with a hint: the step is a later one (`later` is (steps, index, outer) for
+    _Later), or a name in scope that is close."""
     message = f"Unknown step reference: {text}"
-    if ref in later:
+    if ref in _Later(*later):
         return Diagnostic("E211", message, span,
                           help=f"'{ref}' is a later step; a step can only read the steps before it")
     return Diagnostic("E211", message, span, help=did_you_mean(ref, scope))
