@@ -12,8 +12,10 @@ from attrs import frozen
 from lobsterc import ast
 from lobsterc.ast import ABSENT, Loc
 from lobsterc.diagnostics import CompileError, Diagnostic
-from lobsterc.load import Document
-from lobsterc.validate import is_approval, step_kind
+from lobsterc.expr import compile_condition
+from lobsterc.load import Document, parse_text, read_text
+from lobsterc.parse import parse_pipeline
+from lobsterc.validate import is_approval, step_kind, validate_all, validated
 
 __all__ = ["Loaded", "Library", "load", "build"]
 
@@ -63,9 +65,6 @@ def load(path: str, *, lenient: bool = False, library: Library | None = None) ->
 
 
 def _load(path: str, real: str, lenient: bool, library: Library) -> Loaded:
-    from lobsterc.load import parse_text, read_text
-    from lobsterc.validate import validate_all, validated
-
     try:
         text = read_text(path)
         if not lenient:
@@ -169,8 +168,6 @@ class _Builder:
         return ast.Shell(str(step.get(key, "")), key)
 
     def pipeline(self, text: str, at: tuple) -> ast.PipelineText:
-        from lobsterc.parse import parse_pipeline
-
         try:
             parsed = parse_pipeline(text, self.doc.path)
         except CompileError:
@@ -178,8 +175,6 @@ class _Builder:
         return ast.PipelineText(text, parsed, self.loc(*at))
 
     def when(self, value: Any, key: str, at: tuple) -> ast.When:
-        from lobsterc.expr import compile_condition
-
         try:
             tree = compile_condition(value, None)
         except CompileError:

@@ -18,6 +18,7 @@ from lobsterc import ast
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.source import Span
 from vm.commands import COMMANDS, Args, Command
+from vm.refs import WHOLE_REF
 
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
@@ -237,8 +238,6 @@ class _Later:
 def _whole_ref(value: str, loc: ast.Loc, keys: tuple, scope: list[str], later: Any
                ) -> Iterator[Diagnostic]:
     """A stdin / for_each value that is one reference must name an earlier step."""
-    from vm.refs import WHOLE_REF
-
     m = WHOLE_REF.match(value.strip())
     if m and m[1] not in scope:
         yield unknown_ref(m[1], f"{m[1]}{m[2]}", loc.span(*keys), scope, later)
