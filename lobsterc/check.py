@@ -191,15 +191,20 @@ def _check_tree(wf: Any, path: str, state: dict[str, str]) -> Iterator[Diagnosti
 def _check_steps(wf: Any, steps: tuple, scope: list[str], outer_later: Any,
                  calls: list) -> Iterator[Diagnostic]:
     """`scope` holds the names a step may read (earlier steps, loop variables); `later` is
-    only worked out for a hint, when a reference is unknown."""
+    only worked out for a hint, when a reference is unknown. A stdin or for_each value that
+    is one whole reference must name a step in scope."""
     scope = list(scope)
     for index, step in enumerate(steps):
         later = (steps, index, outer_later)  # made a _Later only for a hint
         kind = step.kind
         if isinstance(step.stdin, str):
-            yield from _whole_ref(step.stdin, step.loc, ("stdin",), scope, later)
+            m = WHOLE_REF.match(step.stdin.strip())
+            if m and m[1] not in scope:
+                yield unknown_ref(m[1], f"{m[1]}{m[2]}", step.loc.span("stdin"), scope, later)
         if isinstance(kind, ast.ForEach):
-            yield from _whole_ref(kind.source, kind.loc, (), scope, later)
+            m = WHOLE_REF.match(kind.source.strip())
+            if m and m[1] not in scope:
+                yield unknown_ref(m[1], f"{m[1]}{m[2]}", kind.loc.span(), scope, later)
         if step.when is not None:
             yield from _check_when(step.when, scope, later)
         if isinstance(kind, ast.PipelineStep):
@@ -233,14 +238,6 @@ class _Later:
                     branch.id == name for branch in step.kind.branches):
                 return True
         return self.outer is not None and name in _Later(*self.outer)
-
-
-def _whole_ref(value: str, loc: ast.Loc, keys: tuple, scope: list[str], later: Any
-               ) -> Iterator[Diagnostic]:
-    """A stdin / for_each value that is one reference must name an earlier step."""
-    m = WHOLE_REF.match(value.strip())
-    if m and m[1] not in scope:
-        yield unknown_ref(m[1], f"{m[1]}{m[2]}", loc.span(*keys), scope, later)
 
 
 def _check_when(when: ast.When, scope: list[str], later: Any) -> Iterator[Diagnostic]:

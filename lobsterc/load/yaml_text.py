@@ -126,7 +126,9 @@ class YamlComposer:
                              or getattr(event, "tag", None) is not None):
             raise Fallback()
         if kind == "ScalarEvent":
-            value = _resolve_scalar(event)
+            value = event.value
+            if event.tag is not None or not (event.style or _PLAIN_WORD.match(value)):
+                value = _resolve_scalar(event)  # else a string, as _resolve_scalar would say
             end = event.end_mark.index
             if not event.style and event.value == "":
                 start = end = self.last_end  # an empty value: point just after its key
@@ -144,8 +146,8 @@ class YamlComposer:
             end = event.end_mark.index
         else:
             raise ParseError(f"unexpected YAML event {kind}", start)
-        if kind != "AliasEvent" and getattr(event, "anchor", None):
-            self.anchors[event.anchor] = value
+        if not self.libyaml and kind != "AliasEvent" and getattr(event, "anchor", None):
+            self.anchors[event.anchor] = value  # (libyaml leaves anchors to ruamel)
         self.spans[path] = (start, end if end > start else start)
         if end > self.last_end:
             self.last_end = end
@@ -176,9 +178,11 @@ class YamlComposer:
                 raise ParseError("complex mapping keys are not supported", event.start_mark.index)
             if self.libyaml and (event.anchor is not None or event.tag is not None or event.value == ""):
                 raise Fallback()  # libyaml's marks for an empty key are not ruamel's
-            key = _resolve_scalar(event)
-            if type(key) is not str:
-                key = _key_string(key)
+            key = event.value
+            if event.tag is not None or not (event.style or _PLAIN_WORD.match(key)):
+                key = _resolve_scalar(event)  # else a string, as _resolve_scalar would say
+                if type(key) is not str:
+                    key = _key_string(key)
             if key in out:
                 raise ParseError(f"Map keys must be unique (duplicate key {key!r})", event.start_mark.index)
             at = (*path, key)
