@@ -117,7 +117,7 @@ def check_pipeline(pipeline: ast.Pipeline) -> tuple[list[BoundStage], list[Diagn
     for stage in pipeline.stages:
         for result in check_stage(stage):
             (bound if isinstance(result, BoundStage) else diags).append(result)
-    if len(_checked) >= 256:
+    if len(_checked) >= 64:
         _checked.clear()
     _checked[id(pipeline)] = (pipeline, tuple(bound), tuple(diags))
     return bound, diags

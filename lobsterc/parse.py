@@ -64,7 +64,7 @@ def parse_pipeline(text: str, name: str = "<pipeline>") -> ast.Pipeline:
     return _parse_pipeline(text, name)
 
 
-@lru_cache(maxsize=256)  # the checker and the code generator both parse a workflow's pipelines
+@lru_cache(maxsize=64)  # the checker and the code generator both parse a workflow's pipelines
 def _parse_pipeline(text: str, name: str) -> ast.Pipeline:
     from lark.exceptions import UnexpectedCharacters, UnexpectedInput
 

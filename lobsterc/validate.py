@@ -528,17 +528,9 @@ def _bad_schemas(wf: Document, steps: list, at: Path) -> list[Diagnostic]:
     return out
 
 
-_CACHE_SIZE = 32
-_valid: dict[tuple[str, str], Document] = {}  # (name, text) -> a document that validated
-
-
 def validated(text: str, name: str) -> Document:
     """Parse and validate workflow text; `name` (a path) picks the format. Raises CompileError
-    (E210) on the first problem. A text already validated is not parsed again: the checker and
-    the code generator both load each file."""
-    doc = _valid.get((name, text))
-    if doc is not None:
-        return doc
+    (E210) on the first problem."""
     from lobsterc.diagnostics import CompileError
     from lobsterc.load import parse_text
 
@@ -546,7 +538,4 @@ def validated(text: str, name: str) -> Document:
     problem = validate_document(doc)
     if problem is not None:
         raise CompileError([problem], doc.source)
-    if len(_valid) >= _CACHE_SIZE:
-        _valid.clear()
-    _valid[(name, text)] = doc
     return doc

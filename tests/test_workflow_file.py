@@ -458,11 +458,9 @@ def test_constructs_where_yaml_11_and_12_part_are_parsed_by_ruamel(text: str) ->
 
 
 def test_ruamel_alone_when_libyaml_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lobsterc import validate
     from lobsterc.load import yaml_text
 
     monkeypatch.setattr(yaml_text, "_libyaml", ())
-    monkeypatch.setattr(validate, "_valid", {})
     test_spans_of_every_mapping_key_and_value()
     test_yaml_12_core_schema_keeps_yes_no_on_off_as_strings()
     assert error_of("steps:\n  - id: a\n   run: x\n")[1:] == (3, 4)
