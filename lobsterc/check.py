@@ -1,19 +1,24 @@
-"""Checks of a parsed pipeline against the command signatures: names, flags, arguments.
-
-Each check yields Diagnostics; `check_pipeline` gathers them and binds every stage to its
-command and parsed Args.
+"""The one checker. Pipelines: every stage against the command signatures (names, flags,
+arguments); `check_pipeline` binds each stage to its command and parsed Args. Workflow files:
+`check_workflow` walks the AST of a loaded file and the files it calls and yields every
+diagnostic: the compiler refuses on any error, lint adds its warnings, plan and graph read the
+same nodes. Each check is a small generator of Diagnostics.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterator
+from typing import Any
 
 from attrs import frozen
 
 from lobsterc import ast
-from lobsterc.diagnostics import Diagnostic
+from lobsterc.diagnostics import CompileError, Diagnostic
+from lobsterc.source import Span
 from vm.commands import COMMANDS, Args, Command
+from vm.refs import WHOLE_REF
 
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
@@ -103,9 +108,239 @@ def check_stage(stage: ast.Stage) -> Iterator[Diagnostic | BoundStage]:
 
 
 def check_pipeline(pipeline: ast.Pipeline) -> tuple[list[BoundStage], list[Diagnostic]]:
+    """Every stage bound to its command, and the diagnostics of the stages that do not bind."""
+    seen = _checked.get(id(pipeline))
+    if seen is not None and seen[0] is pipeline:  # the checker, then the code generator
+        return list(seen[1]), list(seen[2])
     bound: list[BoundStage] = []
     diags: list[Diagnostic] = []
     for stage in pipeline.stages:
         for result in check_stage(stage):
             (bound if isinstance(result, BoundStage) else diags).append(result)
+    if len(_checked) >= 64:
+        _checked.clear()
+    _checked[id(pipeline)] = (pipeline, tuple(bound), tuple(diags))
     return bound, diags
+
+
+# id -> (pipeline, bound, diags): parse_pipeline hands the code generator the very objects the
+# checker saw, and each is checked once; keeping the pipeline keeps its id from being reused
+_checked: dict[int, tuple] = {}
+
+
+# ---------------------------------------------------------------------------------------------
+# workflow files
+
+
+def check_file(path: str, *, lenient: bool = False) -> tuple[Any, list[Diagnostic]]:
+    """Load a workflow file (lobsterc.build.load) and check it: the Loaded file and every
+    diagnostic of it and of the files it calls, file by file."""
+    from lobsterc.build import load
+
+    loaded = load(path, lenient=lenient)
+    return loaded, list(check_workflow(loaded))
+
+
+def refusal(diags: list[Diagnostic]) -> CompileError | None:
+    """The CompileError a compile raises for these diagnostics, None without errors: the errors
+    of the first file that has any (a caller's own errors come before its callees')."""
+    errors = [d for d in diags if d.severity == "error"]
+    if not errors:
+        return None
+    first = errors[0].span.source if errors[0].span else None
+    return CompileError([d for d in errors if (d.span.source if d.span else None) == first])
+
+
+def check_workflow(loaded: Any) -> Iterator[Diagnostic]:
+    """Every diagnostic of a Loaded workflow file, then of each file it calls (once each):
+    loading, step references (E211), conditions (E212), pipelines (E210 parse, E201-E204,
+    E214 gates), `workflow:` calls (E215 not literal, E210 file not found, E216 cycle)."""
+    yield from loaded.diagnostics
+    if loaded.workflow is None:
+        return
+    state: dict[str, str] = {}  # real path -> "open" while its callees are checked, then "done"
+    yield from _check_tree(loaded.workflow, loaded.real, state)
+
+
+def _check_tree(wf: Any, path: str, state: dict[str, str]) -> Iterator[Diagnostic]:
+    state[path] = "open"
+    calls: list[ast.Step] = []
+    yield from _check_steps(wf, wf.steps, [], None, calls)
+    for step in calls:
+        call = step.kind
+        if call.path is None:
+            yield Diagnostic("E215", f"Workflow step {step.id} workflow path must be a literal "
+                             "path (it is resolved when the file is compiled)", call.loc.span())
+            continue
+        loaded = wf.callee(call)
+        if loaded is None:
+            yield Diagnostic("E210", f"Workflow step {step.id} workflow file not found: "
+                             f"{call.target}", call.loc.span())
+        elif state.get(call.path) == "open":
+            yield Diagnostic("E216", f"Workflow step {step.id} creates a cycle: {call.target} is "
+                             "already being executed", call.loc.span())
+        elif call.path not in state:
+            yield from loaded.diagnostics
+            if loaded.workflow is not None:
+                yield from _check_tree(loaded.workflow, call.path, state)
+            else:
+                state[call.path] = "done"
+    state[path] = "done"
+
+
+def _check_steps(wf: Any, steps: tuple, scope: list[str], outer_later: Any,
+                 calls: list) -> Iterator[Diagnostic]:
+    """`scope` holds the names a step may read (earlier steps, loop variables); `later` is
+    only worked out for a hint, when a reference is unknown. A stdin or for_each value that
+    is one whole reference must name a step in scope."""
+    scope = list(scope)
+    for index, step in enumerate(steps):
+        later = (steps, index, outer_later)  # made a _Later only for a hint
+        kind = step.kind
+        if isinstance(step.stdin, str):
+            m = WHOLE_REF.match(step.stdin.strip())
+            if m and m[1] not in scope:
+                yield unknown_ref(m[1], f"{m[1]}{m[2]}", step.loc.span("stdin"), scope, later)
+        if isinstance(kind, ast.ForEach):
+            m = WHOLE_REF.match(kind.source.strip())
+            if m and m[1] not in scope:
+                yield unknown_ref(m[1], f"{m[1]}{m[2]}", kind.loc.span(), scope, later)
+        if step.when is not None:
+            yield from _check_when(step.when, scope, later)
+        if isinstance(kind, ast.PipelineStep):
+            yield from check_pipeline_text(step.id, kind.pipeline)
+        elif isinstance(kind, ast.Parallel):
+            for branch in kind.branches:
+                if branch.pipeline is not None:
+                    yield from check_pipeline_text(branch.id, branch.pipeline)
+        elif isinstance(kind, ast.SubWorkflow):
+            calls.append(step)
+        elif isinstance(kind, ast.ForEach):
+            yield from _check_steps(wf, kind.steps, scope + [kind.item_var, kind.index_var],
+                                    later, calls)
+        scope.append(step.id)
+        if isinstance(kind, ast.Parallel):  # each branch's result is kept under its id
+            scope += [branch.id for branch in kind.branches]
+
+
+class _Later:
+    """The names of the steps (and parallel branches) after steps[index], and after the loop
+    that holds them."""
+
+    __slots__ = ("steps", "index", "outer")
+
+    def __init__(self, steps: tuple, index: int, outer: tuple | None) -> None:
+        self.steps, self.index, self.outer = steps, index, outer
+
+    def __contains__(self, name: object) -> bool:
+        for step in self.steps[self.index + 1:]:
+            if step.id == name or isinstance(step.kind, ast.Parallel) and any(
+                    branch.id == name for branch in step.kind.branches):
+                return True
+        return self.outer is not None and name in _Later(*self.outer)
+
+
+def _check_when(when: ast.When, scope: list[str], later: Any) -> Iterator[Diagnostic]:
+    from lobsterc.expr import compile_condition
+
+    if when.tree is None:
+        try:
+            compile_condition(when.value, when.span)
+        except CompileError as exc:
+            yield from exc.diagnostics
+        return
+    for ref, path in _tree_refs(when.tree):
+        if ref not in scope:
+            text = ".".join((ref, *path))
+            yield unknown_ref(ref, text, _ref_span(when, ref), scope, later)
+
+
+def _tree_refs(tree: Any) -> Iterator[tuple[str, list[str]]]:
+    """(step id, path) of every reference in a compiled condition, left to right."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        tag = node[0]
+        if tag == "ref":
+            yield node[1], node[2]
+        elif tag in ("or", "and"):
+            stack.extend((node[2], node[1]))
+        elif tag == "not":
+            stack.append(node[1])
+        elif tag == "cmp":
+            stack.extend((node[3], node[2]))
+
+
+def _ref_span(when: ast.When, ref: str) -> Span:
+    span = when.span
+    if isinstance(when.value, str):
+        m = re.search(rf"\${re.escape(ref)}(?![A-Za-z0-9_-])(?:\.[A-Za-z0-9_]+)*", when.value)
+        if m:
+            return sub_span(span, when.value, m.start(), m.end())
+    return span
+
+
+def unknown_ref(ref: str, text: str, span: Span, scope: list[str], later: tuple) -> Diagnostic:
+    """E211, with a hint: the step is a later one (`later` is (steps, index, outer) for
+    _Later), or a name in scope that is close."""
+    message = f"Unknown step reference: {text}"
+    if ref in _Later(*later):
+        return Diagnostic("E211", message, span,
+                          help=f"'{ref}' is a later step; a step can only read the steps before it")
+    return Diagnostic("E211", message, span, help=did_you_mean(ref, scope))
+
+
+def check_pipeline_text(sid: str, pipeline: ast.PipelineText) -> Iterator[Diagnostic]:
+    """A workflow file's pipeline: it parses (E210, as the reference words it), its stages bind
+    to their commands, and no stage halts (E214); each diagnostic placed in the file."""
+    text = pipeline.text
+    if pipeline.parsed is None:
+        span = pipeline.span
+        from lobsterc.parse import parse_pipeline
+
+        try:
+            parse_pipeline(text, pipeline.loc.file)
+        except CompileError as exc:
+            for d in exc.diagnostics:
+                yield Diagnostic("E210", f"Workflow step {sid} pipeline parse failed: {d.message}",
+                                 _span_in(span, text, d.span), help=d.help)
+        return
+    bound, diags = check_pipeline(pipeline.parsed)
+    for d in diags:
+        yield Diagnostic(d.code, d.message, _span_in(pipeline.span, text, d.span), help=d.help)
+    for item in bound:
+        if item.command.lowering in ("approve", "ask"):
+            yield halting_stage(sid, item.command, _span_in(pipeline.span, text, item.stage.span))
+
+
+def halting_stage(sid: str, command: Command, span: Span) -> Diagnostic:
+    """E214: a workflow file's pipeline cannot halt (approve or ask) inside a step."""
+    if command.lowering == "approve":
+        return Diagnostic("E214", f"Workflow step {sid} halted for approval inside pipeline stage "
+                          f"{command.name}. Use a separate approval step in the workflow file.",
+                          span)
+    return Diagnostic("E214", f"Workflow step {sid} halted before completion at pipeline stage "
+                      f"{command.name}", span, help="use a separate input step in the workflow file")
+
+
+def sub_span(span: Span, value: str, start: int, end: int) -> Span:
+    """The span of value[start:end] inside the scalar at `span`, when the scalar sits on one
+    line as written (plain, or quoted without escapes); else the scalar's own span."""
+    if span.line != span.end_line or "\n" in value:
+        return span
+    extent = span.end_col - span.col
+    if extent == len(value):
+        quote = 0
+    elif extent == len(value) + 2:
+        quote = 1
+    else:
+        return span
+    col = span.col + quote + start
+    return Span(span.source, span.line, col, span.line, col + max(1, end - start))
+
+
+def _span_in(span: Span, value: str, inner: Span | None) -> Span:
+    """A span the pipeline parser gave (relative to `value`), placed in the file."""
+    if inner is None or inner.line != 1 or inner.end_line != 1:
+        return span
+    return sub_span(span, value, inner.col - 1, inner.end_col - 1)

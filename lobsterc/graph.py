@@ -8,8 +8,10 @@ from typing import Any
 
 from attrs import frozen
 
+from lobsterc import ast
 from lobsterc.diagnostics import CompileError
-from lobsterc.workflow_file import WorkflowFile, is_approval, load_workflow_file, step_kind
+from lobsterc.expr import condition_refs
+from lobsterc.load import Document
 from vm.protocol import RequestError, compile_error_fields
 from vm.refs import REF, substitute_args
 
@@ -41,16 +43,22 @@ class Edge:
 
 def graph(path: str, fmt: str = "mermaid", args: dict | None = None) -> str:
     """Load a workflow file and render its graph. Load errors raise RequestError."""
+    from lobsterc.build import load
+
     if fmt not in FORMATS:
         raise RequestError(f"graph --format must be one of: {', '.join(FORMATS)}")
-    try:
-        wf = load_workflow_file(path)
-    except CompileError as exc:
-        raise RequestError(**compile_error_fields(exc)) from None
-    return render_graph(wf, fmt, args)
+    loaded = load(path)
+    if loaded.workflow is None:
+        raise RequestError(**compile_error_fields(CompileError(loaded.diagnostics)))
+    return render_graph(loaded.workflow, fmt, args)
 
 
-def render_graph(wf: WorkflowFile, fmt: str = "mermaid", args: dict | None = None) -> str:
+def render_graph(wf: ast.Workflow | Document, fmt: str = "mermaid", args: dict | None = None) -> str:
+    """The graph of a workflow (a validated Document is built first)."""
+    if isinstance(wf, Document):
+        from lobsterc.build import build
+
+        wf = build(wf)
     nodes, edges = nodes_and_edges(wf, args)
     if fmt == "mermaid":
         return _mermaid(nodes, edges)
@@ -62,11 +70,9 @@ def render_graph(wf: WorkflowFile, fmt: str = "mermaid", args: dict | None = Non
 
 
 # the model ---------------------------------------------------------------------------------
-def nodes_and_edges(wf: WorkflowFile, args: dict | None = None) -> tuple[list[Node], list[Edge]]:
-    from lobsterc.workflow import arg_defaults
-
-    resolved = {**arg_defaults(wf), **(args or {})}
-    steps = wf.data["steps"]
+def nodes_and_edges(wf: ast.Workflow, args: dict | None = None) -> tuple[list[Node], list[Edge]]:
+    resolved = {**wf.defaults, **(args or {})}
+    steps = wf.steps
     nodes = [_node(step, resolved) for step in steps]
     known = {node.id for node in nodes}
     edges: list[Edge] = []
@@ -79,60 +85,49 @@ def nodes_and_edges(wf: WorkflowFile, args: dict | None = None) -> tuple[list[No
             edges.append(Edge(source, target, label))
 
     for index, step in enumerate(steps):
-        sid = step["id"]
+        sid = step.id
         if index:
-            add(steps[index - 1]["id"], sid, "next")
-        stdin = step.get("stdin")
-        if isinstance(stdin, str):
-            for ref in _template_refs(stdin):
+            add(steps[index - 1].id, sid, "next")
+        if isinstance(step.stdin, str):
+            for ref in _template_refs(step.stdin):
                 add(ref, sid, "stdin")
-        if isinstance(step.get("for_each"), str):
-            for ref in _template_refs(step["for_each"]):
+        if isinstance(step.kind, ast.ForEach):
+            for ref in _template_refs(step.kind.source):
                 add(ref, sid, "for_each")
-        key = "when" if "when" in step else "condition" if "condition" in step else None
-        if key is not None and isinstance(step[key], str):
-            label = _truncate(f"when: {_one_line(step[key])}", WHEN_LIMIT)
-            for ref in _condition_refs(step[key]):
+        when = step.when
+        if when is not None and isinstance(when.value, str):
+            label = _truncate(f"when: {_one_line(when.value)}", WHEN_LIMIT)
+            refs = condition_refs(when.tree) if when.tree is not None else _template_refs(when.value)
+            for ref in refs:
                 add(ref, sid, label)
     return nodes, edges
 
 
-def _node(step: dict, args: dict) -> Node:
-    kind = step_kind(step)
+def _node(step: ast.Step, args: dict) -> Node:
+    kind = step.kind
     details = ""
-    if kind == "parallel":
-        par = step["parallel"]
-        ids = ", ".join(branch["id"] for branch in par["branches"])
-        details = f"branches: {ids}" + ("; wait: any" if par.get("wait") == "any" else "")
+    if isinstance(kind, ast.Parallel):
+        ids = ", ".join(branch.id for branch in kind.branches)
+        details = f"branches: {ids}" + ("; wait: any" if kind.wait == "any" else "")
         node_type = "parallel"
-    elif kind == "for_each":
-        details = f"each {step.get('item_var', 'item')} in {step['for_each']}"
-        node_type = "for_each"
-    elif kind == "workflow":
-        details, node_type = step["workflow"], "workflow"
-    elif kind == "pipeline":
-        details, node_type = step["pipeline"], "pipeline"
-    elif kind == "shell":
-        details = step["run"] if isinstance(step.get("run"), str) else step["command"]
-        node_type = "run"
-    elif kind == "input":
-        prompt = step["input"].get("prompt")
-        details, node_type = (prompt if isinstance(prompt, str) else ""), "input"
-    elif kind == "approval" or is_approval(step.get("approval")):
-        details, node_type = _approval_prompt(step), "approval"
+    elif isinstance(kind, ast.ForEach):
+        details, node_type = f"each {kind.item_var} in {kind.source}", "for_each"
+    elif isinstance(kind, ast.SubWorkflow):
+        details, node_type = kind.target, "workflow"
+    elif isinstance(kind, ast.PipelineStep):
+        details, node_type = kind.pipeline.text, "pipeline"
+    elif isinstance(kind, ast.Shell):
+        details, node_type = kind.line, "run"
+    elif isinstance(kind, ast.InputGate):
+        details, node_type = (kind.prompt if isinstance(kind.prompt, str) else ""), "input"
+    elif step.approval is not None:
+        written = step.approval.written
+        details = written if written is not None else f"Approve {step.id}?"
+        node_type = "approval"
     else:
         node_type = "step"
     details = _truncate(_one_line(substitute_args(details, args)), DETAIL_LIMIT)
-    return Node(step["id"], node_type, details)
-
-
-def _approval_prompt(step: dict) -> str:
-    approval = step.get("approval")
-    if isinstance(approval, dict) and isinstance(approval.get("prompt"), str):
-        return approval["prompt"]
-    if isinstance(approval, str) and approval.strip() not in ("", "required"):
-        return approval
-    return f"Approve {step['id']}?"
+    return Node(step.id, node_type, details)
 
 
 def _template_refs(text: str) -> list[str]:
@@ -141,17 +136,6 @@ def _template_refs(text: str) -> list[str]:
         if match[1] not in out:
             out.append(match[1])
     return out
-
-
-def _condition_refs(text: str) -> list[str]:
-    """The step ids a condition reads: from its compiled tree (so a `$x.y` inside a quoted
-    string is not a reference); from the raw text when it does not compile."""
-    from lobsterc.expr import compile_condition, condition_refs
-
-    try:
-        return condition_refs(compile_condition(text, None))
-    except CompileError:
-        return _template_refs(text)
 
 
 def _one_line(text: str) -> str:

@@ -1,18 +1,17 @@
-"""`lobsterc lint`: every diagnostic of a pipeline or workflow file at once. Errors reuse the
-compiler's codes (E1xx syntax, E2xx checks); warnings are W3xx. RULES is the registry: one
-small generator per rule, each yielding Diagnostics.
+"""`lobsterc lint`: every diagnostic of a pipeline or workflow file at once. The errors are the
+checker's (lobsterc.check: the compiler's codes and words, E1xx syntax, E2xx checks); lint adds
+warnings, W3xx. RULES is the registry of warnings: one small generator per rule over the AST.
 
 How far lint gets in a workflow file: a YAML/JSON syntax error stops it; duplicate step ids
 and invalid JSON Schemas are all reported and then set aside, so the file's structure can
-still be validated (its first structural error stops it); after that every step is checked
-on its own (references, conditions, pipelines), and the warning rules run. The rules that
-need the compiled program (unreachable steps, the approval proof) run when nothing above
-was an error.
+still be validated (its first structural error stops it); after that the checker reports every
+error of every step (references, conditions, pipelines, sub-workflows), and the warning rules
+run. The rules that need the compiled program (unreachable steps, the approval proof) run when
+nothing above was an error.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
@@ -21,10 +20,11 @@ from typing import Any
 
 from attrs import define, field, frozen
 
-from lobsterc.check import check_pipeline, did_you_mean
+from lobsterc import ast
+from lobsterc.check import check_pipeline, did_you_mean, sub_span
 from lobsterc.diagnostics import CompileError, Diagnostic, render
 from lobsterc.source import Source, Span
-from vm.refs import ARG, WHOLE_REF, env_name
+from vm.refs import ARG, env_name
 
 WORKFLOW_SUFFIXES = (".lobster", ".yaml", ".yml", ".json")
 
@@ -39,250 +39,64 @@ class Rule:
 
 @frozen
 class StepRef:
-    """Where a compiled step label came from: its file, its path in the file and its data."""
+    """The step a compiled step label came from (in this file or a callee)."""
 
     label: str
-    wf: Any  # WorkflowFile
-    at: tuple
-    data: dict
-    cond: Any = None  # the compiled condition tree, when it has one
+    step: ast.Step
 
 
 @define
 class LintContext:
     path: str
-    wf: Any = None  # WorkflowFile, for workflow files
+    wf: ast.Workflow | None = None  # for workflow files
     program: Any = None  # the compiled Program, when the file compiles
     steps: dict[str, StepRef] = field(factory=dict)  # label -> StepRef (this file and callees)
     require_approval: bool = False
     strict: bool = False
-    errors: list[Diagnostic] = field(factory=list)
+
+
+def walk(steps: tuple[ast.Step, ...], prefix: str = "") -> Iterator[tuple[str, ast.Step]]:
+    """(label, step) for every step and for_each sub-step of one file, in order."""
+    for step in steps:
+        label = f"{prefix}{step.id}"
+        yield label, step
+        if isinstance(step.kind, ast.ForEach):
+            yield from walk(step.kind.steps, f"{label}/")
 
 
 # ---------------------------------------------------------------------------------------------
-# helpers
-
-def _sub_span(span: Span, value: str, start: int, end: int) -> Span:
-    """The span of value[start:end] inside the scalar at `span`, when the scalar sits on one
-    line as written (plain, or quoted without escapes); else the scalar's own span."""
-    if span.line != span.end_line or "\n" in value:
-        return span
-    extent = span.end_col - span.col
-    if extent == len(value):
-        quote = 0
-    elif extent == len(value) + 2:
-        quote = 1
-    else:
-        return span
-    col = span.col + quote + start
-    return Span(span.source, span.line, col, span.line, col + max(1, end - start))
-
-
-def _span_in(span: Span, value: str, inner: Span | None) -> Span:
-    """A span the pipeline parser gave (relative to `value`), placed in the file."""
-    if inner is None or inner.line != 1 or inner.end_line != 1:
-        return span
-    return _sub_span(span, value, inner.col - 1, inner.end_col - 1)
-
-
-def _walk_steps(wf, steps: list, at: tuple, prefix: str) -> Iterator[tuple[str, tuple, dict, str]]:
-    """(label, path, step, prefix) for every step and for_each sub-step of one file, in order."""
-    for index, step in enumerate(steps):
-        path = (*at, index)
-        label = f"{prefix}{step['id']}"
-        yield label, path, step, prefix
-        if isinstance(step.get("for_each"), str) and isinstance(step.get("steps"), list):
-            yield from _walk_steps(wf, step["steps"], (*path, "steps"), f"{label}/")
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
-def _declared_args(wf) -> dict:
-    args = wf.data.get("args")
-    return args if isinstance(args, dict) else {}
-
-
-def _shell_lines(step: dict, at: tuple) -> Iterator[tuple[tuple, str]]:
-    """(path, line) of a step's shell line and its parallel branches' run lines."""
-    for key in ("run", "command"):
-        if isinstance(step.get(key), str) and step.get("pipeline") in (None, ""):
-            yield (*at, key), step[key]
-            break
-    parallel = step.get("parallel")
-    if isinstance(parallel, dict):
-        for index, branch in enumerate(parallel.get("branches") or []):
-            for key in ("run", "command"):
-                if isinstance(branch.get(key), str):
-                    yield (*at, "parallel", "branches", index, key), branch[key]
-                    break
-
-
-# ---------------------------------------------------------------------------------------------
-# rules: errors (the compiler's codes)
-
-def rule_references(ctx: LintContext) -> Iterator[Diagnostic]:
-    """E211: a stdin / for_each / condition reference must name an earlier step (or a loop
-    variable). A later step gets its own hint."""
-    wf = ctx.wf
-    yield from _refs_in(wf, wf.data["steps"], ("steps",), [], set())
-
-
-def _refs_in(wf, steps: list, at: tuple, scope: list[str], outer_later: set[str]
-             ) -> Iterator[Diagnostic]:
-    ids = [step["id"] for step in steps]
-    for index, step in enumerate(steps):
-        path = (*at, index)
-        later = set(ids[index + 1:]) | outer_later
-        for key in ("stdin", "for_each"):
-            value = step.get(key)
-            m = WHOLE_REF.match(value.strip()) if isinstance(value, str) else None
-            if m and m[1] not in scope:
-                yield _unknown_ref(m[1], f"{m[1]}{m[2]}", wf.span_of(*path, key), scope, later, wf)
-        key = "when" if "when" in step else "condition" if "condition" in step else None
-        if key is not None:
-            tree = _condition(step[key], wf.span_of(*path, key))
-            if tree is not None:
-                from lobsterc.expr import condition_refs
-
-                for ref in condition_refs(tree):
-                    if ref not in scope:
-                        yield _unknown_ref(ref, ref, _ref_span(wf, path, key, ref), scope,
-                                           later, wf)
-        if isinstance(step.get("for_each"), str) and isinstance(step.get("steps"), list):
-            loop_vars = [step.get("item_var", "item"), step.get("index_var", "index")]
-            yield from _refs_in(wf, step["steps"], (*path, "steps"), scope + loop_vars,
-                                later)
-        scope = scope + [step["id"]]
-
-
-def _ref_span(wf, path: tuple, key: str, ref: str) -> Span:
-    span = wf.span_of(*path, key)
-    value = _get_path(wf.data, (*path, key))
-    if isinstance(value, str):
-        m = re.search(rf"\${re.escape(ref)}(?![A-Za-z0-9_-])(?:\.[A-Za-z0-9_]+)*", value)
-        if m:
-            return _sub_span(span, value, m.start(), m.end())
-    return span
-
-
-def _get_path(data: Any, path: tuple) -> Any:
-    for part in path:
-        data = data[part]
-    return data
-
-
-def _unknown_ref(ref: str, text: str, span: Span, scope: list[str], later: set[str], wf
-                 ) -> Diagnostic:
-    message = f"Unknown step reference: {text}"
-    if ref in later:
-        return Diagnostic("E211", message, span,
-                          help=f"'{ref}' is a later step; a step can only read the steps before it")
-    return Diagnostic("E211", message, span, help=did_you_mean(ref, scope))
-
-
-
-def _condition(value: Any, span: Span) -> Any:
-    """The compiled tree, or None when the condition does not compile (rule E212 says so)."""
-    from lobsterc.expr import compile_condition
-
-    try:
-        return compile_condition(value, span)
-    except CompileError:
-        return None
-
-
-def rule_conditions(ctx: LintContext) -> Iterator[Diagnostic]:
-    """E212: every `when` / `condition` must compile."""
-    from lobsterc.expr import compile_condition
-
-    wf = ctx.wf
-    for label, at, step, _ in _walk_steps(wf, wf.data["steps"], ("steps",), ""):
-        key = "when" if "when" in step else "condition" if "condition" in step else None
-        if key is None:
-            continue
-        try:
-            compile_condition(step[key], wf.span_of(*at, key))
-        except CompileError as exc:
-            yield from exc.diagnostics
-
-
-def rule_commands(ctx: LintContext) -> Iterator[Diagnostic]:
-    """E1xx / E201-E204 / E214: every pipeline (steps, sub-steps, parallel branches) parses
-    and binds to the command signatures; every error of every pipeline, placed in the file."""
-    from lobsterc.parse import parse_pipeline
-
-    wf = ctx.wf
-    for label, at, step, _ in _walk_steps(wf, wf.data["steps"], ("steps",), ""):
-        where = [((*at, "pipeline"), step["id"], step.get("pipeline"))]
-        parallel = step.get("parallel")
-        if isinstance(parallel, dict):
-            where += [((*at, "parallel", "branches", i, "pipeline"), b.get("id"), b.get("pipeline"))
-                      for i, b in enumerate(parallel.get("branches") or [])]
-        for path, sid, text in where:
-            if not isinstance(text, str) or not text:
-                continue
-            span = wf.span_of(*path)
-            try:
-                parsed = parse_pipeline(text, wf.path)
-            except CompileError as exc:
-                for d in exc.diagnostics:
-                    yield Diagnostic(d.code, f"Workflow step {sid} pipeline parse failed: "
-                                     f"{d.message}", _span_in(span, text, d.span), help=d.help)
-                continue
-            bound, diags = check_pipeline(parsed)
-            for d in diags:
-                yield Diagnostic(d.code, d.message, _span_in(span, text, d.span), help=d.help)
-            for item in bound:
-                if item.command.lowering in ("approve", "ask"):
-                    gate = "a separate approval step" if item.command.lowering == "approve" \
-                        else "a separate input step"
-                    yield Diagnostic(
-                        "E214", f"Workflow step {sid} cannot halt inside pipeline stage "
-                        f"{item.command.name}", _span_in(span, text, item.stage.span),
-                        help=f"use {gate} in the workflow file")
-
-
-# ---------------------------------------------------------------------------------------------
-# rules: warnings
+# rules
 
 def rule_shell_args(ctx: LintContext) -> Iterator[Diagnostic]:
     """W301: `${arg}` in a shell line splices the arg's text into shell code; the injected
     environment variable LOBSTER_ARG_<NAME> carries it as data."""
-    wf = ctx.wf
-    args = _declared_args(wf)
-    for label, at, step, _ in _walk_steps(wf, wf.data["steps"], ("steps",), ""):
-        for path, line in _shell_lines(step, at):
-            for m in ARG.finditer(line):
+    args = ctx.wf.args
+    for _, step in walk(ctx.wf.steps):
+        lines: list[tuple[ast.Shell, ast.Loc]] = []
+        if isinstance(step.kind, ast.Shell):
+            lines.append((step.kind, step.loc))
+        elif isinstance(step.kind, ast.Parallel):
+            lines += [(b.shell, b.loc) for b in step.kind.branches if b.shell is not None]
+        for shell, loc in lines:
+            for m in ARG.finditer(shell.line):
                 if m[1] not in args:
                     continue
                 var = f"LOBSTER_ARG_{env_name(m[1])}"
                 yield Diagnostic(
                     "W301", f"arg '{m[1]}' is spliced into a shell line",
-                    _sub_span(wf.span_of(*path), line, m.start(), m.end()),
+                    sub_span(loc.span(shell.key), shell.line, m.start(), m.end()),
                     help=f'use "${var}" instead: the shell then reads the value as data, '
                          "never as code", severity="warning")
 
 
-def _can_hang(step: dict) -> bool:
+def _can_hang(kind: ast.StepKind) -> bool:
     """A step that waits on something outside the run: a shell line, or a pipeline with an
     exec stage or a gateway call."""
-    if step.get("pipeline") in (None, ""):
-        return any(isinstance(step.get(k), str) and step.get(k) for k in ("run", "command"))
-    from lobsterc.parse import parse_pipeline
-
-    try:
-        bound, _ = check_pipeline(parse_pipeline(step["pipeline"], "<lint>"))
-    except CompileError:
+    if isinstance(kind, ast.Shell):
+        return True
+    if not isinstance(kind, ast.PipelineStep) or kind.pipeline.parsed is None:
         return False
+    bound, _ = check_pipeline(kind.pipeline.parsed)
     return any(item.command.effects in ("local_exec", "network") for item in bound)
 
 
@@ -290,21 +104,19 @@ def rule_timeouts(ctx: LintContext) -> Iterator[Diagnostic]:
     """W302: a shell step, a pipeline step with an exec or gateway stage, or a parallel step
     without timeout_ms (the file format has no workflow-wide timeout, so nothing else bounds
     it but the caller's timeoutMs)."""
-    wf = ctx.wf
-    for label, at, step, _ in _walk_steps(wf, wf.data["steps"], ("steps",), ""):
-        if "timeout_ms" in step:
+    for _, step in walk(ctx.wf.steps):
+        if step.policy is not None and step.policy.timeout_ms is not ast.ABSENT:
             continue
-        parallel = step.get("parallel")
-        if isinstance(parallel, dict):
-            if "timeout_ms" in parallel:
+        kind = step.kind
+        if isinstance(kind, ast.Parallel):
+            if kind.timeout_ms is not ast.ABSENT:
                 continue
             what = "parallel step"
-        elif step.get("for_each") is not None or not _can_hang(step):
+        elif not _can_hang(kind):
             continue
         else:
-            what = "shell step" if step.get("pipeline") in (None, "") else "pipeline step"
-        yield Diagnostic("W302", f"{what} {step['id']} has no timeout_ms",
-                         wf.span_of(*at, "id"),
+            what = "shell step" if isinstance(kind, ast.Shell) else "pipeline step"
+        yield Diagnostic("W302", f"{what} {step.id} has no timeout_ms", step.span,
                          help="add `timeout_ms: <milliseconds>`: a command that hangs holds "
                               "the run until the caller's timeoutMs", severity="warning")
 
@@ -313,18 +125,16 @@ def rule_unused_args(ctx: LintContext) -> Iterator[Diagnostic]:
     """W303: an arg that nothing uses: no `${name}` in any value, no LOBSTER_ARG_<NAME>, and
     no LOBSTER_ARGS_JSON (which hands every arg over)."""
     wf = ctx.wf
-    args = _declared_args(wf)
-    rest = {k: v for k, v in wf.data.items() if k != "args"}
-    texts = list(_strings(rest))
+    texts = list(wf.texts())
     if any("LOBSTER_ARGS_JSON" in t for t in texts):
         return
     used = {m[1] for t in texts for m in ARG.finditer(t)}
     env = "\n".join(texts)
-    for name in args:
+    for name in wf.args:
         var = f"LOBSTER_ARG_{env_name(name)}"
         if name in used or re.search(rf"\b{re.escape(var)}\b", env):
             continue
-        yield Diagnostic("W303", f"arg '{name}' is never used", wf.key_span_of("args", name),
+        yield Diagnostic("W303", f"arg '{name}' is never used", wf.loc.key_span("args", name),
                          help=f"reference it as ${{{name}}} or ${var}, or remove it",
                          severity="warning")
 
@@ -334,15 +144,11 @@ def rule_constant_conditions(ctx: LintContext) -> Iterator[Diagnostic]:
     false makes its step unreachable: W305 reports that.)"""
     from lobsterc.effects import constant_condition
 
-    wf = ctx.wf
-    for label, at, step, _ in _walk_steps(wf, wf.data["steps"], ("steps",), ""):
-        key = "when" if "when" in step else "condition" if "condition" in step else None
-        if key is None:
-            continue
-        tree = _condition(step[key], wf.span_of(*at, key))
-        if tree is not None and constant_condition(tree) is True:
-            yield Diagnostic("W304", "condition is always true", wf.span_of(*at, key),
-                             help=f"remove `{key}`: step {step['id']} always runs",
+    for _, step in walk(ctx.wf.steps):
+        when = step.when
+        if when is not None and when.tree is not None and constant_condition(when.tree) is True:
+            yield Diagnostic("W304", "condition is always true", when.span,
+                             help=f"remove `{when.key}`: step {step.id} always runs",
                              severity="warning")
 
 
@@ -350,13 +156,11 @@ def rule_effects_values(ctx: LintContext) -> Iterator[Diagnostic]:
     """W307: `effects:` takes write, read or none."""
     from lobsterc.effects import MARKS
 
-    wf = ctx.wf
-    for label, at, step, _ in _walk_steps(wf, wf.data["steps"], ("steps",), ""):
-        if "effects" in step and step["effects"] not in MARKS:
-            value = step["effects"]
+    for _, step in walk(ctx.wf.steps):
+        value = step.effects
+        if value is not ast.ABSENT and value not in MARKS:
             shown = value if isinstance(value, str) else json.dumps(value)
-            yield Diagnostic("W307", f"unknown effects value '{shown}'",
-                             wf.span_of(*at, "effects"),
+            yield Diagnostic("W307", f"unknown effects value '{shown}'", step.loc.span("effects"),
                              help=did_you_mean(str(shown), MARKS) or "use write, read or none",
                              severity="warning")
 
@@ -381,12 +185,12 @@ def rule_unreachable(ctx: LintContext) -> Iterator[Diagnostic]:
         if any(info.id.startswith(f"{done}/") for done in reported):
             continue
         reported.append(info.id)
-        ref = ctx.steps[info.id]
-        cond = ref.cond
+        step = ctx.steps[info.id].step
+        cond = step.when.tree if step.when is not None else None
         why = ("its condition is always false" if cond is not None
                and constant_condition(cond) is False else "no path from the start reaches it")
-        yield Diagnostic("W305", f"step {ref.data['id']} never runs",
-                         ref.wf.span_of(*ref.at, "id"), help=why, severity="warning")
+        yield Diagnostic("W305", f"step {step.id} never runs", step.span, help=why,
+                         severity="warning")
 
 
 def rule_approvals(ctx: LintContext) -> Iterator[Diagnostic]:
@@ -394,13 +198,13 @@ def rule_approvals(ctx: LintContext) -> Iterator[Diagnostic]:
     checked; with --require-approval, command classes too (--strict adds local_exec)."""
     from lobsterc.effects import verify_approvals
 
-    marks = {label: ref.data.get("effects") for label, ref in ctx.steps.items()
-             if isinstance(ref.data.get("effects"), str)}
+    marks = {label: ref.step.effects for label, ref in ctx.steps.items()
+             if isinstance(ref.step.effects, str)}
     program = ctx.program
     for v in verify_approvals(program, marks, classes=ctx.require_approval, strict=ctx.strict):
         ref = ctx.steps.get(v.label)
         if ref is not None:
-            span = ref.wf.span_of(*ref.at, "id")
+            span = ref.step.span
         else:
             info = next(s for s in program.steps if s.id == v.label)
             span = Span(ctx.path, *info.span) if info.span else None
@@ -411,9 +215,6 @@ def rule_approvals(ctx: LintContext) -> Iterator[Diagnostic]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("E211", "unknown or later step reference", rule_references),
-    Rule("E212", "invalid condition", rule_conditions),
-    Rule("E201", "unknown command or flag (and every other pipeline check)", rule_commands),
     Rule("W301", "arg spliced into a shell line", rule_shell_args),
     Rule("W302", "step without a timeout", rule_timeouts),
     Rule("W303", "unused arg", rule_unused_args),
@@ -423,8 +224,6 @@ RULES: tuple[Rule, ...] = (
     Rule("W306", "side-effecting step without an approval gate", rule_approvals,
          needs_program=True),
 )
-# Reported outside RULES, before a file's structure is known: E210 (a syntax error, the first
-# structural error, a duplicate step id) and E213 (an invalid JSON Schema).
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,31 +285,12 @@ def _lint_pipeline(path: str, require_approval: bool, strict: bool) -> list[Diag
 
 
 def _lint_workflow(path: str, require_approval: bool, strict: bool) -> list[Diagnostic]:
-    from lobsterc import workflow_file as wff
+    from lobsterc.check import check_file
 
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            text = fh.read()
-    except UnicodeDecodeError as exc:
-        return [Diagnostic("E210", "Workflow file parse error: not UTF-8 text "
-                           f"({exc.reason} at byte {exc.start})")]
-    source = Source(path, text)
-    try:  # the loader's parsers, without its validation (which stops at the first problem)
-        parse = wff._parse_json if path.lower().endswith(".json") else wff._parse_yaml
-        data, spans, key_spans = parse(source)
-    except CompileError as exc:
-        return list(exc.diagnostics)
-    raw = wff.WorkflowFile(path, source, data, spans, key_spans)
-    diags: list[Diagnostic] = []
-    patched = copy.deepcopy(data)
-    if isinstance(patched, dict) and isinstance(patched.get("steps"), list):
-        diags += _duplicates(raw, patched)
-        diags += _schemas(raw, patched)
-    wf = wff.WorkflowFile(path, source, patched, spans, key_spans)
-    problem = wff.validate_workflow(wf)
-    if problem is not None:
-        return diags + [problem]
-    ctx = LintContext(path, wf=wf, require_approval=require_approval, strict=strict)
+    loaded, diags = check_file(path, lenient=True)
+    if loaded.workflow is None:
+        return diags
+    ctx = LintContext(path, wf=loaded.workflow, require_approval=require_approval, strict=strict)
     for rule in RULES:
         if not rule.needs_program:
             diags += list(rule.check(ctx))
@@ -522,87 +302,25 @@ def _lint_workflow(path: str, require_approval: bool, strict: bool) -> list[Diag
         ctx.program = compile_workflow(path)
     except CompileError as exc:
         return diags + list(exc.diagnostics)
-    ctx.steps = _index(wf, "")
+    ctx.steps = _index(loaded.workflow, "", ())
     for rule in RULES:
         if rule.needs_program:
             diags += list(rule.check(ctx))
     return diags
 
 
-def _duplicates(raw, patched: dict) -> list[Diagnostic]:
-    """E210 for every repeated step id (top level, and within each for_each); the repeats are
-    renamed in `patched` so that the rest of the file can still be checked."""
-    out = []
-
-    def scan(steps: list, at: tuple, message: str) -> None:
-        first: dict[str, tuple] = {}
-        for index, step in enumerate(steps):
-            sid = step.get("id") if isinstance(step, dict) else None
-            if not isinstance(sid, str) or not sid:
-                continue
-            if sid in first:
-                line = raw.span_of(*first[sid], "id").line
-                out.append(Diagnostic("E210", message.format(sid=sid),
-                                      raw.span_of(*at, index, "id"),
-                                      help=f"'{sid}' is first defined on line {line}",
-                                      kind="runtime_error"))
-                _get_path(patched, (*at, index))["id"] = f"{sid}~{index}"
-            else:
-                first[sid] = (*at, index)
-            subs = step.get("steps")
-            if isinstance(step.get("for_each"), str) and isinstance(subs, list):
-                scan(subs, (*at, index, "steps"),
-                     f"Workflow step {sid} duplicate for_each sub-step id: {{sid}}")
-
-    scan(patched["steps"], ("steps",), "Duplicate workflow step id: {sid}")
-    return out
-
-
-def _schemas(raw, patched: dict) -> list[Diagnostic]:
-    """E213 for every input.responseSchema that is not a valid JSON Schema (draft 2020-12),
-    at the keyword that is wrong; each is replaced by {} in `patched`."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import best_match
-
-    out = []
-    for label, at, step, _ in _walk_steps(raw, patched["steps"], ("steps",), ""):
-        spec = step.get("input") if isinstance(step, dict) else None
-        schema = spec.get("responseSchema") if isinstance(spec, dict) else None
-        if not isinstance(schema, dict):
-            continue
-        error = best_match(Draft202012Validator(Draft202012Validator.META_SCHEMA)
-                           .iter_errors(schema))
-        if error is None:
-            continue
-        where = (*at, "input", "responseSchema", *error.absolute_path)
-        out.append(Diagnostic("E213", f"Workflow step {step.get('id')} input.responseSchema is "
-                              f"invalid: {error.message}", raw.span_of(*where),
-                              help="see https://json-schema.org/understanding-json-schema/",
-                              kind="runtime_error"))
-        spec["responseSchema"] = {}
-    return out
-
-
-def _index(wf, prefix: str, chain: tuple[str, ...] = ()) -> dict[str, StepRef]:
-    """Compiled step label -> where it came from, following sub-workflow calls as the
-    compiler does (a callee's steps are labelled `call/step`)."""
-    from lobsterc.workflow_file import load_workflow_file
-
+def _index(wf: ast.Workflow, prefix: str, chain: tuple[str, ...]) -> dict[str, StepRef]:
+    """Compiled step label -> its step, following sub-workflow calls as the compiler does (a
+    callee's steps are labelled `call/step`)."""
     out: dict[str, StepRef] = {}
     chain = (*chain, os.path.realpath(wf.path))
-    for label, at, step, _ in _walk_steps(wf, wf.data["steps"], ("steps",), prefix):
-        key = "when" if "when" in step else "condition" if "condition" in step else None
-        cond = _condition(step[key], wf.span_of(*at, key)) if key else None
-        out[label] = StepRef(label, wf, at, step, cond)
-        target = step.get("workflow")
-        if isinstance(target, str) and "$" not in target:
-            child = os.path.normpath(os.path.join(os.path.dirname(wf.path), target))
-            if os.path.realpath(child) in chain or not os.path.isfile(child):
-                continue
-            try:
-                out.update(_index(load_workflow_file(child), f"{label}/", chain))
-            except CompileError:
-                continue
+    for label, step in walk(wf.steps, prefix):
+        out[label] = StepRef(label, step)
+        call = step.kind
+        if isinstance(call, ast.SubWorkflow) and call.path not in chain:
+            callee = wf.callee(call)
+            if callee is not None and callee.workflow is not None:
+                out.update(_index(callee.workflow, f"{label}/", chain))
     return out
 
 

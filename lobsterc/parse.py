@@ -61,6 +61,11 @@ def decode_word(raw: str) -> tuple[str, bool]:
 
 def parse_pipeline(text: str, name: str = "<pipeline>") -> ast.Pipeline:
     """Parse a pipeline string. Raises CompileError (kind parse_error) on bad syntax."""
+    return _parse_pipeline(text, name)
+
+
+@lru_cache(maxsize=64)  # the checker and the code generator both parse a workflow's pipelines
+def _parse_pipeline(text: str, name: str) -> ast.Pipeline:
     from lark.exceptions import UnexpectedCharacters, UnexpectedInput
 
     source = Source(name, text)

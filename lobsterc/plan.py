@@ -7,17 +7,18 @@ from typing import Any
 
 from attrs import define
 
+from collections.abc import Iterator
+
 from lobsterc import ast
-from lobsterc.check import check_pipeline, check_stage
+from lobsterc.check import check_pipeline, check_stage, halting_stage
 from lobsterc.diagnostics import CompileError, Diagnostic
-from lobsterc.expr import compile_condition
 from lobsterc.parse import parse_pipeline
-from lobsterc.workflow_file import WorkflowFile, is_approval, load_workflow_file, step_kind
+from lobsterc.source import Span
 from vm import js
 from vm.commands import COMMANDS
 from vm.condition import MISSING, evaluate, truthy
 from vm.protocol import RequestError, compile_error_fields
-from vm.refs import REF, WHOLE_REF, substitute_args
+from vm.refs import ARG, REF, WHOLE_REF, substitute_args
 from vm.steps import value_result
 
 
@@ -69,77 +70,110 @@ class _Output:
 
 
 def workflow_plan(path: str, args: dict) -> str:
-    """`[DRY RUN] Would execute N step(s):` and one entry per step, with what it would run."""
-    from lobsterc.workflow import arg_defaults
+    """`[DRY RUN] Would execute N step(s):` and one entry per step, with what it would run. A
+    file the compiler refuses is refused with the same diagnostic (lobsterc.check)."""
+    from lobsterc.check import check_file, refusal
 
     try:
-        wf = load_workflow_file(path)
-        resolved = {**arg_defaults(wf), **(args or {})}
-        return _Planner(wf, resolved).plan()
+        loaded, diags = check_file(path)
+        wf = loaded.workflow
+        if wf is not None:
+            diags = _unless_templated(wf, diags)
+        refused = refusal(diags)
+        if refused is not None:
+            raise refused
+        return _Planner(wf, {**wf.defaults, **(args or {})}).plan()
     except CompileError as exc:
         raise RequestError(**compile_error_fields(exc)) from None
 
 
+def _unless_templated(wf: ast.Workflow, diags: list[Diagnostic]) -> list[Diagnostic]:
+    """The checker's diagnostics, but for what the reference works out at run time and a plan
+    shows worked out: a `workflow:` path with `${arg}` in it, and a pipeline with `${arg}` or a
+    step reference in it (the planner checks that one as it would run)."""
+    regions = [p.span for p in _pipelines(wf.steps) if _templated(p.text)]
+
+    def inside(span: Span | None) -> bool:
+        return span is not None and any(
+            r.source == span.source and (r.line, r.col) <= (span.line, span.col)
+            and (span.end_line, span.end_col) <= (r.end_line, r.end_col) for r in regions)
+
+    return [d for d in diags if d.code != "E215" and not inside(d.span)]
+
+
+def _pipelines(steps: tuple[ast.Step, ...]) -> Iterator[ast.PipelineText]:
+    for step in steps:
+        kind = step.kind
+        if isinstance(kind, ast.PipelineStep):
+            yield kind.pipeline
+        elif isinstance(kind, ast.Parallel):
+            yield from (b.pipeline for b in kind.branches if b.pipeline is not None)
+        elif isinstance(kind, ast.ForEach):
+            yield from _pipelines(kind.steps)
+
+
+def _templated(text: str) -> bool:
+    return ARG.search(text) is not None or REF.search(text) is not None
+
+
 class _Planner:
-    def __init__(self, wf: WorkflowFile, args: dict) -> None:
+    def __init__(self, wf: ast.Workflow, args: dict) -> None:
         self.wf = wf
         self.args = args
         self.lines: list[str] = []
 
     def plan(self) -> str:
-        steps = self.wf.data["steps"]
+        steps = self.wf.steps
         self.lines.append(f"[DRY RUN] Would execute {len(steps)} step(s):")
         results: dict[str, Any] = {}
         for index, step in enumerate(steps):
-            self.step(step, ("steps", index), f"{index + 1}", "  ", results)
+            self.step(step, f"{index + 1}", "  ", results)
         return "\n".join(self.lines) + "\n"
 
     # one step --------------------------------------------------------------------------------
-    def step(self, step: dict, at: tuple, number: str, indent: str, results: dict) -> None:
-        sid = step["id"]
-        kind = step_kind(step)
+    def step(self, step: ast.Step, number: str, indent: str, results: dict) -> None:
+        sid, kind = step.id, step.kind
         head = f"{indent}{number}. "
-        self.lines.append(f"{head}{sid}  [{_KIND_TAGS[kind]}]")
+        self.lines.append(f"{head}{sid}  [{_KIND_TAGS[kind.tag]}]")
         pad = " " * len(head)
-        decided = self.condition(step, at, results)
+        decided = self.condition(step.when, results)
         if decided is False:
             self.lines.append(f"{pad}[skipped — condition: false]")
             results[sid] = {"id": sid, "skipped": True}
             return
         if decided is None:
-            key = "when" if "when" in step else "condition"
-            self.detail(pad, "when", _one_line(str(step[key]).strip()),
+            self.detail(pad, "when", _one_line(str(step.when.value).strip()),
                         "[depends on step output — unknown at plan time]")
-        if kind == "shell":
-            self.detail(pad, "run", self.text(_shell_line(step)))
-        elif kind == "pipeline":
-            self.detail(pad, "pipeline", self.pipeline(step["pipeline"], at, sid, results))
-        elif kind == "workflow":
-            self.detail(pad, "workflow", self.text(step["workflow"]))
-            wargs = step.get("workflow_args")
-            if isinstance(wargs, dict) and wargs:
-                self.lines.append(f"{pad}args: {', '.join(wargs)}")
-        elif kind == "parallel":
-            self.parallel(step, at, number, pad, results)
-        elif kind == "for_each":
-            self.for_each(step, at, number, pad, results)
-        if kind != "for_each" and "stdin" in step:
-            self.stdin(pad, step["stdin"], (*at, "stdin"), results)
-        if kind != "input":
-            self.policy(step, pad)
-        gate = kind not in ("for_each", "input") and is_approval(step.get("approval"))
+        if isinstance(kind, ast.Shell):
+            self.detail(pad, "run", self.text(kind.line))
+        elif isinstance(kind, ast.PipelineStep):
+            self.detail(pad, "pipeline", self.pipeline(kind.pipeline, sid, results))
+        elif isinstance(kind, ast.SubWorkflow):
+            self.detail(pad, "workflow", self.text(kind.target))
+            if kind.args:
+                self.lines.append(f"{pad}args: {', '.join(kind.args)}")
+        elif isinstance(kind, ast.Parallel):
+            self.parallel(kind, number, pad, results)
+        elif isinstance(kind, ast.ForEach):
+            self.for_each(kind, number, pad, results)
+        if not isinstance(kind, ast.ForEach) and step.stdin is not ast.ABSENT:
+            self.stdin(pad, step.stdin, results)
+        if step.policy is not None:
+            self.policy(step.policy, pad)
+        gate = step.approval is not None
         if gate:
             self.lines.append(f"{pad}[approval required]")
-        if kind == "input":
+        if isinstance(kind, ast.InputGate):
             self.lines.append(f"{pad}[input required]")
             results[sid] = {"id": sid, "subject": UNKNOWN, "response": {"pending": True}}
-        elif kind in ("approval", "noop"):
-            results[sid] = self.synthetic(sid, step.get("stdin"), results)
+        elif isinstance(kind, ast.NoOp):
+            results[sid] = self.synthetic(sid, None if step.stdin is ast.ABSENT else step.stdin,
+                                          results)
             if gate:
                 results[sid]["approved"] = True
         else:
-            may_fail = step.get("on_error") in ("continue", "skip_rest")
-            results[sid] = _Output(approved=gate, may_fail=may_fail)
+            on_error = step.policy.on_error if step.policy is not None else None
+            results[sid] = _Output(approved=gate, may_fail=on_error in ("continue", "skip_rest"))
 
     def detail(self, pad: str, label: str, text: str, note: str = "") -> None:
         """`label: text`; continuation lines of a multi-line text line up under its start."""
@@ -151,29 +185,24 @@ class _Planner:
     def text(self, value: str) -> str:
         return substitute_args(value, self.args).rstrip("\n")
 
-    def policy(self, step: dict, pad: str) -> None:
-        if "timeout_ms" in step:
-            self.lines.append(f"{pad}timeout: {js.to_string(step['timeout_ms'])}ms")
-        on_error = step.get("on_error")
-        if on_error in ("continue", "skip_rest"):
-            self.lines.append(f"{pad}on_error: {on_error}")
-        retry = step.get("retry")
-        if isinstance(retry, dict):
-            attempts = js.to_string(retry.get("max", 1))
-            backoff = retry.get("backoff", "fixed")
-            base = js.to_string(retry.get("delay_ms", 1000))
-            jitter = ", jitter" if retry.get("jitter") is True else ""
-            self.lines.append(f"{pad}retry: up to {attempts} attempts, {backoff} backoff "
-                              f"(base: {base}ms{jitter})")
+    def policy(self, policy: ast.Policy, pad: str) -> None:
+        if policy.timeout_ms is not ast.ABSENT:
+            self.lines.append(f"{pad}timeout: {js.to_string(policy.timeout_ms)}ms")
+        if policy.on_error in ("continue", "skip_rest"):
+            self.lines.append(f"{pad}on_error: {policy.on_error}")
+        retry = policy.retry
+        if retry is not None:
+            jitter = ", jitter" if retry.jitter else ""
+            self.lines.append(f"{pad}retry: up to {js.to_string(retry.max)} attempts, "
+                              f"{retry.backoff} backoff (base: {js.to_string(retry.delay_ms)}ms"
+                              f"{jitter})")
 
     # stdin and references --------------------------------------------------------------------
-    def stdin(self, pad: str, value: Any, where: tuple, results: dict) -> None:
+    def stdin(self, pad: str, value: Any, results: dict) -> None:
         if not isinstance(value, str):
             self.detail(pad, "stdin", js.json_compact(value))
             return
-        whole = WHOLE_REF.match(value.strip())
-        if whole:
-            self.strict(whole[1], whole[2][1:], where, results)
+        if WHOLE_REF.match(value.strip()):
             self.detail(pad, "stdin", value.strip(), "[output unknown at plan time]")
             return
         text = self.text(value)
@@ -183,14 +212,6 @@ class _Planner:
 
     def has_refs(self, text: str, results: dict) -> bool:
         return any(m[1] in results for m in REF.finditer(text))
-
-    def strict(self, ref: str, path: str, where: tuple, results: dict) -> None:
-        if ref not in results:
-            from lobsterc.check import did_you_mean
-
-            raise CompileError([Diagnostic("E211", f"Unknown step reference: {ref}.{path}",
-                                           self.wf.span_of(*where),
-                                           help=did_you_mean(ref, list(results)))])
 
     def synthetic(self, sid: str, value: Any, results: dict) -> Any:
         """An approval-only / no-op step's result: from a literal stdin, else unknown."""
@@ -202,28 +223,28 @@ class _Planner:
         return value_result(sid, value)
 
     # conditions ------------------------------------------------------------------------------
-    def condition(self, step: dict, at: tuple, results: dict) -> bool | None:
-        """True, False, or None when it depends on output only a real run has."""
-        key = "when" if "when" in step else "condition" if "condition" in step else None
-        if key is None:
+    def condition(self, when: ast.When | None, results: dict) -> bool | None:
+        """True, False, or None when it depends on output only a real run has. The checker
+        has made sure every reference names a step before this one."""
+        if when is None:
             return True
-        where = (*at, key)
-        tree = compile_condition(step[key], self.wf.span_of(*where))
 
         def resolve(ref: str, path: list[str]) -> Any:
-            self.strict(ref, ".".join(path), where, results)
-            return _lookup(results[ref], path)
+            return _lookup(results[ref], path) if ref in results else UNKNOWN
 
-        value = _value3(tree, resolve)
+        value = _value3(when.tree, resolve)
         return None if value is UNKNOWN else truthy(value)
 
     # execution kinds -------------------------------------------------------------------------
-    def pipeline(self, text: str, at: tuple, sid: str, results: dict) -> str:
-        """The pipeline text with `${arg}` substituted, its stages checked by the compiler; a
-        stage whose name comes from a step's output cannot be checked, one whose arguments do
-        has its name checked only."""
-        shown = self.text(text)
-        span = self.wf.span_of(*at, "pipeline")
+    def pipeline(self, pipeline: ast.PipelineText, sid: str, results: dict) -> str:
+        """The pipeline text with `${arg}` substituted. One with `${arg}` or a step reference in
+        it is checked here as it would run (the checker has checked the others): a stage
+        whose name comes from a step's output cannot be checked, one whose arguments do has
+        its name checked only."""
+        shown = self.text(pipeline.text)
+        if not _templated(pipeline.text):
+            return shown
+        span = pipeline.span
         try:
             parsed = parse_pipeline(shown, self.wf.path)
         except CompileError as exc:
@@ -239,68 +260,49 @@ class _Planner:
                 command = COMMANDS.get(name)
             else:
                 found = list(check_stage(stage))
-                command = found[-1].command if found and not isinstance(found[-1], Diagnostic) else None
+                command = None if not found or isinstance(found[-1], Diagnostic) else found[-1].command
             problem = next((d for d in found if isinstance(d, Diagnostic)), None)
             if problem is not None:
                 raise CompileError([Diagnostic(problem.code, problem.message, span,
                                                help=problem.help)])
-            if command is not None and command.lowering == "approve":
-                raise CompileError([Diagnostic(
-                    "E214", f"Workflow step {sid} halted for approval inside pipeline stage "
-                    f"{command.name}. Use a separate approval step in the workflow file.", span)])
-            if command is not None and command.lowering == "ask":
-                raise CompileError([Diagnostic(
-                    "E214", f"Workflow step {sid} halted before completion at pipeline stage "
-                    f"{command.name}", span)])
+            if command is not None and command.lowering in ("approve", "ask"):
+                raise CompileError([halting_stage(sid, command, span)])
         return shown
 
-    def parallel(self, step: dict, at: tuple, number: str, pad: str, results: dict) -> None:
-        par = step["parallel"]
-        wait = par.get("wait", "all")
-        timeout = f", timeout: {js.to_string(par['timeout_ms'])}ms" if "timeout_ms" in par else ""
-        self.lines.append(f"{pad}wait: {wait}{timeout}")
-        for index, branch in enumerate(par["branches"]):
-            where = (*at, "parallel", "branches", index)
-            bid = branch["id"]
-            pipeline = branch.get("pipeline")
-            is_pipeline = isinstance(pipeline, str) and pipeline != ""
+    def parallel(self, par: ast.Parallel, number: str, pad: str, results: dict) -> None:
+        timeout = ("" if par.timeout_ms is ast.ABSENT
+                   else f", timeout: {js.to_string(par.timeout_ms)}ms")
+        self.lines.append(f"{pad}wait: {par.wait}{timeout}")
+        for index, branch in enumerate(par.branches):
             head = f"{pad}{number}.{index + 1}. "
-            self.lines.append(f"{head}{bid}  [{'pipeline' if is_pipeline else 'shell'}]")
+            self.lines.append(f"{head}{branch.id}  [{'shell' if branch.pipeline is None else 'pipeline'}]")
             sub = " " * len(head)
-            if is_pipeline:
-                self.detail(sub, "pipeline", self.pipeline(pipeline, where, bid, results))
+            if branch.pipeline is not None:
+                self.detail(sub, "pipeline", self.pipeline(branch.pipeline, branch.id, results))
             else:
-                self.detail(sub, "run", self.text(_shell_line(branch)))
-            if "stdin" in branch:
-                self.stdin(sub, branch["stdin"], (*where, "stdin"), results)
-        for branch in par["branches"]:
-            results[branch["id"]] = _Output()
+                self.detail(sub, "run", self.text(branch.shell.line))
+            if branch.stdin is not ast.ABSENT:
+                self.stdin(sub, branch.stdin, results)
+        for branch in par.branches:
+            results[branch.id] = _Output()
 
-    def for_each(self, step: dict, at: tuple, number: str, pad: str, results: dict) -> None:
-        source = step["for_each"]
-        whole = WHOLE_REF.match(source.strip())
-        if whole:
-            self.strict(whole[1], whole[2][1:], (*at, "for_each"), results)
+    def for_each(self, loop: ast.ForEach, number: str, pad: str, results: dict) -> None:
+        source = loop.source
+        if WHOLE_REF.match(source.strip()):
             self.detail(pad, "for_each", source.strip(), "[output unknown at plan time]")
         else:
             text = self.text(source)
             note = "[contains step output refs — unknown at plan time]" if self.has_refs(
                 text, results) else ""
             self.detail(pad, "for_each", text, note)
-        item_var = step.get("item_var", "item")
-        index_var = step.get("index_var", "index")
-        scope = {**results, item_var: _Output(), index_var: _Output()}
-        for index, sub in enumerate(step["steps"]):
-            self.step(sub, (*at, "steps", index), f"{number}.{index + 1}", pad, scope)
+        scope = {**results, loop.item_var: _Output(), loop.index_var: _Output()}
+        for index, sub in enumerate(loop.steps):
+            self.step(sub, f"{number}.{index + 1}", pad, scope)
 
 
 _KIND_TAGS = {"shell": "shell", "pipeline": "pipeline", "workflow": "workflow",
               "parallel": "parallel", "for_each": "for_each", "input": "input",
               "approval": "no-op", "noop": "no-op"}
-
-
-def _shell_line(step: dict) -> str:
-    return step["run"] if isinstance(step.get("run"), str) else step["command"]
 
 
 def _one_line(text: str) -> str:

@@ -109,6 +109,12 @@ def _properties(value: dict, schema: dict) -> Check:
     def properties(instance: Any) -> bool:
         if not isinstance(instance, dict):
             return True
+        if len(instance) < len(checks):  # a step sets a few of its many properties
+            for name, item in instance.items():
+                check = checks.get(name)
+                if check is not None and not check(item):
+                    return False
+            return True
         for name, check in checks.items():
             if name in instance and not check(instance[name]):
                 return False

@@ -37,6 +37,11 @@ def compile_workflow(path: str) -> Program:
 
 def compile_workflow_files(path: str) -> tuple[Program, list[str]]:
     """The program, and the real path of every file it was compiled from."""
+    from lobsterc.check import check_file, refusal
+
+    refused = refusal(check_file(path)[1])
+    if refused is not None:
+        raise refused
     wf = load_workflow_file(path)
     em = Emitter()
     em.registers = 2

@@ -48,7 +48,8 @@ def test_unknown_command_in_a_pipeline_file(tmp_path):
 def test_unknown_step_reference(tmp_path):
     path = write(tmp_path, "steps:\n  - id: build\n    run: make\n    timeout_ms: 5\n"
                            "  - id: ship\n    when: $biuld.json.ok\n    approval: true\n")
-    assert found(path) == [("E211", "error", "Unknown step reference: biuld", 6, 11, 25,
+    # the whole reference, as the reference words it (and as run and --dry-run report it)
+    assert found(path) == [("E211", "error", "Unknown step reference: biuld.json.ok", 6, 11, 25,
                             "did you mean 'build'?")]
 
 

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from lobsterc.schema_check import compile_schema
-from lobsterc.workflow_file import _without_refs, workflow_schema
+from lobsterc.schema import without_refs, workflow_schema
 
-WORKFLOW = _without_refs(workflow_schema())
+WORKFLOW = without_refs(workflow_schema())
 WORKFLOW_CHECK = compile_schema(WORKFLOW)
 WORKFLOW_VALIDATOR = Draft202012Validator(WORKFLOW)
 
@@ -143,5 +143,5 @@ def test_unsupported_keywords_are_refused(schema) -> None:
 
 def test_references_with_validating_siblings_are_not_inlined() -> None:
     with pytest.raises(ValueError, match="cannot inline"):
-        _without_refs({"$defs": {"a": {"type": "string"}}, "properties": {
+        without_refs({"$defs": {"a": {"type": "string"}}, "properties": {
             "x": {"$ref": "#/$defs/a", "minLength": 1}}})

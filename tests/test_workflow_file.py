@@ -366,7 +366,7 @@ def test_any_text_loads_or_raises_compile_error(text: str, name: str) -> None:
 # --- libyaml as the event source: the same results as ruamel's, which keeps the last word ---
 
 def _both_parsers(text: str) -> tuple[object, object]:
-    from lobsterc import workflow_file as wff
+    from lobsterc.load import yaml_text
     from lobsterc.source import Source
 
     def outcome(parse):
@@ -376,24 +376,24 @@ def _both_parsers(text: str) -> tuple[object, object]:
             return exc.first.message, exc.first.span
         return repr(data), spans, keys
 
-    return outcome(wff._parse_yaml), outcome(wff._parse_yaml_ruamel)
+    return outcome(yaml_text.parse_yaml), outcome(yaml_text.parse_yaml_ruamel)
 
 
 def _libyaml_composes(text: str) -> bool:
-    from lobsterc import workflow_file as wff
+    from lobsterc.load import yaml_text
     from lobsterc.source import Source
 
-    parser, error = wff._find_libyaml()
-    composer = wff._YamlComposer(Source("wf.lobster", text), libyaml=True)
+    parser, error = yaml_text.find_libyaml()
+    composer = yaml_text.YamlComposer(Source("wf.lobster", text), libyaml=True)
     try:
         composer.run(iter(parser(text).get_event, None))
-    except (wff._Fallback, wff._ParseError, error):
+    except (yaml_text.Fallback, yaml_text.ParseError, error):
         return False
     return True
 
 
 _needs_libyaml = pytest.mark.skipif(
-    not __import__("lobsterc.workflow_file", fromlist=["_find_libyaml"])._find_libyaml(),
+    not __import__("lobsterc.load.yaml_text", fromlist=["find_libyaml"]).find_libyaml(),
     reason="PyYAML's libyaml binding is not installed",
 )
 
@@ -458,9 +458,9 @@ def test_constructs_where_yaml_11_and_12_part_are_parsed_by_ruamel(text: str) ->
 
 
 def test_ruamel_alone_when_libyaml_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lobsterc import workflow_file as wff
+    from lobsterc.load import yaml_text
 
-    monkeypatch.setattr(wff, "_libyaml", ())
+    monkeypatch.setattr(yaml_text, "_libyaml", ())
     test_spans_of_every_mapping_key_and_value()
     test_yaml_12_core_schema_keeps_yes_no_on_off_as_strings()
     assert error_of("steps:\n  - id: a\n   run: x\n")[1:] == (3, 4)

@@ -1,0 +1,256 @@
+"""YAML 1.2 core schema text -> plain data with positions: a parser's event stream, our own
+composer and scalar resolution."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from lobsterc.load.document import OffsetSpans, ParseError, Path, syntax_error
+from lobsterc.source import Source
+
+# The events come from libyaml (PyYAML's C parser) when it is installed, else from ruamel.yaml's
+# pure-Python parser. Both give the same events and marks (character offsets) for what they both
+# accept; ruamel is the reference: a text libyaml rejects, or one with a construct where the two
+# (YAML 1.1 and 1.2) may part - tabs, a byte order mark, NEL/LS/PS line breaks, directives, `...`,
+# anchors, aliases, tags, empty keys, `key: value` pairs inside a flow sequence, some block scalar
+# headers and leading blank lines - is parsed again by ruamel, which also words every syntax error.
+
+_YAML_NULL = re.compile(r"(?:~|null|Null|NULL)?\Z")
+_YAML_BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_YAML_INT = re.compile(r"[-+]?[0-9]+\Z")
+_YAML_OCT = re.compile(r"0o[0-7]+\Z")
+_YAML_HEX = re.compile(r"0x[0-9a-fA-F]+\Z")
+_YAML_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?\Z")
+_YAML_INF = re.compile(r"([-+]?)\.(?:inf|Inf|INF)\Z")
+_YAML_NAN = re.compile(r"\.(?:nan|NaN|NAN)\Z")
+_TAG = "tag:yaml.org,2002:"
+_RESOLVED_TAGS = {f"{_TAG}int": "int", f"{_TAG}float": "float", f"{_TAG}bool": "bool", f"{_TAG}null": "null"}
+# a block scalar's header line, then a line that is not blank (ruamel has rules of its own for
+# leading blank lines, and for a comment right after the indicators)
+_BLOCK_HEADER = re.compile(r"[|>][-+0-9]*(?: +(?:#[^\r\n]*)?)?(?:\Z|\r?\n(?! *(?:[\r\n]|\Z)))")
+_PLAIN_WORD = re.compile(r"[^-+.0-9~nNtTfF]")  # a plain scalar starting so is a string
+# where libyaml (YAML 1.1) and ruamel (YAML 1.2) may part, or libyaml cannot take the text:
+_NOT_FOR_LIBYAML = re.compile("[\t\x85\u2028\u2029\ufeff\ud800-\udfff]")
+_libyaml: tuple | None = None  # (PyYAML's CParser, its YAMLError) once looked for; () without it
+
+
+class Fallback(Exception):
+    """libyaml met something ruamel must decide."""
+
+
+def parse_yaml(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
+    if not _NOT_FOR_LIBYAML.search(source.text):
+        libyaml = _libyaml if _libyaml is not None else find_libyaml()
+        if libyaml:
+            parser, error = libyaml
+            composer = YamlComposer(source, libyaml=True)
+            try:
+                composer.run(iter(parser(source.text).get_event, None))
+                return composer.result()
+            except (Fallback, ParseError, error, RecursionError, UnicodeError):
+                pass  # ruamel parses it again, and words the error
+    return parse_yaml_ruamel(source)
+
+
+def find_libyaml() -> tuple:
+    global _libyaml
+    try:
+        from yaml import YAMLError
+        from yaml._yaml import CParser
+    except ImportError:
+        _libyaml = ()
+    else:
+        _libyaml = (CParser, YAMLError)
+    return _libyaml
+
+
+def parse_yaml_ruamel(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    composer = YamlComposer(source)
+    try:
+        composer.run(iter(YAML(typ="safe", pure=True).parse(source.text)))
+    except ParseError as exc:
+        raise syntax_error(source, exc.what, exc.offset) from None
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = exc.problem or exc.context or "invalid YAML"
+        raise syntax_error(source, what, mark.index if mark else 0) from None
+    except YAMLError as exc:
+        raise syntax_error(source, str(exc).strip() or "invalid YAML", 0) from None
+    except RecursionError:
+        raise syntax_error(source, "nesting too deep", 0) from None
+    return composer.result()
+
+
+class YamlComposer:
+    """Builds plain data from parser events, recording the span of every value and key. Events
+    are told apart by class name, which ruamel.yaml and PyYAML share."""
+
+    def __init__(self, source: Source, libyaml: bool = False) -> None:
+        self.source = source
+        self.libyaml = libyaml  # then the constructs where libyaml and ruamel may differ are ruamel's
+        self.data: Any = None
+        self.spans: dict[Path, tuple[int, int]] = {(): (0, len(source.text))}
+        self.key_spans: dict[Path, tuple[int, int]] = {}
+        self.anchors: dict[str, Any] = {}
+        self.last_end = 0
+
+    def result(self) -> tuple[Any, OffsetSpans, OffsetSpans]:
+        return self.data, OffsetSpans(self.source, self.spans), OffsetSpans(self.source, self.key_spans)
+
+    def run(self, events: Iterator[Any]) -> None:
+        next(events)  # StreamStart
+        event = next(events)
+        if type(event).__name__ == "StreamEndEvent":
+            return  # an empty file: null
+        if self.libyaml and (event.version or event.tags):
+            raise Fallback()
+        self.data = self.node(next(events), events, ())
+        event = next(events)  # DocumentEnd
+        if self.libyaml and event.explicit:
+            raise Fallback()  # what follows a `...` is where the two part
+        event = next(events)
+        if type(event).__name__ == "DocumentStartEvent":
+            raise ParseError("Source contains multiple documents", event.start_mark.index)
+
+    def node(self, event: Any, events: Iterator[Any], path: Path) -> Any:
+        kind = type(event).__name__
+        start = event.start_mark.index
+        if self.libyaml and (kind == "AliasEvent" or getattr(event, "anchor", None) is not None
+                             or getattr(event, "tag", None) is not None):
+            raise Fallback()
+        if kind == "ScalarEvent":
+            value = event.value
+            if event.tag is not None or not (event.style or _PLAIN_WORD.match(value)):
+                value = _resolve_scalar(event)  # else a string, as _resolve_scalar would say
+            end = event.end_mark.index
+            if not event.style and event.value == "":
+                start = end = self.last_end  # an empty value: point just after its key
+            elif self.libyaml and event.style in ("|", ">"):
+                if not (path and _BLOCK_HEADER.match(self.source.text, start)):
+                    raise Fallback()  # where the two part on block scalars, or one at the top
+        elif kind == "MappingStartEvent":
+            value, end = self.mapping(events, path, bool(event.flow_style))
+        elif kind == "SequenceStartEvent":
+            value, end = self.sequence(events, path, bool(event.flow_style))
+        elif kind == "AliasEvent":
+            if event.anchor not in self.anchors:
+                raise ParseError(f"unknown alias *{event.anchor}", start)
+            value = json.loads(json.dumps(self.anchors[event.anchor]))
+            end = event.end_mark.index
+        else:
+            raise ParseError(f"unexpected YAML event {kind}", start)
+        if not self.libyaml and kind != "AliasEvent" and getattr(event, "anchor", None):
+            self.anchors[event.anchor] = value  # (libyaml leaves anchors to ruamel)
+        self.spans[path] = (start, end if end > start else start)
+        if end > self.last_end:
+            self.last_end = end
+        return value
+
+    def sequence(self, events: Iterator[Any], path: Path, flow: bool) -> tuple[list, int]:
+        out: list[Any] = []
+        end = self.last_end
+        text = self.source.text
+        for event in events:
+            kind = type(event).__name__
+            if kind == "SequenceEndEvent":
+                return out, event.end_mark.index if flow else end
+            if flow and self.libyaml and kind == "MappingStartEvent" and text[event.start_mark.index] != "{":
+                raise Fallback()  # a `k: v` or `? k` pair in a flow sequence
+            out.append(self.node(event, events, (*path, len(out))))
+            end = self.last_end
+        raise ParseError("unexpected end of YAML input", len(self.source.text))
+
+    def mapping(self, events: Iterator[Any], path: Path, flow: bool) -> tuple[dict, int]:
+        out: dict[str, Any] = {}
+        end = self.last_end
+        for event in events:
+            kind = type(event).__name__
+            if kind == "MappingEndEvent":
+                return out, event.end_mark.index if flow else end
+            if kind != "ScalarEvent":
+                raise ParseError("complex mapping keys are not supported", event.start_mark.index)
+            if self.libyaml and (event.anchor is not None or event.tag is not None or event.value == ""):
+                raise Fallback()  # libyaml's marks for an empty key are not ruamel's
+            key = event.value
+            if event.tag is not None or not (event.style or _PLAIN_WORD.match(key)):
+                key = _resolve_scalar(event)  # else a string, as _resolve_scalar would say
+                if type(key) is not str:
+                    key = _key_string(key)
+            if key in out:
+                raise ParseError(f"Map keys must be unique (duplicate key {key!r})", event.start_mark.index)
+            at = (*path, key)
+            key_end = event.end_mark.index
+            self.key_spans[at] = (event.start_mark.index, key_end)
+            self.last_end = key_end
+            out[key] = self.node(next(events), events, at)
+            end = self.last_end
+        raise ParseError("unexpected end of YAML input", len(self.source.text))
+
+
+def _resolve_scalar(event: Any) -> Any:
+    """YAML 1.2 core schema: quoted and block scalars are strings; plain ones may be
+    null, booleans, integers (decimal, 0o, 0x) or floats (.inf, .nan). `yes`/`on` stay strings."""
+    text = event.value
+    tag = event.tag
+    if tag is None:
+        return text if event.style else _resolve_plain(text)  # a plain scalar's style is None or ""
+    wanted = _RESOLVED_TAGS.get(tag)
+    if wanted is None:
+        return text  # !, !!str and unknown tags keep their text
+    value = _resolve_plain(text)  # !!int "5" is 5: an explicit tag resolves any style
+    if wanted == "int":
+        return value if type(value) is int else text
+    if wanted == "float":
+        return float(value) if isinstance(value, (int, float)) else text  # bools too, as before
+    if wanted == "bool":
+        return value if type(value) is bool else text
+    return value if value is None else text
+
+
+def _resolve_plain(text: str) -> Any:
+    if _PLAIN_WORD.match(text):
+        return text
+    if _YAML_NULL.match(text):
+        return None
+    if text in _YAML_BOOL:
+        return _YAML_BOOL[text]
+    if _YAML_INT.match(text):
+        return int(text)
+    if _YAML_OCT.match(text):
+        return int(text[2:], 8)
+    if _YAML_HEX.match(text):
+        return int(text[2:], 16)
+    if _YAML_FLOAT.match(text):
+        return float(text)
+    inf = _YAML_INF.match(text)
+    if inf:
+        return -math.inf if inf.group(1) == "-" else math.inf
+    if _YAML_NAN.match(text):
+        return math.nan
+    return text
+
+
+def _key_string(key: Any) -> str:
+    """A mapping key as JavaScript's String() would spell it."""
+    if isinstance(key, str):
+        return key
+    if key is None:
+        return "null"
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, float):
+        if math.isnan(key):
+            return "NaN"
+        if math.isinf(key):
+            return "Infinity" if key > 0 else "-Infinity"
+        if key == int(key) and abs(key) < 1e21:
+            return str(int(key))
+    return str(key)
+
