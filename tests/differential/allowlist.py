@@ -1,11 +1,12 @@
 """Deliberate differences (SPEC.md section 9): a divergence they match is expected, not a bug.
 
-Only documented improvements belong here; a known bug of ours is an xfail regression case and
-a `known.py` entry instead.
+Only documented improvements belong here; a known bug of ours (or a difference the lead has not
+yet accepted into section 9) is a `known.py` entry with an xfail regression case instead.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import attrs
@@ -16,12 +17,99 @@ class Entry:
     """One explained divergence: `matches(case, step_index, original_step, our_step)`."""
     id: str
     title: str
+    spec: str
     why: str
     matches: Callable[[dict, int, dict, dict], bool]
-    spec: str = ""
 
 
-ENTRIES: tuple[Entry, ...] = ()
+def message(step: dict) -> str | None:
+    """The error message of a step: from its envelope, or from a human-mode `Error:` line."""
+    env = step.get("stdoutJson")
+    if isinstance(env, dict) and isinstance(env.get("error"), dict):
+        return env["error"].get("message")
+    m = re.search(r"^(?:Error|Parse error): (.*)$", step.get("stderr", ""), re.M)
+    return m.group(1) if m else None
+
+
+def status(step: dict) -> str | None:
+    env = step.get("stdoutJson")
+    return env.get("status") if isinstance(env, dict) else None
+
+
+def pipeline_text(case: dict, i: int) -> str:
+    return case["steps"][i].get("pipeline", case.get("pipeline")) or ""
+
+
+OUR_COMMANDS_ONLY = {"apus.invoke", "group_by"}
+ORIGINAL_COMMANDS = {
+    "approve", "ask", "clawd.invoke", "commands.list", "dedupe", "diff.last", "email.triage",
+    "exec", "gog.gmail.search", "gog.gmail.send", "groupBy", "head", "json", "llm.invoke",
+    "llm_task.invoke", "map", "openclaw.agent", "openclaw.invoke", "pick", "sort", "state.get",
+    "state.set", "table", "template", "where", "workflows.list", "workflows.run"}
+
+
+def _typed_flags(case, i, ref, ours) -> bool:
+    ours_msg = message(ours) or ""
+    return bool(re.match(r"Unknown flag --\S* for \S+", ours_msg) or "needs a value" in ours_msg)
+
+
+def _gates_in_loops(case, i, ref, ours) -> bool:
+    ref_msg = message(ref) or ""
+    return (("cannot contain approval or input steps" in ref_msg
+             or "Sub-workflow approval/input gates are not supported" in ref_msg
+             or "for_each steps cannot define approval" in ref_msg)
+            and status(ours) in ("needs_approval", "needs_input"))
+
+
+def _command_set(case, i, ref, ours) -> bool:
+    text = pipeline_text(case, i)
+    if "commands.list" in text:
+        return True
+    m = re.match(r"Unknown command: (\S+)", message(ref) or "")
+    return bool(m and m.group(1) in OUR_COMMANDS_ONLY)
+
+
+def _checked_before_running(case, i, ref, ours) -> bool:
+    """Ours refused before anything ran (a compile-time `E` code), with the error the original
+    gives when it reaches that stage; the original stopped earlier (an earlier stage failed or
+    halted) or never looked (unknown keys)."""
+    ours_msg, ref_msg = message(ours) or "", message(ref) or ""
+    env = ours.get("stdoutJson")
+    code = env.get("error", {}).get("code", "") if isinstance(env, dict) else ""
+    if ours_msg == ref_msg or "workflow file not found" in ref_msg:
+        return False
+    if re.search(r"unknown (key|field|reference part)|unexpected positional argument|did you mean",
+                 ours_msg, re.I):
+        return True
+    m = re.match(r"Unknown command: (\S+)$", ours_msg)
+    if m:
+        return m.group(1) not in ORIGINAL_COMMANDS and m.group(1) in pipeline_text(case, i)
+    early = re.match(r"(\S+ requires |Invalid where expression|\S+ --\S+ must be |"
+                     r"Unknown template filter|Workflow step \S+ workflow file not found)", ours_msg)
+    return bool(early) and (code.startswith("E") or status(ref) in ("needs_approval", "needs_input")
+                            or "stderr" in ours and not isinstance(env, dict))
+
+
+ENTRIES: tuple[Entry, ...] = (
+    Entry("A1", "typed command signatures", "SPEC §9.1",
+          "An unknown flag, or a flag without its value, is a compile error; the original "
+          "ignores an unknown flag (taking the next token as its value). Against 2026.9.13 the "
+          "rest of §9.1 and all of §9.2 are no longer differences: its boolean flags do not "
+          "swallow a token and it keeps `''` (regression cases 022, 023).", _typed_flags),
+    Entry("A5", "approval and input gates inside for_each and sub-workflows", "SPEC §9.5",
+          "The frame holds loop and call stacks, so such a gate halts and resumes; the original "
+          "rejects the file or fails the step.", _gates_in_loops),
+    Entry("A8", "our command set", "SPEC §9.8 and §5",
+          "The stdlib is the list of SPEC §5 (no email.triage, gog.*, openclaw.agent, "
+          "workflows.*) with `apus.invoke` added and `group_by` as an alias, so commands.list "
+          "and the commands that exist differ.", _command_set),
+    Entry("A10", "checked before running", "SPEC §9.10 (and §4: unknown commands are reported "
+          "before anything runs)",
+          "Unknown keys, reference parts, stray positional arguments and unknown commands are "
+          "reported before the first stage runs; the original ignores them or fails at the "
+          "stage, after earlier stages ran (so its error can be an earlier stage's).",
+          _checked_before_running),
+)
 
 
 def explain(case: dict, i: int, ref: dict, ours: dict) -> Entry | None:

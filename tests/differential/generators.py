@@ -196,7 +196,7 @@ def tokenizer_cases(draw) -> dict:
                                      "exec --shell 'echo 1' |", "exec --shell 'echo \"unclosed", "'")))
     else:
         text = "exec --json --shell ./bin/emit | map " + " ".join(parts)
-    files = {"bin/args": "#!/bin/sh\nfor a in \"$@\"; do printf '<%s>\\n' \"$a\"; done\n"}
+    files = {"bin/emit": FAKE_EMIT, "bin/args": "#!/bin/sh\nfor a in \"$@\"; do printf '<%s>\\n' \"$a\"; done\n"}
     return {"kind": "pipeline", "pipeline": text, "mode": draw(st.sampled_from(("tool", "human"))),
             "files": files, "steps": [{"action": "run"}]}
 

@@ -130,3 +130,9 @@ def _stderr(text: str) -> str:
     if m:
         return text[:m.start()] + f"{m.group(1)}: {library_tail(m.group(2).rstrip())}\n"
     return text
+
+
+def differences(ref: dict, ours: dict) -> list[str]:
+    """The compared fields that differ between two step records (empty when they agree)."""
+    a, b = comparable(ref), comparable(ours)
+    return [f for f in COMPARED if a.get(f) != b.get(f)]
