@@ -69,6 +69,10 @@ def _command_set(case, i, ref, ours) -> bool:
     return bool(m and m.group(1) in OUR_COMMANDS_ONLY)
 
 
+def _literal_workflow_path(case, i, ref, ours) -> bool:
+    return "workflow path must be a literal path" in (message(ours) or "")
+
+
 def _checked_before_running(case, i, ref, ours) -> bool:
     """Ours refused before anything ran (a compile-time `E` code), with the error the original
     gives when it reaches that stage; the original stopped earlier (an earlier stage failed or
@@ -76,18 +80,22 @@ def _checked_before_running(case, i, ref, ours) -> bool:
     ours_msg, ref_msg = message(ours) or "", message(ref) or ""
     env = ours.get("stdoutJson")
     code = env.get("error", {}).get("code", "") if isinstance(env, dict) else ""
-    if ours_msg == ref_msg or "workflow file not found" in ref_msg:
+    if ours_msg == ref_msg:
         return False
-    if re.search(r"unknown (key|field|reference part)|unexpected positional argument|did you mean",
-                 ours_msg, re.I):
+    for same in ("workflow file not found", "Unknown step reference"):
+        if same in ref_msg and same in ours_msg:
+            return False
+    if re.search(r"unknown (key|field|reference part)|unexpected positional argument|did you mean|"
+                 r"^Workflow file is invalid at ", ours_msg, re.I):
         return True
     m = re.match(r"Unknown command: (\S+)$", ours_msg)
     if m:
         return m.group(1) not in ORIGINAL_COMMANDS and m.group(1) in pipeline_text(case, i)
-    early = re.match(r"(\S+ requires |Invalid where expression|\S+ --\S+ must be |"
-                     r"Unknown template filter|Workflow step \S+ workflow file not found)", ours_msg)
+    early = re.match(r"(?!run |resume |graph )(\S+ requires |Invalid where expression|\S+ --\S+ must be |"
+                     r"Unknown template filter|Workflow step \S+ workflow file not found|"
+                     r"Unknown step reference: )", ours_msg)
     return bool(early) and (code.startswith("E") or status(ref) in ("needs_approval", "needs_input")
-                            or "stderr" in ours and not isinstance(env, dict))
+                            or not isinstance(env, dict))
 
 
 ENTRIES: tuple[Entry, ...] = (
@@ -103,11 +111,16 @@ ENTRIES: tuple[Entry, ...] = (
           "The stdlib is the list of SPEC §5 (no email.triage, gog.*, openclaw.agent, "
           "workflows.*) with `apus.invoke` added and `group_by` as an alias, so commands.list "
           "and the commands that exist differ.", _command_set),
+    Entry("A9", "a workflow: path is literal", "SPEC §9.9",
+          "Sub-workflows are compiled into the caller's program, so `workflow: ${w}.lobster` is "
+          "refused; the original templates the path at run time.", _literal_workflow_path),
     Entry("A10", "checked before running", "SPEC §9.10 (and §4: unknown commands are reported "
           "before anything runs)",
-          "Unknown keys, reference parts, stray positional arguments and unknown commands are "
-          "reported before the first stage runs; the original ignores them or fails at the "
-          "stage, after earlier stages ran (so its error can be an earlier stage's).",
+          "The file is checked against its JSON Schema (`env: {A: 5}` is an error; the original "
+          "drops non-string env values), and unknown keys, reference parts, stray positional "
+          "arguments, unknown commands and missing required flags are reported before the "
+          "first stage runs; the original ignores them or fails at the stage, after earlier "
+          "stages ran or halted (so its error can be an earlier stage's).",
           _checked_before_running),
 )
 

@@ -73,6 +73,57 @@ def _ask_in_workflow_pipeline(case, i, ref, ours) -> bool:
             and "halted before completion at pipeline stage ask" in (message(ours) or ""))
 
 
+def _parallel_any_output(case, i, ref, ours) -> bool:
+    text = json.dumps(case.get("files", {}))
+    return (re.search(r'wait\W+any', text) is not None and status(ref) == status(ours) == "ok"
+            and case.get("kind") == "workflow")
+
+
+def _condition_error_order(case, i, ref, ours) -> bool:
+    return ((message(ref) or "").startswith("Unknown step reference: ")
+            and (message(ours) or "").startswith("Unsupported condition: "))
+
+
+def _missing_cwd(case, i, ref, ours) -> bool:
+    return ("shell not found; check LOBSTER_SHELL" in (message(ref) or "")
+            and "cwd not usable" in (message(ours) or ""))
+
+
+def _missing_file(case, i, ref, ours) -> bool:
+    a, b = message(ref) or "", message(ours) or ""
+    return a.startswith("ENOENT: no such file or directory") and "ile not found" in b
+
+
+def _file_error_type(case, i, ref, ours) -> bool:
+    return (message(ref) == message(ours) == "Workflow file must end in .lobster, .yaml, .yml, or .json"
+            and ref.get("exitCode") == 2)
+
+
+def _positional_not_a_file(case, i, ref, ours) -> bool:
+    a, b = message(ref) or "", message(ours) or ""
+    return a.startswith("Unknown command: ") and b.startswith("Workflow file not found: ")
+
+
+def _argv_quoting(case, i, ref, ours) -> bool:
+    argv, words, k = ours["argv"], [], 1
+    while argv[:1] == ["run"] and k < len(argv):
+        if argv[k] in ("--mode", "--args-json", "--file"):
+            k += 2
+            continue
+        words.append(argv[k])
+        k += 1
+    return len(words) > 1 and any(" " in w for w in words)
+
+
+def _doctor_notes(case, i, ref, ours) -> bool:
+    return ours["argv"][:1] == ["doctor"] and len(ours["argv"]) > 1
+
+
+def _args_json_for_pipelines(case, i, ref, ours) -> bool:
+    return (message(ours) == "run --args-json must be valid JSON" and message(ref) is None
+            and case.get("kind") == "pipeline")
+
+
 ENTRIES: tuple[Entry, ...] = (
     Entry("D01", "tool mode: renderers write into stdout before the envelope",
           "candidate deliberate (needs a SPEC §9 item)",
@@ -108,6 +159,38 @@ ENTRIES: tuple[Entry, ...] = (
           "(SPEC §9: inside a workflow `pipeline:` step `ask` pauses)",
           "The original pauses with needs_input and resumes the stage; ours fails with "
           "`Workflow step X halted before completion at pipeline stage ask`.", _ask_in_workflow_pipeline),
+    Entry("D11", "parallel wait: any: the step's output", "bug of ours",
+          "The original's output is `{winner_id: winner_json}`; ours is the winner's items.",
+          _parallel_any_output),
+    Entry("D12", "a malformed condition that names an unknown step", "candidate deliberate "
+          "(SPEC §9.10 checks syntax before running; needs a word there)",
+          "`when: \"$a.json ==\"` on step a: the original resolves references first "
+          "(`Unknown step reference: a.json`); ours reports the syntax (`Unsupported condition: ...`).",
+          _condition_error_order),
+    Entry("D13", "a cwd that does not exist", "candidate deliberate (needs a SPEC §9 item)",
+          "The original misreports the spawn failure as `workflow shell not found; check "
+          "LOBSTER_SHELL or ComSpec`; ours says `exec cwd not usable: <path>: No such file or directory`.",
+          _missing_cwd),
+    Entry("D14", "a workflow file that does not exist", "bug of ours",
+          "The original answers `parse_error` (exit 2) with the OS text `ENOENT: no such file or "
+          "directory, stat '<path>'`; ours `runtime_error` (exit 1) `Workflow file not found: "
+          "<path>` (`graph` too, there with the path as written).", _missing_file),
+    Entry("D15", "--file with a wrong extension: the error type", "bug of ours",
+          "Same message, but the original answers `parse_error` (exit 2), ours `runtime_error` (exit 1).",
+          _file_error_type),
+    Entry("D16", "a lone positional that names a missing .lobster file", "bug of ours",
+          "`lobster run nope.lobster`: the original runs it as a pipeline (`Unknown command: "
+          "nope.lobster`); ours says `Workflow file not found`.", _positional_not_a_file),
+    Entry("D17", "pipeline given as several CLI arguments", "candidate deliberate (needs a SPEC §9 item)",
+          "`lobster run exec --shell \"echo hi\"`: the original joins argv with spaces and loses the "
+          "quoting (`exec --shell echo hi`); ours keeps each argument whole.", _argv_quoting),
+    Entry("D18", "doctor notes", "bug of ours",
+          "`lobster doctor note`: the original reports `notes: [\"note\"]`; ours `notes: \"note\"`.",
+          _doctor_notes),
+    Entry("D19", "--args-json that is not JSON, with an inline pipeline", "candidate deliberate "
+          "(needs a SPEC §9 item)",
+          "The original ignores `--args-json` for pipelines and runs; ours refuses with "
+          "`run --args-json must be valid JSON` (exit 2).", _args_json_for_pipelines),
 )
 
 

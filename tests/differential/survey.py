@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
     if ref is None:
         print(why, file=sys.stderr)
         return 2
-    tally = {"compared": 0, "agree": 0, "explained": 0, "new": 0}
+    tally = {"compared": 0, "agree": 0, "new": 0}
 
     @settings(max_examples=count, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
@@ -34,16 +34,20 @@ def main(argv: list[str]) -> int:
         if outcome.agrees:
             tally["agree"] += 1
             return
-        key = "explained" if outcome.explained_by else "new"
-        tally[key] += 1
-        name = f"{key}-{tally['compared']:05d}.json"
+        if outcome.explained_by:
+            tally[outcome.explained_by.id] = tally.get(outcome.explained_by.id, 0) + 1
+            return
+        tally["new"] += 1
+        name = f"new-{tally['compared']:05d}.json"
         (out / name).write_text(json.dumps({
-            "explained_by": getattr(outcome.explained_by, "id", None), "report": outcome.report(),
+            "report": outcome.report(),
             "case": case, "step": outcome.step, "original": outcome.ref[outcome.step],
             "ours": outcome.ours[outcome.step]}, indent=1, ensure_ascii=False))
 
-    one()
-    print(json.dumps(tally))
+    try:
+        one()
+    finally:
+        print(json.dumps(tally), flush=True)
     return 0
 
 
