@@ -124,6 +124,28 @@ def _args_json_for_pipelines(case, i, ref, ours) -> bool:
             and case.get("kind") == "pipeline")
 
 
+def _output_cap_message(case, i, ref, ours) -> bool:
+    return (re.fullmatch(r"Process output exceeded \d+ bytes", message(ref) or "") is not None
+            and message(ours) != message(ref))
+
+
+def _envelope_cap(case, i, ref, ours) -> bool:
+    env = ref.get("stdoutJson")
+    req = env.get("requiresInput") if isinstance(env, dict) else None
+    return isinstance(req, dict) and isinstance(req.get("subject"), dict) \
+        and req["subject"].get("truncated") is True
+
+
+def _parse_error_prefix(case, i, ref, ours) -> bool:
+    a, b = ref.get("stderr", ""), ours.get("stderr", "")
+    return bool(a) and b.startswith("Parse error: " + a.rstrip("\n"))
+
+
+def _retry_of_unknown_command(case, i, ref, ours) -> bool:
+    a, b = ref.get("stderr", ""), ours.get("stderr", "")
+    return re.search(r"\[RETRY\] .*: Unknown command: ", a) is not None and "[RETRY]" not in b
+
+
 ENTRIES: tuple[Entry, ...] = (
     Entry("D01", "tool mode: renderers write into stdout before the envelope",
           "candidate deliberate (needs a SPEC §9 item)",
@@ -191,6 +213,20 @@ ENTRIES: tuple[Entry, ...] = (
           "(needs a SPEC §9 item)",
           "The original ignores `--args-json` for pipelines and runs; ours refuses with "
           "`run --args-json must be valid JSON` (exit 2).", _args_json_for_pipelines),
+    Entry("D20", "LOBSTER_MAX_OUTPUT_BYTES: the message", "bug of ours",
+          "The original fails with `Process output exceeded N bytes`; ours with `lobster stdout "
+          "exceeded maxStdoutBytes` (the plugin's text for the request option).", _output_cap_message),
+    Entry("D21", "LOBSTER_MAX_TOOL_ENVELOPE_BYTES: input subject truncation", "bug of ours",
+          "Over the cap the original replaces the subject with `{truncated: true, bytes, preview}`; "
+          "ours sends the whole subject.", _envelope_cap),
+    Entry("D22", "human mode: invalid --args-json for a workflow", "bug of ours",
+          "The original writes `run --args-json must be valid JSON` to stderr bare; ours prefixes "
+          "`Parse error: `.", _parse_error_prefix),
+    Entry("D23", "retry of a pipeline step whose command is unknown", "candidate deliberate "
+          "(SPEC §9.10 finds it before running; needs a word there)",
+          "The original retries the step (`[RETRY] Step 's0' failed (attempt 1/2): Unknown command: "
+          "nosuch. ...` on stderr); ours does not retry it and prints nothing. The envelopes agree.",
+          _retry_of_unknown_command),
 )
 
 
