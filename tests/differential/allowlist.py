@@ -53,6 +53,12 @@ def _typed_flags(case, i, ref, ours) -> bool:
     return bool(re.match(r"Unknown flag --\S* for \S+", ours_msg) or "needs a value" in ours_msg)
 
 
+def _signed_tokens(case, i, ref, ours) -> bool:
+    return ("token" in case["steps"][i]
+            and message(ours) in ("Invalid token", "Invalid workflow token")
+            and message(ref) != message(ours))
+
+
 def _gates_in_loops(case, i, ref, ours) -> bool:
     ref_msg = message(ref) or ""
     return (("cannot contain approval or input steps" in ref_msg
@@ -104,6 +110,10 @@ ENTRIES: tuple[Entry, ...] = (
           "ignores an unknown flag (taking the next token as its value). Against 2026.9.13 the "
           "rest of §9.1 and all of §9.2 are no longer differences: its boolean flags do not "
           "swallow a token and it keeps `''` (regression cases 022, 023).", _typed_flags),
+    Entry("A4", "tokens are signed", "SPEC §9.4",
+          "A token the store did not sign (hand-made base64 JSON with a plausible stateKey) is "
+          "`Invalid token` in ours; the original decodes it and looks the state up "
+          "(`Pipeline resume state not found`, `Resume state not found`).", _signed_tokens),
     Entry("A5", "approval and input gates inside for_each and sub-workflows", "SPEC §9.5",
           "The frame holds loop and call stacks, so such a gate halts and resumes; the original "
           "rejects the file or fails the step.", _gates_in_loops),
