@@ -173,8 +173,20 @@ def pipeline_cases(draw) -> dict:
     files["bin/emit"] = FAKE_EMIT
     mode = draw(st.sampled_from(("tool", "tool", "human")))
     steps = [{"action": "run"}] + draw(decisions())
-    return {"kind": "pipeline", "pipeline": " | ".join(stages), "mode": mode, "files": files,
+    case = {"kind": "pipeline", "pipeline": " | ".join(stages), "mode": mode, "files": files,
             "steps": steps}
+    if draw(st.integers(0, 6)) == 0:
+        case["env"] = draw(ENVIRONMENTS)
+    if draw(st.integers(0, 8)) == 0:
+        steps.insert(0, {"action": "cli", "argv": ["run", "--dry-run", case["pipeline"]]})
+    return case
+
+
+ENVIRONMENTS = st.sampled_from((
+    {"LOBSTER_MAX_OUTPUT_BYTES": "40"}, {"LOBSTER_MAX_TOOL_ENVELOPE_BYTES": "1500"},
+    {"LOBSTER_SHELL": "/bin/bash"}, {"LOBSTER_APPROVAL_INITIATED_BY": "bob"},
+    {"LOBSTER_APPROVAL_REQUIRED_APPROVER": "alice", "LOBSTER_APPROVAL_APPROVED_BY": "alice"},
+))
 
 
 TOKENIZER_BITS = st.sampled_from((
@@ -409,6 +421,11 @@ def workflow_cases(draw) -> dict:
         case["argsJsonRaw"] = args[3:]
     elif args is not None:
         case["args"] = args
+    if draw(st.integers(0, 8)) == 0:
+        case["steps"].insert(0, {"action": "cli", "argv": draw(st.sampled_from((
+            ["run", "--dry-run", "--file", case["file"]], ["graph", "--file", case["file"]],
+            ["graph", "--file", case["file"], "--format", "ascii"],
+            ["graph", "--file", case["file"], "--format", "dot"])))})
     if draw(st.integers(0, 5)) == 0:
         case["env"] = draw(st.sampled_from(({"LOBSTER_APPROVAL_APPROVED_BY": "alice"},
                                             {"LOBSTER_APPROVAL_APPROVED_BY": "bob"},
