@@ -1,10 +1,5 @@
 """The same inputs through the original Lobster and ours: regression cases and generated ones.
-
-Needs the original: LOBSTER_REFERENCE=/path/to/node_modules/.bin/lobster (.ci/run installs it).
-Long run: LOBSTER_DIFF_EXAMPLES=2000 .venv/bin/python -m pytest -q tests/test_differential.py
-Survey (records every divergence, never stops):
-  LOBSTER_REFERENCE=... .venv/bin/python -m tests.differential.survey 2000 /tmp/lobster-diff
-"""
+Needs LOBSTER_REFERENCE (the original's bin/lobster); tests/differential/README.md has the commands."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Deliberate differences (SPEC.md section 9): a divergence they match is expected, not a bug.
-
-Only documented improvements belong here; a known bug of ours (or a difference the lead has not
-yet accepted into section 9) is a `known.py` entry with an xfail regression case instead.
-"""
+"""Deliberate differences (SPEC.md section 9): a divergence one of them matches is expected.
+A bug of ours, or a difference section 9 does not list yet, belongs in known.py instead."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""Regression cases: one small JSON file per divergence ever found, replayed against both CLIs.
-
-    {"notes": "...", "known": "D03" | "deliberate": "A1" | neither,
-     "case": {conformance case + "files"}, "observed": {"step", "original", "ours"}}
-
-`known` marks a divergence still open (the test is xfail(strict)); `deliberate` one that the
-allow-list explains; with neither, the two CLIs must agree. `observed` is what the two did when
-the case was recorded: for readers, never compared.
-"""
+"""Regression cases under cases/: one small JSON file per divergence found, replayed against
+both CLIs (the format is in README.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Hypothesis strategies for differential cases: pipelines over the stdlib, workflow files over
-every field, run/resume decision sequences, CLI misuse, in a mix of valid and invalid input.
-
-Nothing generated depends on time or randomness at run time: data comes from files written
-into the case's directory, and fake external commands are small shell scripts.
-"""
+"""Hypothesis strategies for differential cases, valid and invalid: pipelines, workflow files,
+run/resume decisions, CLI misuse. Nothing generated depends on time or randomness at run time
+(data and fake commands are files written into the case's directory)."""
 
 from __future__ import annotations
 

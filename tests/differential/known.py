@@ -1,9 +1,5 @@
-"""Known divergences not (yet) accepted as deliberate: one entry per DIVERGENCES.md item.
-
-Each has an xfail(strict) regression case under cases/; the generated runs tolerate a match so
-that only a new divergence fails them. Delete an entry once its divergence is fixed, or move it
-to allowlist.py once SPEC section 9 lists it.
-"""
+"""Known divergences not accepted as deliberate (DIVERGENCES.md D entries): each has an
+xfail(strict) case; generated runs tolerate a match, so only a new divergence fails them."""
 
 from __future__ import annotations
 

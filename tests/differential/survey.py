@@ -1,7 +1,5 @@
-"""A long local run that records every divergence instead of stopping at the first.
-
-    LOBSTER_REFERENCE=/path/to/bin/lobster .venv/bin/python -m tests.differential.survey N OUTDIR
-"""
+"""A long local run that writes every unexplained divergence to a directory instead of
+stopping at the first (the command is in README.md)."""
 
 from __future__ import annotations
 
