@@ -142,6 +142,22 @@ def _retry_of_unknown_command(case, i, ref, ours) -> bool:
     return re.search(r"\[RETRY\] .*: Unknown command: ", a) is not None and "[RETRY]" not in b
 
 
+def _parallel_any_failure(case, i, ref, ours) -> bool:
+    a, b = message(ref) or "", message(ours) or ""
+    return bool(a) and b == "Parallel branch failed: " + a
+
+
+def _parallel_non_json_branch(case, i, ref, ours) -> bool:
+    a, b = ref.get("stdoutJson"), ours.get("stdoutJson")
+    if not (isinstance(a, dict) and isinstance(b, dict) and case.get("kind") == "workflow"):
+        return False
+    oa, ob = a.get("output"), b.get("output")
+    return (isinstance(oa, list) and isinstance(ob, list) and len(oa) == len(ob) == 1
+            and isinstance(oa[0], dict) and isinstance(ob[0], dict) and set(oa[0]) < set(ob[0])
+            and all(ob[0][k] == v for k, v in oa[0].items())
+            and all(isinstance(ob[0][k], str) for k in set(ob[0]) - set(oa[0])))
+
+
 ENTRIES: tuple[Entry, ...] = (
     Entry("D01", "tool mode: renderers write into stdout before the envelope",
           "candidate deliberate (needs a SPEC §9 item)",
@@ -223,6 +239,12 @@ ENTRIES: tuple[Entry, ...] = (
           "The original retries the step (`[RETRY] Step 's0' failed (attempt 1/2): Unknown command: "
           "nosuch. ...` on stderr); ours does not retry it and prints nothing. The envelopes agree.",
           _retry_of_unknown_command),
+    Entry("D24", "parallel wait: any when the first branch to settle fails", "bug of ours",
+          "The original fails with the branch's own message (`workflow command failed (3): exit 3`); "
+          "ours prefixes `Parallel branch failed: `.", _parallel_any_failure),
+    Entry("D25", "parallel wait: all: a branch whose output is not JSON", "bug of ours",
+          "The original's step json is `{branchId: json}` and leaves out a branch without JSON "
+          "output; ours puts that branch's stdout string in.", _parallel_non_json_branch),
 )
 
 
