@@ -158,6 +158,19 @@ def _parallel_non_json_branch(case, i, ref, ours) -> bool:
             and all(isinstance(ob[0][k], str) for k in set(ob[0]) - set(oa[0])))
 
 
+def _exec_flags_after_command(case, i, ref, ours) -> bool:
+    for stage in pipeline_text(case, i).split("|"):
+        words = stage.split()
+        if words[:1] != ["exec"]:
+            continue
+        rest = words[1:]
+        while rest and rest[0].startswith("--"):
+            rest = rest[2:] if rest[0] in ("--stdin",) else rest[1:]
+        if any(w.startswith("--") for w in rest[1:]):
+            return True
+    return False
+
+
 ENTRIES: tuple[Entry, ...] = (
     Entry("D01", "tool mode: renderers write into stdout before the envelope",
           "candidate deliberate (needs a SPEC §9 item)",
@@ -245,6 +258,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("D25", "parallel wait: all: a branch whose output is not JSON", "bug of ours",
           "The original's step json is `{branchId: json}` and leaves out a branch without JSON "
           "output; ours puts that branch's stdout string in.", _parallel_non_json_branch),
+    Entry("D26", "`--flags` after exec's command", "bug of ours (arguably better for argv "
+          "commands, but SPEC §9 does not list it)",
+          "`exec ./args a --all b`: the original parses every `--x` as an exec flag (`--all b` "
+          "is swallowed, `--json` turns on JSON parsing); ours passes them through to the command.",
+          _exec_flags_after_command),
 )
 
 
