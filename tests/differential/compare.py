@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -59,7 +60,6 @@ class Outcome:
 
 
 def _short(value) -> str:
-    import json
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) < 600 else text[:600] + "..."
 
