@@ -57,11 +57,12 @@ def _signed_tokens(case, i, ref, ours) -> bool:
 
 
 def _gates_in_loops(case, i, ref, ours) -> bool:
-    ref_msg = message(ref) or ""
-    return (("cannot contain approval or input steps" in ref_msg
-             or "Sub-workflow approval/input gates are not supported" in ref_msg
-             or "for_each steps cannot define approval" in ref_msg)
-            and status(ours) in ("needs_approval", "needs_input"))
+    """The original refused a gate in a loop or sub-workflow; ours accepted it, and then halted
+    there or went on to whatever the rest of the file does."""
+    refusals = ("cannot contain approval or input steps",
+                "Sub-workflow approval/input gates are not supported", "for_each steps cannot define approval")
+    ref_msg, ours_msg = message(ref) or "", message(ours) or ""
+    return any(r in ref_msg for r in refusals) and not any(r in ours_msg for r in refusals)
 
 
 def _command_set(case, i, ref, ours) -> bool:

