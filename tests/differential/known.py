@@ -36,11 +36,16 @@ def _empty_approve_value(case, i, ref, ours) -> bool:
             and message(ours) == "resume --approve must be yes or no")
 
 
+def _input_request(step: dict) -> dict | None:
+    env = step.get("stdoutJson")
+    req = env.get("requiresInput") if isinstance(env, dict) else None
+    return req if isinstance(req, dict) else None
+
+
 def _empty_subject(case, i, ref, ours) -> bool:
-    req = (ours.get("stdoutJson") or {}).get("requiresInput") if isinstance(ours.get("stdoutJson"), dict) else None
-    ref_req = (ref.get("stdoutJson") or {}).get("requiresInput") if isinstance(ref.get("stdoutJson"), dict) else None
-    return (isinstance(req, dict) and req.get("subject") == {"text": ""}
-            and isinstance(ref_req, dict) and "subject" not in ref_req)
+    req, ref_req = _input_request(ours), _input_request(ref)
+    return req is not None and req.get("subject") == {"text": ""} \
+        and ref_req is not None and "subject" not in ref_req
 
 
 def _args_json_object(case, i, ref, ours) -> bool:
@@ -133,9 +138,8 @@ def _output_cap_message(case, i, ref, ours) -> bool:
 
 
 def _envelope_cap(case, i, ref, ours) -> bool:
-    env = ref.get("stdoutJson")
-    req = env.get("requiresInput") if isinstance(env, dict) else None
-    return isinstance(req, dict) and isinstance(req.get("subject"), dict) \
+    req = _input_request(ref)
+    return req is not None and isinstance(req.get("subject"), dict) \
         and req["subject"].get("truncated") is True
 
 
