@@ -1,0 +1,1 @@
+"""Differential tester: the same inputs through the original Lobster and ours, compared."""

@@ -1,0 +1,155 @@
+"""Runs one differential case through a `lobster` CLI in a fresh root and records each step.
+
+A case is data (the conformance case format of ../shared/conformance, plus `files`: the
+workflow files and fake external commands, written into the working directory).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .normalise import Normaliser
+
+STEP_TIMEOUT_S = 60
+
+
+def build_argv(case: dict, step: dict, seen: list) -> list[str]:
+    """The CLI arguments for one step; `seen` holds the raw envelopes of the earlier steps."""
+    action = step.get("action", "run")
+    mode = step.get("mode", case.get("mode", "tool"))
+    if action == "cli":
+        return list(step["argv"])
+    if action == "run":
+        if case["kind"] == "pipeline":
+            pipeline = step.get("pipeline", case.get("pipeline"))
+            return [pipeline] if mode == "human" else ["run", "--mode", "tool", pipeline]
+        argv = ["run"] + (["--mode", "tool"] if mode == "tool" else [])
+        argv += ["--file", step.get("file", case.get("file", "workflow.lobster"))]
+        raw = step.get("argsJsonRaw", case.get("argsJsonRaw"))
+        args = step.get("args", case.get("args"))
+        if raw is not None:
+            argv += ["--args-json", raw]
+        elif args is not None:
+            argv += ["--args-json", json.dumps(args)]
+        return argv
+    if action == "resume":
+        argv = ["resume"]
+        if step.get("approvalId"):
+            argv += ["--id", _approval_id(seen, step)]
+        else:
+            argv += ["--token", _token(seen, step)]
+        if "approve" in step:
+            argv += ["--approve", "yes" if step["approve"] else "no"]
+        elif "approveRaw" in step:
+            argv += ["--approve", step["approveRaw"]]
+        elif "responseJson" in step:
+            argv += ["--response-json", json.dumps(step["responseJson"])]
+        elif "responseJsonRaw" in step:
+            argv += ["--response-json", step["responseJsonRaw"]]
+        elif step.get("cancel"):
+            argv += ["--cancel"]
+        return argv + list(step.get("extraArgv", []))
+    raise ValueError(f"unknown action {action!r}")
+
+
+def _requests(seen: list, step: dict):
+    src = step.get("tokenFromStep")
+    envs = [seen[src]] if src is not None and src < len(seen) else list(reversed(seen))
+    for env in envs:
+        if isinstance(env, dict):
+            for key in ("requiresApproval", "requiresInput"):
+                if isinstance(env.get(key), dict):
+                    yield env[key]
+
+
+def _token(seen: list, step: dict) -> str:
+    if "token" in step:
+        return step["token"]
+    for req in _requests(seen, step):
+        if isinstance(req.get("resumeToken"), str):
+            return req["resumeToken"]
+    return "no-token-was-issued"
+
+
+def _approval_id(seen: list, step: dict) -> str:
+    if isinstance(step.get("approvalId"), str):
+        return step["approvalId"]
+    for req in _requests(seen, step):
+        if isinstance(req.get("approvalId"), str):
+            return req["approvalId"]
+    return "00000000"
+
+
+def _write_files(work: Path, files: dict) -> None:
+    for name, text in files.items():
+        path = work / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        if name.startswith("bin/"):
+            path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def run_case(case: dict, command: list[str]) -> list[dict]:
+    """Every step of `case` through `command` (a CLI argv prefix), normalised.
+
+    One record per step: action, argv, exitCode, stdoutJson or stdout, stderr.
+    A step whose resume token never came is still run (with a placeholder token), so a
+    missing halt shows up as a difference in that step rather than an exception."""
+    root = Path(tempfile.mkdtemp(prefix="lobster-diff-"))
+    work, state, home = root / "work", root / "state", root / "home"
+    work.mkdir()
+    home.mkdir()
+    _write_files(work, case.get("files", {}))
+    norm = Normaliser(root)
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("LOBSTER_", "APUS_", "CLAWD_", "OPENCLAW_"))}
+    base.update(HOME=str(home), LOBSTER_STATE_DIR=str(state), TZ="UTC",
+                LC_ALL="C.UTF-8", LANG="C.UTF-8")
+    seen: list = []
+    records: list[dict] = []
+    try:
+        for step in case["steps"]:
+            env = dict(base)
+            for key, value in {**case.get("env", {}), **step.get("env", {})}.items():
+                if value is None:
+                    env.pop(key, None)
+                else:
+                    env[key] = str(value).replace("<workdir>", str(work))
+            argv = build_argv(case, step, seen)
+            try:
+                proc = subprocess.run(command + argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
+                                      capture_output=True, timeout=STEP_TIMEOUT_S)
+                code, out, err = proc.returncode, proc.stdout, proc.stderr
+            except subprocess.TimeoutExpired as exc:
+                code, out, err = "timeout", exc.stdout or b"", exc.stderr or b""
+            out_text = out.decode("utf-8", "replace")
+            try:
+                parsed, is_json = json.loads(out_text), True
+            except ValueError:
+                parsed, is_json = None, False
+            if is_json:
+                norm.learn(parsed)
+            seen.append(parsed)
+            records.append({"action": step.get("action", "run"), "argv": argv, "exitCode": code,
+                            "_json": is_json, "_stdout": parsed if is_json else out_text,
+                            "_stderr": err.decode("utf-8", "replace")})
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return [_finish(rec, norm) for rec in records]
+
+
+def _finish(rec: dict, norm: Normaliser) -> dict:
+    out = {"action": rec["action"], "argv": [norm.text(a) for a in rec["argv"]],
+           "exitCode": rec["exitCode"]}
+    if rec["_json"]:
+        out["stdoutJson"] = norm.value(rec["_stdout"])
+    else:
+        out["stdout"] = norm.text(rec["_stdout"])
+    out["stderr"] = norm.text(rec["_stderr"])
+    return out

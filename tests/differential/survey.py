@@ -1,0 +1,53 @@
+"""A long local run that writes every unexplained divergence to a directory instead of
+stopping at the first (the command is in README.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+
+from .compare import reference_command, run_both
+from .generators import any_case
+
+
+def main(argv: list[str]) -> int:
+    count = int(argv[0]) if argv else 100
+    out = Path(argv[1] if len(argv) > 1 else "/tmp/lobster-diff-survey")
+    out.mkdir(parents=True, exist_ok=True)
+    ref, why = reference_command()
+    if ref is None:
+        print(why, file=sys.stderr)
+        return 2
+    tally = {"compared": 0, "agree": 0, "new": 0}
+
+    @settings(max_examples=count, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(case=any_case)
+    def one(case):
+        outcome = run_both(case, ref)
+        tally["compared"] += 1
+        if outcome.agrees:
+            tally["agree"] += 1
+            return
+        if outcome.explained_by:
+            tally[outcome.explained_by.id] = tally.get(outcome.explained_by.id, 0) + 1
+            return
+        tally["new"] += 1
+        name = f"new-{tally['compared']:05d}.json"
+        (out / name).write_text(json.dumps({
+            "report": outcome.report(),
+            "case": case, "step": outcome.step, "original": outcome.ref[outcome.step],
+            "ours": outcome.ours[outcome.step]}, indent=1, ensure_ascii=False))
+
+    try:
+        one()
+    finally:
+        print(json.dumps(tally), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
