@@ -65,12 +65,6 @@ def _help_text(case, i, ref, ours) -> bool:
     return argv in ([], ["help"]) or argv[:1] == ["help"] or "--help" in argv or "-h" in argv
 
 
-def _reference_message(case, i, ref, ours) -> bool:
-    a, b = message(ref) or "", message(ours) or ""
-    return (a.startswith("Unknown step reference: ") and b.startswith("Unknown step reference: ")
-            and a.startswith(b + "."))
-
-
 def _sub_workflow_path(case, i, ref, ours) -> bool:
     a, b = message(ref) or "", message(ours) or ""
     return "workflow file not found: " in a and "workflow file not found: " in b
@@ -207,9 +201,6 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("D07", "help texts", "bug of ours (the product name in the banner may be a "
           "deliberate rename, see BRIEF)",
           "`lobster`, `lobster help` and `lobster help <command>` print different texts.", _help_text),
-    Entry("D08", "`Unknown step reference` in a condition names the id only", "bug of ours",
-          "The original says `Unknown step reference: zz.json`; ours `Unknown step reference: zz`.",
-          _reference_message),
     Entry("D09", "sub-workflow not found: the path in the message", "bug of ours (SPEC §9.9 "
           "keeps the path literal, not the message)",
           "The original names the resolved absolute path; ours the path as written.", _sub_workflow_path),
