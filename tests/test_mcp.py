@@ -84,14 +84,24 @@ class Recording(dict):
         return super().__getitem__(key)
 
 
-@pytest.mark.parametrize("request_", [
+READS = [
     {"action": "run", "pipeline": "exec --json --shell 'echo [1]'", "argsJson": "{}", "cwd": ".",
      "timeoutMs": 5000, "maxStdoutBytes": 100000},
     {"action": "resume", "token": "x", "approve": True, "timeoutMs": 5000,
      "maxStdoutBytes": 100000},
     {"action": "resume", "approvalId": "x", "responseJson": "1"},
     {"action": "resume", "token": "x", "cancel": True},
-], ids=["run", "resume-approve", "resume-response", "resume-cancel"])
+]
+
+
+def test_the_read_cases_cover_every_request_field():
+    for action, fields in protocol.REQUEST_FIELDS.items():
+        given = {key for case in READS if case["action"] == action for key in case}
+        assert given - {"action"} == set(fields), action
+
+
+@pytest.mark.parametrize("request_", READS,
+                         ids=["run", "resume-approve", "resume-response", "resume-cancel"])
 def test_the_request_fields_are_exactly_what_handle_reads(request_, tmp_path):
     request = Recording(request_)
     options = protocol.Options(state_dir=str(tmp_path / "state"), cwd=str(tmp_path))
