@@ -27,6 +27,7 @@ usage:
   lobster PIPELINE                       the same as `lobster run PIPELINE`, in human mode
   lobster resume (--token T | --id ID) (--approve yes|no | --response-json J | --cancel)
   lobster tool [REQUEST | -]             one tool call: request JSON in, envelope out
+  lobster mcp                            serve run and resume as MCP tools over stdio
   lobster graph [--file] FILE [--format mermaid|dot|ascii] [--args-json J]
   lobster help [COMMAND]                 this text, or one pipeline command's help
   lobster doctor                         check that this installation runs pipelines
@@ -375,6 +376,9 @@ def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) ->
         return cmd_help([])
     if head == "resume":
         return cmd_resume(rest)
+    if head == "mcp":
+        from vm.mcp import main as serve_mcp
+        return serve_mcp(rest, frontend)
     handlers = {"run": cmd_run, "tool": cmd_tool, "doctor": cmd_doctor}
     if head in handlers:
         return handlers[head](rest, frontend)

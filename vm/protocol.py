@@ -139,6 +139,34 @@ def _env_int(env: Mapping[str, str], name: str) -> int | None:
 
 
 # the embedding API --------------------------------------------------------------------------
+_BOUNDS = {
+    "timeoutMs": ({"type": "number", "exclusiveMinimum": 0},
+                  f"wall-clock limit of this call in ms (default {DEFAULT_TIMEOUT_MS}, at least 200)"),
+    "maxStdoutBytes": ({"type": "number", "exclusiveMinimum": 0},
+                       f"cap on the envelope and on each child's output in bytes (default "
+                       f"{DEFAULT_MAX_STDOUT_BYTES}, at least 1024)"),
+}
+# A tool request's fields per action: name -> (JSON Schema of the value, what it is). `handle`
+# reads these and no others (a test holds it to that); `lobster mcp` publishes them as schemas.
+REQUEST_FIELDS: dict[str, dict[str, tuple[dict, str]]] = {
+    "run": {
+        "pipeline": ({"type": "string", "minLength": 1},
+                     "inline pipeline text, or a workflow file path (.lobster/.yaml/.yml/.json)"),
+        "argsJson": ({"type": "string"}, "a JSON object of args for a workflow file, as text"),
+        "cwd": ({"type": "string"}, "working directory, relative to the server's and inside it"),
+        **_BOUNDS},
+    "resume": {
+        "token": ({"type": "string", "minLength": 1}, "the resumeToken of a halted run"),
+        "approvalId": ({"type": "string", "minLength": 1}, "the approvalId, instead of a token"),
+        "approve": ({"type": "boolean"}, "the decision on an approval request"),
+        "responseJson": ({"type": "string"}, "the answer to an input request, as JSON text"),
+        "cancel": ({"const": True}, "true: cancel the halted run"),
+        **_BOUNDS},
+}
+REQUIRED_FIELDS = {"run": ("pipeline",), "resume": ()}  # resume: token or approvalId, and
+# exactly one of approve, responseJson, cancel (checked by `handle`)
+
+
 def handle(request: Any, options: Options | None = None, *, scope: Scope | None = None) -> dict:
     """One tool call: `{"action": "run" | "resume", ...}` -> envelope. The run's children live
     in `scope` (a fresh one unless given), so the caller can cancel this run alone."""
