@@ -424,6 +424,13 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
         return store_error(exc)
 
 
+def cancel_state(options: Options, state_key: str) -> dict:
+    """Cancel the checkpoint parked under `state_key` (as `lobster pending` lists it), or clear
+    its claim record when its resume did not finish: a resume with `cancel: true`."""
+    return _resume(options, Settings.of(options), Scope(), Decision(cancel=True),
+                   state_key=state_key)
+
+
 def _claimant(pending):
     """Who claims a frame: this process, and the halt it resumes (approval id or step)."""
     from vm.store.claims import Claimant
@@ -501,13 +508,12 @@ _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w
 
 def duration_ms(text: str) -> int | None:
     """`7d`, `12h`, `30m`, `45s`, `500ms`, `1w`, or several (`1h30m`) -> milliseconds; None when
-    the text is not such a duration or is zero."""
+    the text is not such a duration."""
     text = text.strip().lower()
     parts = _DURATION.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         return None
-    total = sum(int(n) * _UNIT_MS[u] for n, u in parts)
-    return total or None
+    return sum(int(n) * _UNIT_MS[u] for n, u in parts)
 
 
 def checkpoint_ttl_ms(options: Options) -> int | None:
@@ -523,7 +529,7 @@ def checkpoint_ttl_ms(options: Options) -> int | None:
     if not raw:
         return None
     ttl = duration_ms(raw)
-    if ttl is None:
+    if not ttl:
         raise RequestError(f"LOBSTER_CHECKPOINT_TTL must be a duration such as 7d, 12h or 30m, "
                            f"got {raw!r}", "E004", kind="runtime_error")
     return ttl
