@@ -182,3 +182,18 @@ def test_a_frame_with_an_expiry_starts_with_its_header(tmp_path):
     raw = (tmp_path / "runs" / "k.frame").read_bytes()
     assert raw.startswith(b"LBXP") and raw.endswith(b"\x81frame")
     assert store.read_parked("k").expires_at == 2.0
+
+
+def test_a_claim_whose_record_is_being_written_reads_as_not_found_not_in_doubt(tmp_path):
+    """Between the claiming rename and its record, a concurrent resume sees a claim in
+    progress: `not found`, as any loser of a concurrent resume."""
+    options = Options(cwd=str(tmp_path), state_dir=str(tmp_path / "state"))
+    parked = handle({"action": "run", "pipeline": "exec --json --shell 'echo [1]' | approve"},
+                    options)
+    token = parked["requiresApproval"]["resumeToken"]
+    store = Store(options.state_dir)
+    (name,) = [n for n in os.listdir(store.runs) if n.endswith(".frame")]
+    key = name[:-len(".frame")]
+    os.rename(store.frame_path(key), store.claim_path(key))
+    again = handle({"action": "resume", "token": token, "approve": True}, options)
+    assert again["error"]["message"] == "Pipeline resume state not found"

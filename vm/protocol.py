@@ -470,10 +470,16 @@ def _unparked(store: StateStore, state_key: str, decision: Decision, not_found: 
                        "a cancel clears it)", "T432", kind="runtime_error")
 
 
+CLAIM_SETTLE_S = 60
+
+
 def claim_is_running(record) -> bool:
-    """The claim belongs to a process of this host that is still alive."""
+    """The claim belongs to a process of this host that is still alive, or is being recorded
+    right now (a claim whose record is not written yet, less than a minute old)."""
     claimant = record.claimant
-    if claimant is None or claimant.pid <= 0 or claimant.host != _hostname():
+    if claimant is None:
+        return time.time() - record.claimed_at < CLAIM_SETTLE_S
+    if claimant.pid <= 0 or claimant.host != _hostname():
         return False
     try:
         os.kill(claimant.pid, 0)

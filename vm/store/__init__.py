@@ -11,8 +11,8 @@ from vm.store.base import (CacheEntry, Parked, StateStore, StoreError, default_s
 from vm.store.directory import Store, atomic_write, make_private_dirs
 
 __all__ = ["CacheEntry", "Claimant", "ClaimRecord", "Parked", "StateStore", "Store",
-           "StoreError", "atomic_write", "default_state_dir", "is_postgres_url", "make_private_dirs", "open_store",
-           "value_file_name"]
+           "StoreError", "atomic_write", "default_state_dir", "is_postgres_url",
+           "make_private_dirs", "open_store", "value_file_name"]
 
 
 def is_postgres_url(location: str) -> bool:

@@ -290,8 +290,8 @@ class Store:
             return ClaimRecord(state_key, float(entry["claimedAt"]),
                                Claimant.from_json(entry.get("claimant")))
         except (ValueError, TypeError, KeyError, AttributeError):  # still the frame's bytes
-            try:
-                return ClaimRecord(state_key, os.stat(path).st_mtime, None)
+            try:  # the rename that claimed it changed the ctime (the mtime is the frame's)
+                return ClaimRecord(state_key, os.stat(path).st_ctime, None)
             except FileNotFoundError:
                 return None
 
