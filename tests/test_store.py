@@ -151,3 +151,49 @@ def test_a_damaged_stored_program_does_not_poison_later_runs(tmp_path):
     token = again["requiresApproval"]["resumeToken"]
     assert handle({"action": "resume", "token": token, "approve": True}, options)["output"] == [1]
     assert first["status"] == "needs_approval"
+
+
+def test_temp_files_of_interrupted_writes_are_leftovers_once_a_minute_old(tmp_path):
+    import time
+
+    store = Store(str(tmp_path / "state"))
+    store.save_frame("k", b"\x81frame")
+    store.save_program("h", lambda: b"program")
+    old = [tmp_path / "state" / "runs" / ".k.frame.0123456789ab.tmp",
+           tmp_path / "state" / "programs" / ".h.lbc.0123456789ab.tmp",
+           tmp_path / "state" / ".key.0123456789ab.tmp"]
+    fresh = tmp_path / "state" / "programs" / ".x.lbc.ba9876543210.tmp"
+    for path in [*old, fresh]:
+        path.write_bytes(b"torn")
+    for path in old:
+        os.utime(path, (time.time() - 120, time.time() - 120))
+    found = store.leftovers(time.time() - 60)
+    assert found == sorted(os.path.relpath(p, tmp_path / "state") for p in old)
+    assert all(store.remove_leftover(name) for name in found)
+    assert not any(p.exists() for p in old) and fresh.exists()
+    assert store.read_frame("k") == b"\x81frame" and store.load_program_bytes("h") == b"program"
+    assert store.remove_leftover("runs/k.frame") is False and store.read_frame("k")
+    assert store.remove_leftover(str(fresh)) is False  # absolute: refused
+
+
+def test_a_frame_with_an_expiry_starts_with_its_header(tmp_path):
+    store = Store(str(tmp_path))
+    store.save_frame("k", b"\x81frame", expires_at=2.0)
+    raw = (tmp_path / "runs" / "k.frame").read_bytes()
+    assert raw.startswith(b"LBXP") and raw.endswith(b"\x81frame")
+    assert store.read_parked("k").expires_at == 2.0
+
+
+def test_a_claim_whose_record_is_being_written_reads_as_not_found_not_in_doubt(tmp_path):
+    """Between the claiming rename and its record, a concurrent resume sees a claim in
+    progress: `not found`, as any loser of a concurrent resume."""
+    options = Options(cwd=str(tmp_path), state_dir=str(tmp_path / "state"))
+    parked = handle({"action": "run", "pipeline": "exec --json --shell 'echo [1]' | approve"},
+                    options)
+    token = parked["requiresApproval"]["resumeToken"]
+    store = Store(options.state_dir)
+    (name,) = [n for n in os.listdir(store.runs) if n.endswith(".frame")]
+    key = name[:-len(".frame")]
+    os.rename(store.frame_path(key), store.claim_path(key))
+    again = handle({"action": "resume", "token": token, "approve": True}, options)
+    assert again["error"]["message"] == "Pipeline resume state not found"

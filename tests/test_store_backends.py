@@ -205,3 +205,85 @@ def test_twenty_processes_resuming_one_checkpoint_exactly_one_proceeds(store, lo
     winners = [key for _, won in outcomes for key in won]
     assert sorted(winners) == keys  # each checkpoint claimed by exactly one process
     assert [r.state_key for r in store.in_doubt()] == keys
+
+
+def test_a_frame_keeps_its_expiry_and_parked_frames_are_listed_oldest_first(store):
+    import time
+
+    store.save_frame("a", b"\x81frame-a")
+    store.save_frame("b", b"\x81frame-b", expires_at=1234567890.5)
+    store.save_frame("c", b"\x81frame-c")
+    assert store.claim_frame("c", Claimant("input", "ask"))
+    assert store.read_frame("b") == b"\x81frame-b"  # the expiry is not part of the frame
+    parked = store.read_parked("b")
+    assert parked.blob == b"\x81frame-b" and parked.expires_at == 1234567890.5
+    assert abs(parked.created_at - time.time()) < 3600
+    assert store.read_parked("a").expires_at is None and store.read_parked("c") is None
+    listed = store.list_parked()
+    assert sorted(p.state_key for p in listed) == ["a", "b"]  # a claimed frame is not parked
+    assert [p.created_at for p in listed] == sorted(p.created_at for p in listed)
+    store.save_frame("b", b"\x81again")  # parked again without an expiry
+    assert store.read_parked("b").expires_at is None
+
+
+def test_a_claim_record_is_found_by_its_state_key(store):
+    store.save_frame("k", b"\x81f")
+    assert store.claim_record("k") is None
+    assert store.claim_frame("k", Claimant("approval", "0badcafe", pid=9, host="h"))
+    record = store.claim_record("k")
+    assert record.state_key == "k" and record.claimant == Claimant("approval", "0badcafe", 9, "h")
+    assert store.claim_record("other") is None
+    store.finish_claim("k")
+    assert store.claim_record("k") is None
+
+
+def test_programs_are_listed_with_when_they_were_last_saved_and_removed_only_if_unused(store):
+    import time
+
+    store.save_program("p1", lambda: b"one")
+    store.save_program("p2", lambda: b"two")
+    listed = dict(store.list_programs())
+    assert sorted(listed) == ["p1", "p2"]
+    later = max(listed.values()) + 1
+    assert store.remove_program("p1", unused_since=listed["p1"]) is False  # saved since then
+    assert store.remove_program("p1", unused_since=later) is True
+    assert store.load_program_bytes("p1") is None
+    assert store.remove_program("p1", unused_since=later) is False
+    time.sleep(0.01)
+    store.save_program("p2", lambda: b"never called")  # a save of a stored one touches it
+    assert dict(store.list_programs())["p2"] > listed["p2"]
+    assert store.load_program_bytes("p2") == b"two"
+    store.save_program("p1", lambda: b"one again")
+    assert store.load_program_bytes("p1") == b"one again"
+
+
+def test_cache_entries_are_listed_and_removed(store):
+    store.put_cache("compile", "abc", b"{}")
+    store.put_cache("llm-invoke", "def", b"[]")
+    listed = store.list_cache()
+    assert [(e.kind, e.key) for e in listed] == [("compile", "abc"), ("llm-invoke", "def")]
+    assert all(e.written_at > 0 for e in listed)
+    store.remove_cache("compile", "abc")
+    store.remove_cache("compile", "abc")
+    assert [(e.kind, e.key) for e in store.list_cache()] == [("llm-invoke", "def")]
+
+
+def test_approval_ids_without_a_frame_are_leftovers_once_old_enough(store):
+    import time
+
+    lone = store.new_approval_id("pipeline_resume_lone")  # a crash before its frame
+    kept = store.new_approval_id("pipeline_resume_kept")
+    store.save_frame("pipeline_resume_kept", b"\x81f")
+    claimed = store.new_approval_id("pipeline_resume_claimed")
+    store.save_frame("pipeline_resume_claimed", b"\x81f")
+    store.claim_frame("pipeline_resume_claimed", Claimant("approval", claimed))
+    assert store.leftovers(older_than=time.time() - 3600) == []  # all too recent
+    found = store.leftovers(older_than=time.time() + 3600)
+    assert len(found) == 1 and lone in found[0]
+    assert store.remove_leftover(found[0]) is True
+    assert store.lookup_approval_id(lone) is None
+    assert store.lookup_approval_id(kept) == "pipeline_resume_kept"
+    assert store.lookup_approval_id(claimed) == "pipeline_resume_claimed"
+    for name in ("../key", "runs/../key", "approval:" + kept, "key", f"runs/{kept}.approval"):
+        assert store.remove_leftover(name) is False
+    assert store.lookup_approval_id(kept) == "pipeline_resume_kept"

@@ -27,6 +27,9 @@ usage:
   lobster PIPELINE                       the same as `lobster run PIPELINE`, in human mode
   lobster resume (--token T | --id ID) (--approve yes|no | --response-json J | --cancel)
   lobster tool [REQUEST | -]             one tool call: request JSON in, envelope out
+  lobster pending [--format json] [--older-than 7d [--cancel]]   checkpoints waiting, in doubt
+  lobster cancel --id ID                 end one checkpoint (approval id or state key)
+  lobster gc [--dry-run]                 remove what no checkpoint needs
   lobster mcp                            serve run and resume as MCP tools over stdio
   lobster graph [--file] FILE [--format mermaid|dot|ascii] [--args-json J]
   lobster help [COMMAND]                 this text, or one pipeline command's help
@@ -372,6 +375,10 @@ def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) ->
         return cmd_help(rest)
     if head == "graph":
         return cmd_graph(rest, frontend)
+    if head in ("pending", "cancel", "gc"):
+        from vm import cli_admin
+
+        return getattr(cli_admin, f"cmd_{head}")(rest)
     if "-h" in rest or "--help" in rest:
         return cmd_help([])
     if head == "resume":

@@ -25,6 +25,7 @@ CODES: dict[str, Code] = {
     "E001": Code("invalid tool request", PARSE),
     "E002": Code("tool request is not JSON", PARSE),
     "E003": Code("no compiler installed", RUNTIME),
+    "E004": Code("invalid checkpoint TTL or duration", RUNTIME),
     # pipeline syntax
     "E101": Code("empty pipeline", PARSE),
     "E102": Code("unclosed quote", PARSE),
@@ -61,6 +62,8 @@ CODES: dict[str, Code] = {
     "T423": Code("envelope over maxStdoutBytes", RUNTIME),
     "T430": Code("resume state not found", RUNTIME),
     "T431": Code("resume state corrupt", RUNTIME),
+    "T432": Code("checkpoint claimed by a resume that did not finish", RUNTIME),
+    "T433": Code("checkpoint expired", RUNTIME),
     "T440": Code("unknown step reference at run time", RUNTIME),
     "T441": Code("for_each source is not an array", RUNTIME),
     "T450": Code("state store failed", RUNTIME),

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import time
+import re
 import secrets
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from vm.frontend import WORKFLOW_EXTENSIONS
 from vm.process import Scope
 from vm.program import Program
 from vm.store import StateStore, StoreError, open_store
+from vm.store.base import approval_id_form
 
 if TYPE_CHECKING:
     from vm.frontend import Frontend
@@ -84,6 +86,8 @@ class Options:
     stdin_is_tty: bool = False
     report: Callable[[Any], None] | None = None  # receives a compile error before it is flattened
     frontend: Frontend | None = None  # the compiler; None: the installed one, found on first use
+    checkpoint_ttl_ms: int | None = None  # a halt's checkpoint expires after this; None:
+    # LOBSTER_CHECKPOINT_TTL, else never
 
     def store(self) -> StateStore:
         """The store at `state_dir` (a directory, or a `postgresql://` URL), else the one
@@ -311,6 +315,7 @@ def _run(pipeline: str, options: Options, settings: Settings, scope: Scope, *,
          args_json: str | None = None, program: Program | None = None, file: bool = False
          ) -> dict:
     try:
+        checkpoint_ttl_ms(options)  # a bad TTL is refused before anything runs
         workflow = file or is_workflow_path(pipeline, settings.cwd)
         args = parse_args_json(args_json)  # checked always, used by workflow files only
         if not workflow:
@@ -358,7 +363,9 @@ def _park(program: Program, frame: Frame, options: Options) -> dict:
     if pending.kind == "approval":
         # the id goes into the frame, so it is published before the frame is written
         pending.approval_id = store.new_approval_id(state_key)
-    store.save_frame(state_key, codec.dump_frame(frame))
+    ttl = checkpoint_ttl_ms(options)
+    store.save_frame(state_key, codec.dump_frame(frame),
+                     expires_at=None if ttl is None else time.time() + ttl / 1000)
     token = tokens.issue(kind, state_key, store.key())
     if pending.kind == "approval":
         request: dict[str, Any] = {"type": "approval_request", "prompt": pending.prompt,
@@ -397,7 +404,8 @@ def resume(options: Options, decision: Decision, *, token: str | None = None,
 
 
 def _resume(options: Options, settings: Settings, scope: Scope, decision: Decision, *,
-            token: str | None = None, approval_id: str | None = None) -> dict:
+            token: str | None = None, approval_id: str | None = None,
+            state_key: str | None = None) -> dict:
     try:
         store = options.store()
         if approval_id:
@@ -405,30 +413,160 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
             if state_key is None:
                 raise RequestError(f'Approval ID "{approval_id}" not found or expired', "E503")
             origin = state_key.split("_", 1)[0]
+        elif state_key:
+            origin = state_key.split("_", 1)[0]
         else:
             parsed = _checked_token(token, store)
             state_key, origin = parsed.state_key, parsed.origin
         not_found = ("Resume state not found" if decision.cancel
                      else f"{origin.capitalize()} resume state not found")
-        blob = store.read_frame(state_key)
-        if blob is None:
-            raise RequestError(not_found, "T430", kind="runtime_error")
-        frame, program = _load(store, blob)
+        parked = store.read_parked(state_key)
+        if parked is None:
+            return _unparked(store, state_key, decision, not_found, approval_id)
+        if not decision.cancel:
+            _refuse_expired(parked.expires_at)
+            checkpoint_ttl_ms(options)  # a bad TTL is refused before anything runs
+        frame, program = _load(store, parked.blob)
+        pending = frame.pending
         approved_by = None
         if not decision.cancel:
             approved_by = _check_decision(frame, decision, options.env)
-        if not store.claim_frame(state_key):
+        ends = decision.cancel or decision.approve is False
+        if not store.claim_frame(state_key, None if ends else _claimant(pending)):
             raise RequestError(not_found, "T430", kind="runtime_error")
-        store.remove_approval_id(frame.pending.approval_id if frame.pending else None)
-        if decision.cancel or decision.approve is False:
+        if ends:
+            store.remove_approval_id(pending.approval_id)
             return ok_envelope("cancelled", [])
-        machine.apply_decision(frame, decision.response, approved_by)
-        return _drive(program, frame, options, evolve(settings, cwd=frame.cwd, mode=frame.mode),
-                      scope)
+        try:
+            machine.apply_decision(frame, decision.response, approved_by)
+            envelope = _drive(program, frame, options,
+                              evolve(settings, cwd=frame.cwd, mode=frame.mode), scope)
+        except (RequestError, StoreError):
+            _finish_claim(store, state_key, pending.approval_id, options)
+            raise
+        _finish_claim(store, state_key, pending.approval_id, options)
+        return envelope
     except RequestError as exc:
         return exc.envelope
     except StoreError as exc:
         return store_error(exc)
+
+
+def cancel_state(options: Options, state_key: str) -> dict:
+    """Cancel the checkpoint parked under `state_key` (as `lobster pending` lists it), or clear
+    its claim record when its resume did not finish: a resume with `cancel: true`."""
+    return _resume(options, Settings.of(options), Scope(), Decision(cancel=True),
+                   state_key=state_key)
+
+
+def _claimant(pending):
+    """Who claims a frame: this process, and the halt it resumes (approval id or step)."""
+    from vm.store.claims import Claimant
+
+    return Claimant(pending.kind, pending.approval_id or pending.step or "")
+
+
+def _finish_claim(store: StateStore, state_key: str, approval_id: str | None,
+                  options: Options) -> None:
+    """The resumed run reached its next checkpoint or its end: its claim record goes, and then
+    the approval id that led to it (kept until now, so a retry finds the record)."""
+    try:
+        store.remove_approval_id(approval_id)
+        store.finish_claim(state_key)
+    except StoreError as exc:  # the run's envelope matters more; the record reads as in doubt
+        options.log(f"lobster: could not clear the claim of {state_key}: {exc}\n")
+
+
+def _unparked(store: StateStore, state_key: str, decision: Decision, not_found: str,
+              approval_id: str | None) -> dict:
+    """No frame to resume: consumed (not found), being resumed right now by a live process on
+    this host (not found, as for any concurrent resume), or claimed by a resume that did not
+    finish (in doubt: refused with when and by whom; a cancel clears the record)."""
+    record = store.claim_record(state_key)
+    if record is None or claim_is_running(record):
+        raise RequestError(not_found, "T430", kind="runtime_error")
+    claimant = record.claimant
+    if decision.cancel:
+        for halt_id in (approval_id, claimant.halt_id if claimant else None):
+            if halt_id and approval_id_form(halt_id) == halt_id:
+                store.remove_approval_id(halt_id)
+        store.finish_claim(state_key)
+        return ok_envelope("cancelled", [])
+    who = f"{claimant.pid}@{claimant.host}" if claimant else "a resume whose record was lost"
+    raise RequestError(f"This checkpoint was claimed at {iso_time(record.claimed_at)} by {who} "
+                       "and did not finish (its step may have run; `lobster pending` lists it, "
+                       "a cancel clears it)", "T432", kind="runtime_error")
+
+
+CLAIM_SETTLE_S = 60
+
+
+def claim_is_running(record) -> bool:
+    """The claim belongs to a process of this host that is still alive, or is being recorded
+    right now (a claim whose record is not written yet, less than a minute old)."""
+    claimant = record.claimant
+    if claimant is None:
+        return time.time() - record.claimed_at < CLAIM_SETTLE_S
+    if claimant.pid <= 0 or claimant.host != _hostname():
+        return False
+    try:
+        os.kill(claimant.pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, someone else's
+        return True
+    return True
+
+
+def _hostname() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
+def _refuse_expired(expires_at: float | None) -> None:
+    if expires_at is not None and expires_at <= time.time():
+        raise RequestError(f"This checkpoint expired at {iso_time(expires_at)}; it can only be "
+                           "cancelled (or collected by `lobster gc`)", "T433",
+                           kind="runtime_error")
+
+
+def iso_time(seconds: float) -> str:
+    """Unix seconds -> `2026-12-03T19:04:05Z`."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+_DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w)")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+
+
+def duration_ms(text: str) -> int | None:
+    """`7d`, `12h`, `30m`, `45s`, `500ms`, `1w`, or several (`1h30m`) -> milliseconds; None when
+    the text is not such a duration."""
+    text = text.strip().lower()
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(int(n) * _UNIT_MS[u] for n, u in parts)
+
+
+def checkpoint_ttl_ms(options: Options) -> int | None:
+    """How long a new checkpoint stays resumable: `Options.checkpoint_ttl_ms`, else
+    LOBSTER_CHECKPOINT_TTL, else forever. A bad value is a RequestError (E004)."""
+    ttl = options.checkpoint_ttl_ms
+    if ttl is not None:
+        if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
+            raise RequestError(f"checkpoint_ttl_ms must be a positive number of milliseconds, "
+                               f"got {ttl!r}", "E004", kind="runtime_error")
+        return ttl
+    raw = (options.env.get("LOBSTER_CHECKPOINT_TTL") or "").strip()
+    if not raw:
+        return None
+    ttl = duration_ms(raw)
+    if not ttl:
+        raise RequestError(f"LOBSTER_CHECKPOINT_TTL must be a duration such as 7d, 12h or 30m, "
+                           f"got {raw!r}", "E004", kind="runtime_error")
+    return ttl
 
 
 def store_error(exc: StoreError) -> dict:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from vm.store.base import StateStore, StoreError, default_state_dir, value_file_name
+from vm.store.base import (CacheEntry, Parked, StateStore, StoreError, default_state_dir,
+                           value_file_name)
 from vm.store.directory import Store, atomic_write, make_private_dirs
 
-__all__ = ["Claimant", "ClaimRecord", "StateStore", "Store", "StoreError", "atomic_write",
-           "default_state_dir", "is_postgres_url", "make_private_dirs", "open_store",
-           "value_file_name"]
+__all__ = ["CacheEntry", "Claimant", "ClaimRecord", "Parked", "StateStore", "Store",
+           "StoreError", "atomic_write", "default_state_dir", "is_postgres_url",
+           "make_private_dirs", "open_store", "value_file_name"]
 
 
 def is_postgres_url(location: str) -> bool:

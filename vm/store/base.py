@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from vm.store.claims import Claimant, ClaimRecord
@@ -53,6 +53,22 @@ def cache_name(kind: str, key: str) -> tuple[str, str]:
     return kind, key
 
 
+class Parked(NamedTuple):
+    """A parked frame as the store holds it: its bytes, when it was parked and when it expires
+    (unix seconds; None: never)."""
+
+    state_key: str
+    blob: bytes
+    created_at: float
+    expires_at: float | None = None
+
+
+class CacheEntry(NamedTuple):
+    kind: str
+    key: str
+    written_at: float  # unix seconds
+
+
 class StateStore(Protocol):
     """Programs by hash, parked frames by state key, approval ids, the signing key, claim
     records, `state.*` values and cache entries. Both backends keep the same guarantees:
@@ -79,10 +95,23 @@ class StateStore(Protocol):
 
     def load_program_bytes(self, program_hash: str) -> bytes | None: ...
 
-    def save_frame(self, state_key: str, blob: bytes) -> None: ...
+    def list_programs(self) -> list[tuple[str, float]]:
+        """(hash, last saved) of every stored program: save_program of a stored one counts."""
+
+    def remove_program(self, program_hash: str, unused_since: float) -> bool:
+        """Remove the program unless it was saved at or after `unused_since` (unix seconds)."""
+
+    def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None) -> None:
+        """Park a frame (durable when this returns), with its expiry (unix seconds) if any."""
 
     def read_frame(self, state_key: str) -> bytes | None:
         """The parked frame, or None when there is none or it has been claimed."""
+
+    def read_parked(self, state_key: str) -> Parked | None:
+        """The parked frame with its times, or None when there is none or it was claimed."""
+
+    def list_parked(self) -> list[Parked]:
+        """Every parked (unclaimed) frame, oldest first."""
 
     def claim_frame(self, state_key: str, claimant: Claimant | None = None) -> bool:
         """Take the frame for this resume (read it first): exactly one concurrent caller gets
@@ -92,6 +121,9 @@ class StateStore(Protocol):
 
     def in_doubt(self) -> list[ClaimRecord]:
         """Claims not finished, oldest first."""
+
+    def claim_record(self, state_key: str) -> ClaimRecord | None:
+        """The record of a claim of this frame that has not finished, if there is one."""
 
     def new_approval_id(self, state_key: str) -> str | None:
         """A fresh 8-hex id naming `state_key`, never one in use; follow with save_frame."""
@@ -107,3 +139,13 @@ class StateStore(Protocol):
     def get_cache(self, kind: str, key: str) -> bytes | None: ...
 
     def put_cache(self, kind: str, key: str, blob: bytes) -> None: ...
+
+    def list_cache(self) -> list[CacheEntry]: ...
+
+    def remove_cache(self, kind: str, key: str) -> None: ...
+
+    def leftovers(self, older_than: float) -> list[str]:
+        """Names of what interrupted writes left behind before `older_than` (unix seconds):
+        temporary files, approval ids whose frame was never written or is gone."""
+
+    def remove_leftover(self, name: str) -> bool: ...

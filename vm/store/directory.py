@@ -4,7 +4,9 @@ rename, fsync of the dir), except cache entries, which are hints and are not syn
 
   <state>/key                      32 random bytes, mode 0600, created on first use
   <state>/programs/<hash>.lbc      compiled programs (msgpack), written once
-  <state>/runs/<state_key>.frame   parked frames (msgpack); claimed by removing the file
+  <state>/runs/<state_key>.frame   parked frames (msgpack); claimed by removing the file; a
+                                   frame with an expiry starts with "LBXP" and the expiry (unix
+                                   seconds, a big-endian double) before the msgpack
   <state>/runs/<id>.approval       approval id -> state key: a symlink whose target is the key,
                                    published exclusively beside its frame (one directory sync
                                    makes both durable); earlier versions kept approvals/<id>
@@ -12,6 +14,9 @@ rename, fsync of the dir), except cache entries, which are hints and are not syn
   <state>/values/<key>.json        state.get / state.set / diff.last values (pretty JSON)
   <state>/cache/<key>.json         compile cache entries (kind "compile")
   <state>/cache/<kind>/<key>.json  other cache entries
+
+A program's mtime is when it was last saved (a save of a stored program touches it), which
+`gc` reads. Temporary files are `.<name>.<hex>.tmp` beside their target.
 
 Directories are created 0700 and files 0600 whatever the umask: programs and frames hold the
 pipeline text and step results, secrets included.
@@ -22,17 +27,21 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import struct
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from vm.store.base import STATE_KEY, approval_id_form, cache_name, value_file_name
+from vm.store.base import (STATE_KEY, CacheEntry, Parked, approval_id_form, cache_name,
+                           value_file_name)
 
 if TYPE_CHECKING:
     from vm.store.claims import Claimant, ClaimRecord
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
+EXPIRY_MAGIC = b"LBXP"  # a msgpack frame starts with a map byte, never with "L"
+_EXPIRY = struct.Struct(">d")
 
 
 def make_private_dirs(directory: str) -> None:
@@ -97,6 +106,14 @@ def _read(path: str) -> bytes | None:
         return None
 
 
+def _scan(directory: str) -> list[os.DirEntry]:
+    try:
+        with os.scandir(directory) as entries:
+            return list(entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 def _fsync_dir(directory: str) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
@@ -158,22 +175,75 @@ class Store:
         stored = _read(path)
         if stored is None or (intact is not None and not intact(stored)):
             atomic_write(path, encode())
+            return
+        try:
+            os.utime(path)  # saved again: gc leaves it alone for a while
+        except FileNotFoundError:  # collected just now: write it back
+            atomic_write(path, encode())
 
     def load_program_bytes(self, program_hash: str) -> bytes | None:
         return _read(self.program_path(program_hash))
+
+    def list_programs(self) -> list[tuple[str, float]]:
+        found = []
+        for entry in _scan(self.path("programs")):
+            if entry.name.endswith(".lbc") and not entry.name.startswith("."):
+                try:
+                    found.append((entry.name[:-4], entry.stat().st_mtime))
+                except FileNotFoundError:
+                    continue
+        return sorted(found)
+
+    def remove_program(self, program_hash: str, unused_since: float) -> bool:
+        if "/" in program_hash or program_hash.startswith("."):
+            return False
+        path = self.program_path(program_hash)
+        try:
+            if os.stat(path).st_mtime >= unused_since:
+                return False
+        except FileNotFoundError:
+            return False
+        return _remove(path)
 
     # frames --------------------------------------------------------------------------------
     def frame_path(self, state_key: str) -> str:
         return os.path.join(self.runs, f"{state_key}.frame")
 
-    def save_frame(self, state_key: str, blob: bytes) -> None:
+    def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None) -> None:
         """Park a frame. It, and an approval id published for it just before, are durable
         when this returns: they share a directory, and one sync of it covers both."""
+        if expires_at is not None:
+            blob = EXPIRY_MAGIC + _EXPIRY.pack(expires_at) + blob
         atomic_write(self.frame_path(state_key), blob, sync_dir=False)
         _fsync_dir(self.runs)
 
     def read_frame(self, state_key: str) -> bytes | None:
-        return _read(self.frame_path(state_key))
+        parked = self.read_parked(state_key)
+        return None if parked is None else parked.blob
+
+    def read_parked(self, state_key: str) -> Parked | None:
+        try:
+            with open(self.frame_path(state_key), "rb") as fh:
+                data = fh.read()
+                created_at = os.fstat(fh.fileno()).st_mtime
+        except FileNotFoundError:
+            return None
+        expires_at = None
+        head = len(EXPIRY_MAGIC) + _EXPIRY.size
+        if data.startswith(EXPIRY_MAGIC) and len(data) >= head:
+            (expires_at,) = _EXPIRY.unpack(data[len(EXPIRY_MAGIC):head])
+            data = data[head:]
+        return Parked(state_key, data, created_at, expires_at)
+
+    def list_parked(self) -> list[Parked]:
+        found = []
+        for entry in _scan(self.runs):
+            state_key, _, suffix = entry.name.rpartition(".")
+            if suffix == "frame" and STATE_KEY.fullmatch(state_key):
+                parked = self.read_parked(state_key)
+                if parked is not None:
+                    found.append(parked)
+        return sorted(found, key=lambda p: (p.created_at, p.state_key))
 
     def claim_frame(self, state_key: str, claimant: Claimant | None = None) -> bool:
         """Take the frame for this resume (read it first): exactly one concurrent caller
@@ -197,28 +267,33 @@ class Store:
         _remove(self.claim_path(state_key))
 
     def in_doubt(self) -> list[ClaimRecord]:
+        records = []
+        for entry in _scan(self.runs):
+            state_key, _, suffix = entry.name.rpartition(".")
+            if suffix == "claimed" and STATE_KEY.fullmatch(state_key):
+                record = self.claim_record(state_key)
+                if record is not None:
+                    records.append(record)
+        return sorted(records, key=lambda r: (r.claimed_at, r.state_key))
+
+    def claim_record(self, state_key: str) -> ClaimRecord | None:
         from vm.store.claims import Claimant, ClaimRecord
 
+        if not STATE_KEY.fullmatch(state_key):
+            return None
+        path = self.claim_path(state_key)
+        blob = _read(path)
+        if blob is None:
+            return None
         try:
-            names = os.listdir(self.runs)
-        except FileNotFoundError:
-            return []
-        records = []
-        for name in names:
-            state_key, dot, suffix = name.rpartition(".")
-            if suffix != "claimed" or not STATE_KEY.fullmatch(state_key):
-                continue
-            path = os.path.join(self.runs, name)
-            try:
-                entry = json.loads(_read(path) or b"")
-                records.append(ClaimRecord(state_key, float(entry["claimedAt"]),
-                                           Claimant.from_json(entry.get("claimant"))))
-            except (ValueError, TypeError, KeyError, AttributeError):  # still the frame's bytes
-                try:
-                    records.append(ClaimRecord(state_key, os.stat(path).st_mtime, None))
-                except FileNotFoundError:
-                    continue
-        return sorted(records, key=lambda r: (r.claimed_at, r.state_key))
+            entry = json.loads(blob)
+            return ClaimRecord(state_key, float(entry["claimedAt"]),
+                               Claimant.from_json(entry.get("claimant")))
+        except (ValueError, TypeError, KeyError, AttributeError):  # still the frame's bytes
+            try:  # the rename that claimed it changed the ctime (the mtime is the frame's)
+                return ClaimRecord(state_key, os.stat(path).st_ctime, None)
+            except FileNotFoundError:
+                return None
 
     # approval ids --------------------------------------------------------------------------
     def new_approval_id(self, state_key: str) -> str | None:
@@ -303,3 +378,63 @@ class Store:
             atomic_write(self.cache_path(kind, key), blob, sync=False)
         except OSError:
             pass  # a cache that cannot be written only costs a later call the work
+
+    def list_cache(self) -> list[CacheEntry]:
+        found = []
+        for entry in _scan(self.path("cache")):
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                kinds = [(entry.name, sub) for sub in _scan(entry.path)]
+            else:
+                kinds = [("compile", entry)]
+            for kind, item in kinds:
+                key = item.name[:-5] if item.name.endswith(".json") else ""
+                if not item.name.startswith(".") and key:
+                    try:
+                        found.append(CacheEntry(kind, key, item.stat().st_mtime))
+                    except FileNotFoundError:
+                        continue
+        return sorted(found)
+
+    def remove_cache(self, kind: str, key: str) -> None:
+        _remove(self.cache_path(kind, key))
+
+    # what interrupted writes leave -----------------------------------------------------------
+    def leftovers(self, older_than: float) -> list[str]:
+        found = []
+        for directory, _dirs, files in os.walk(self.root):
+            for name in files:
+                path = os.path.join(directory, name)
+                if not self._is_leftover(path):
+                    continue
+                try:
+                    if os.lstat(path).st_mtime < older_than:
+                        found.append(os.path.relpath(path, self.root))
+                except FileNotFoundError:
+                    continue
+        return sorted(found)
+
+    def _is_leftover(self, path: str) -> bool:
+        directory, name = os.path.split(path)
+        if name.startswith(".") and name.endswith(".tmp"):
+            return True
+        if os.path.normpath(directory) != os.path.normpath(self.runs) \
+                or not name.endswith(".approval"):
+            return False
+        try:
+            state_key = os.readlink(path)
+        except OSError:
+            return False
+        if not STATE_KEY.fullmatch(state_key):
+            return True  # leads nowhere a run could be
+        return not (os.path.lexists(self.frame_path(state_key))
+                    or os.path.lexists(self.claim_path(state_key)))
+
+    def remove_leftover(self, name: str) -> bool:
+        root = os.path.normpath(self.root)
+        path = os.path.normpath(os.path.join(root, name))
+        if os.path.isabs(name) or not path.startswith(root + os.sep) \
+                or not self._is_leftover(path):
+            return False
+        return _remove(path)

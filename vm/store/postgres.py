@@ -4,9 +4,10 @@ each in lobster_meta. Tables live in the first schema of the connection's search
 
   lobster_meta(version)                         one row per migration step applied
   lobster_key(id = 1, key)                      the signing key; the first insert wins
-  lobster_programs(hash, body)                  compiled programs (msgpack)
+  lobster_programs(hash, body, used_at)         compiled programs (msgpack); used_at: last saved
   lobster_frames(state_key, body, created_at,   parked frames; claimed by a DELETE (no claimant)
-                 claimed_at, claimant)          or an UPDATE setting claimed_at (a claim record)
+                 claimed_at, claimant,          or an UPDATE setting claimed_at (a claim record);
+                 expires_at)                    expires_at: NULL, never
   lobster_approvals(approval_id, state_key)     approval id -> state key
   lobster_values(key, value)                    state.* values (JSON text, key normalised)
   lobster_cache(kind, key, value, created_at)   cache entries (hints)
@@ -29,7 +30,8 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from vm.store.base import STATE_KEY, StoreError, approval_id_form, cache_name, value_name
+from vm.store.base import (STATE_KEY, CacheEntry, Parked, StoreError, approval_id_form,
+                           cache_name, value_name)
 from vm.store.claims import Claimant, ClaimRecord
 
 try:
@@ -52,6 +54,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " updated_at timestamptz NOT NULL DEFAULT now())",
         "CREATE TABLE lobster_cache (kind text NOT NULL, key text NOT NULL, value bytea NOT NULL,"
         " created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (kind, key))",
+    ),
+    (  # 2: checkpoint expiry; when a program was last saved (for gc)
+        "ALTER TABLE lobster_frames ADD COLUMN expires_at timestamptz",
+        "ALTER TABLE lobster_programs ADD COLUMN used_at timestamptz NOT NULL DEFAULT now()",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -196,33 +202,63 @@ class PostgresStore:
     # programs ------------------------------------------------------------------------------
     def save_program(self, program_hash: str, encode: Callable[[], bytes],
                      intact: Callable[[bytes], bool] | None = None) -> None:
-        if intact is None:
-            stored = self._one("SELECT 1 FROM lobster_programs WHERE hash = %s", (program_hash,))
-            if stored is not None:
-                return
-        else:
+        if intact is not None:
             blob = self.load_program_bytes(program_hash)
-            if blob is not None and intact(blob):
+            if blob is not None and not intact(blob):
+                self._save_program(program_hash, encode())
                 return
+        touched = self._lazy("UPDATE lobster_programs SET used_at = now() FROM lazy"
+                             " WHERE hash = %s RETURNING 1", (program_hash,))
+        if touched is None:
+            self._save_program(program_hash, encode())
+
+    def _save_program(self, program_hash: str, body: bytes) -> None:
         self._lazy("INSERT INTO lobster_programs (hash, body) SELECT %s, %s FROM lazy"
-                   " ON CONFLICT (hash) DO UPDATE SET body = excluded.body",
-                   (program_hash, encode()))
+                   " ON CONFLICT (hash) DO UPDATE SET body = excluded.body, used_at = now()",
+                   (program_hash, body))
 
     def load_program_bytes(self, program_hash: str) -> bytes | None:
         row = self._one("SELECT body FROM lobster_programs WHERE hash = %s", (program_hash,))
         return None if row is None else bytes(row[0])
 
+    def list_programs(self) -> list[tuple[str, float]]:
+        with self._connection() as conn:
+            rows = conn.execute("SELECT hash, extract(epoch FROM used_at)::float8"
+                                " FROM lobster_programs ORDER BY hash").fetchall()
+        return [(h, at) for h, at in rows]
+
+    def remove_program(self, program_hash: str, unused_since: float) -> bool:
+        row = self._one("DELETE FROM lobster_programs WHERE hash = %s"
+                        " AND used_at < to_timestamp(%s) RETURNING 1",
+                        (program_hash, unused_since))
+        return row is not None
+
     # frames and claims ---------------------------------------------------------------------
-    def save_frame(self, state_key: str, blob: bytes) -> None:
-        self._one("INSERT INTO lobster_frames (state_key, body) VALUES (%s, %s)"
+    def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None) -> None:
+        self._one("INSERT INTO lobster_frames (state_key, body, expires_at)"
+                  " VALUES (%s, %s, to_timestamp(%s))"
                   " ON CONFLICT (state_key) DO UPDATE SET body = excluded.body,"
-                  " created_at = now(), claimed_at = NULL, claimant = NULL RETURNING 1",
-                  (state_key, blob))
+                  " created_at = now(), claimed_at = NULL, claimant = NULL,"
+                  " expires_at = excluded.expires_at RETURNING 1",
+                  (state_key, blob, expires_at))
 
     def read_frame(self, state_key: str) -> bytes | None:
         row = self._one("SELECT body FROM lobster_frames"
                         " WHERE state_key = %s AND claimed_at IS NULL", (state_key,))
         return None if row is None else bytes(row[0])
+
+    _PARKED = ("SELECT state_key, body, extract(epoch FROM created_at)::float8,"
+               " extract(epoch FROM expires_at)::float8 FROM lobster_frames"
+               " WHERE claimed_at IS NULL")
+
+    def read_parked(self, state_key: str) -> Parked | None:
+        row = self._one(self._PARKED + " AND state_key = %s", (state_key,))
+        return None if row is None else Parked(row[0], bytes(row[1]), row[2], row[3])
+
+    def list_parked(self) -> list[Parked]:
+        with self._connection() as conn:
+            rows = conn.execute(self._PARKED + " ORDER BY created_at, state_key").fetchall()
+        return [Parked(key, bytes(body), at, expires) for key, body, at, expires in rows]
 
     def claim_frame(self, state_key: str, claimant: Claimant | None = None) -> bool:
         """One statement: of concurrent claims, the row lock lets one through and the others
@@ -247,6 +283,14 @@ class PostgresStore:
                                 " ORDER BY claimed_at, state_key").fetchall()
         return [ClaimRecord(key, at, Claimant.from_json(_json_or_none(claimant)))
                 for key, at, claimant in rows]
+
+    def claim_record(self, state_key: str) -> ClaimRecord | None:
+        row = self._one("SELECT extract(epoch FROM claimed_at)::float8, claimant::text"
+                        " FROM lobster_frames WHERE state_key = %s AND claimed_at IS NOT NULL",
+                        (state_key,))
+        if row is None:
+            return None
+        return ClaimRecord(state_key, row[0], Claimant.from_json(_json_or_none(row[1])))
 
     # approval ids --------------------------------------------------------------------------
     def new_approval_id(self, state_key: str) -> str | None:
@@ -299,6 +343,37 @@ class PostgresStore:
         self._lazy("INSERT INTO lobster_cache (kind, key, value) SELECT %s, %s, %s FROM lazy"
                    " ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value,"
                    " created_at = now()", (*cache_name(kind, key), blob))
+
+    def list_cache(self) -> list[CacheEntry]:
+        with self._connection() as conn:
+            rows = conn.execute("SELECT kind, key, extract(epoch FROM created_at)::float8"
+                                " FROM lobster_cache ORDER BY kind, key").fetchall()
+        return [CacheEntry(kind, key, at) for kind, key, at in rows]
+
+    def remove_cache(self, kind: str, key: str) -> None:
+        self._lazy("DELETE FROM lobster_cache USING lazy WHERE kind = %s AND key = %s",
+                   cache_name(kind, key))
+
+    # what interrupted writes leave -----------------------------------------------------------
+    _ORPHAN = ("NOT EXISTS (SELECT 1 FROM lobster_frames f"
+               " WHERE f.state_key = lobster_approvals.state_key)")
+
+    def leftovers(self, older_than: float) -> list[str]:
+        """Approval ids whose frame was never written or is gone (a statement is all or
+        nothing here: no temporary rows)."""
+        with self._connection() as conn:
+            rows = conn.execute("SELECT approval_id FROM lobster_approvals WHERE " + self._ORPHAN
+                                + " AND created_at < to_timestamp(%s) ORDER BY approval_id",
+                                (older_than,)).fetchall()
+        return [f"approval:{r[0]}" for r in rows]
+
+    def remove_leftover(self, name: str) -> bool:
+        kind, _, approval_id = name.partition(":")
+        if kind != "approval":
+            return False
+        row = self._one("DELETE FROM lobster_approvals WHERE approval_id = %s AND "
+                        + self._ORPHAN + " RETURNING 1", (approval_id,))
+        return row is not None
 
 
 def _json_or_none(text: str | None) -> Any:

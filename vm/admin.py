@@ -1,0 +1,169 @@
+"""Checkpoints seen from outside a run: what waits, what expired and what is in doubt
+(`pending`), ending one (`cancel`), and removing what no checkpoint needs (`gc`). The embedding
+API behind `lobster pending`, `lobster cancel` and `lobster gc` (vm/cli_admin.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from vm import codec
+from vm.codec import LoadError
+from vm.protocol import (Decision, Options, RequestError, cancel_state, claim_is_running,
+                         iso_time, resume)
+from vm.store import StateStore
+from vm.store.base import STATE_KEY, approval_id_form
+
+GC_GRACE_S = 24 * 3600  # an expired checkpoint is kept this long before gc removes it
+GC_RECENT_S = 600  # a program saved (or cache entry written) this recently is never removed
+GC_CACHE_AGE_S = 30 * 24 * 3600  # cache entries older than this are removed
+GC_TEMP_AGE_S = 60  # temporary files of interrupted writes older than this are removed
+
+
+# pending ------------------------------------------------------------------------------------
+def pending(options: Options, now: float | None = None) -> list[dict[str, Any]]:
+    """Every checkpoint that waits (status "waiting", or "expired" once past its expiry), then
+    every claim record: "running" (a live process of this host holds it) or "in_doubt" (its
+    resume did not finish). Oldest first within each group. Times are ISO 8601 UTC."""
+    store = options.store()
+    now = time.time() if now is None else now
+    sources: dict[str, str | None] = {}
+    entries = []
+    for parked in store.list_parked():
+        entry = {"status": "waiting", "approvalId": None, "stateKey": parked.state_key,
+                 "kind": None, "prompt": None, "step": None, "source": None,
+                 "createdAt": iso_time(parked.created_at),
+                 "ageSeconds": max(0, int(now - parked.created_at)),
+                 "expiresAt": None if parked.expires_at is None else iso_time(parked.expires_at)}
+        if parked.expires_at is not None and parked.expires_at <= now:
+            entry["status"] = "expired"
+        try:
+            frame = codec.load_frame(parked.blob)
+        except LoadError as exc:
+            entry["error"] = f"unreadable frame: {exc}"
+            entries.append(entry)
+            continue
+        halt = frame.pending
+        if halt is not None:
+            entry.update(approvalId=halt.approval_id, kind=halt.kind, prompt=halt.prompt,
+                         step=halt.step or None)
+        entry["source"] = _source_name(store, frame.program_hash, sources)
+        entries.append(entry)
+    for record in store.in_doubt():
+        claimant = record.claimant
+        kind = claimant.kind if claimant else None
+        halt_id = claimant.halt_id if claimant else ""
+        entries.append({
+            "status": "running" if claim_is_running(record) else "in_doubt",
+            "approvalId": halt_id if approval_id_form(halt_id) == halt_id and halt_id else None,
+            "stateKey": record.state_key, "kind": kind or None,
+            "claimedAt": iso_time(record.claimed_at),
+            "claimedBy": f"{claimant.pid}@{claimant.host}" if claimant else None,
+            "ageSeconds": max(0, int(now - record.claimed_at))})
+    return entries
+
+
+def _source_name(store: StateStore, program_hash: str, memo: dict[str, str | None]) -> str | None:
+    if program_hash not in memo:
+        try:
+            blob = store.load_program_bytes(program_hash)
+            memo[program_hash] = None if blob is None else \
+                codec.load_program(blob).header.source_name
+        except LoadError:
+            memo[program_hash] = None
+    return memo[program_hash]
+
+
+# cancel -------------------------------------------------------------------------------------
+def cancel(options: Options, ident: str) -> dict:
+    """End one checkpoint, named by its approval id or its state key (what `pending` lists):
+    the same as a resume with `cancel: true`. A claim in doubt is cleared the same way.
+    Returns the envelope (`cancelled`, or the error a resume would give)."""
+    ident = (ident or "").strip()
+    if approval_id_form(ident) is not None:
+        return resume(options, Decision(cancel=True), approval_id=ident)
+    if STATE_KEY.fullmatch(ident) and "_resume_" in ident:
+        return cancel_state(options, ident)
+    return RequestError(f'Approval ID "{ident}" not found or expired', "E503").envelope
+
+
+def cancel_older_than(options: Options, seconds: float,
+                      now: float | None = None) -> list[dict[str, Any]]:
+    """Cancel every listed checkpoint (waiting, expired or in doubt; never one running) at
+    least `seconds` old. Returns those entries, each with `cancelled` true or false."""
+    now = time.time() if now is None else now
+    chosen = []
+    for entry in pending(options, now):
+        if entry["status"] == "running" or entry["ageSeconds"] < seconds:
+            continue
+        envelope = cancel_state(options, entry["stateKey"])
+        entry["cancelled"] = envelope.get("status") == "cancelled"
+        if not envelope.get("ok"):
+            entry["error"] = envelope["error"]["message"]
+        chosen.append(entry)
+    return chosen
+
+
+# gc -----------------------------------------------------------------------------------------
+def gc(options: Options, *, dry_run: bool = False, now: float | None = None,
+       grace_s: float = GC_GRACE_S, cache_age_s: float = GC_CACHE_AGE_S,
+       recent_s: float = GC_RECENT_S, temp_age_s: float = GC_TEMP_AGE_S) -> dict[str, Any]:
+    """Remove (or, with `dry_run`, only list) what no checkpoint needs:
+
+    - checkpoints expired more than `grace_s` ago (with their approval ids);
+    - programs no parked frame refers to and none saved in the last `recent_s` (a halt saves
+      its program just before its frame, so a run halting now keeps its program);
+    - cache entries older than `cache_age_s`, and compile cache entries whose program is gone;
+    - temporary files of interrupted writes, and approval ids without a frame, older than
+      `temp_age_s`.
+
+    Safe while other processes run, halt and resume: a frame is removed only through a claim,
+    and a program only if nothing saved it since it was found unused."""
+    store = options.store()
+    now = time.time() if now is None else now
+    report: dict[str, Any] = {"dryRun": dry_run, "checkpoints": [], "programs": [], "cache": [],
+                              "leftovers": []}
+    referenced: set[str] = set()
+    for parked in store.list_parked():
+        try:
+            frame = codec.load_frame(parked.blob)
+        except LoadError:
+            frame = None
+        if parked.expires_at is not None and parked.expires_at + grace_s <= now:
+            if dry_run or store.claim_frame(parked.state_key):
+                report["checkpoints"].append(parked.state_key)
+                if not dry_run and frame is not None and frame.pending is not None:
+                    store.remove_approval_id(frame.pending.approval_id)
+                continue
+        if frame is not None:
+            referenced.add(frame.program_hash)
+    unused_since = now - recent_s
+    stored = set()
+    for program_hash, used_at in store.list_programs():
+        stored.add(program_hash)
+        if program_hash in referenced or used_at >= unused_since:
+            continue
+        if dry_run or store.remove_program(program_hash, unused_since):
+            report["programs"].append(program_hash)
+    remaining = stored - set(report["programs"])
+    for entry in store.list_cache():
+        stale = entry.written_at < now - cache_age_s or (
+            entry.kind == "compile" and entry.written_at < unused_since
+            and _compiled_program(store, entry.key) not in remaining)
+        if stale:
+            if not dry_run:
+                store.remove_cache(entry.kind, entry.key)
+            report["cache"].append(f"{entry.kind}/{entry.key}")
+    for name in store.leftovers(now - temp_age_s):
+        if dry_run or store.remove_leftover(name):
+            report["leftovers"].append(name)
+    return report
+
+
+def _compiled_program(store: StateStore, key: str) -> str | None:
+    try:
+        entry = json.loads(store.get_cache("compile", key) or b"")
+        return entry["program"] if isinstance(entry["program"], str) else None
+    except (ValueError, TypeError, KeyError):
+        return None

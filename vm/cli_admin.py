@@ -1,0 +1,175 @@
+"""`lobster pending`, `lobster cancel` and `lobster gc`: the store's checkpoints from outside a
+run (the logic is vm/admin.py). Usage errors exit 2 with a one-line message."""
+
+from __future__ import annotations
+
+import sys
+
+from vm import js, protocol
+from vm.protocol import Options, RequestError
+
+PENDING_USAGE = """\
+usage: lobster pending [--format text|json] [--older-than DURATION [--cancel]]
+
+List the checkpoints that wait for a decision (waiting or expired) and the claims whose resume
+did not finish (in_doubt) or is still running. --older-than 7d keeps those at least that old
+(durations: 30m, 12h, 7d, 1w, 1h30m); with --cancel they are cancelled (never a running one).
+"""
+CANCEL_USAGE = """\
+usage: lobster cancel --id ID
+
+End one checkpoint, by its approval id or the state key `lobster pending` lists: the same as
+`lobster resume --id ID --cancel`. A claim in doubt is cleared.
+"""
+GC_USAGE = """\
+usage: lobster gc [--dry-run] [--format text|json] [--grace DURATION]
+
+Remove what no checkpoint needs: programs no checkpoint refers to, old cache entries, leftovers
+of interrupted writes, and checkpoints expired longer than the grace (default 1d) ago.
+--dry-run lists what would be removed. Safe while other lobster processes run.
+"""
+
+
+class Usage(Exception):
+    pass
+
+
+def _options() -> Options:
+    return Options(mode="tool", log=sys.stderr.write)
+
+
+def _parse(argv: list[str], flags: set[str], switches: set[str], usage: str) -> dict:
+    """`--flag value`, `--flag=value` and `--switch`; anything else is a usage error."""
+    values: dict = {}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in ("-h", "--help"):
+            sys.stdout.write(usage)
+            raise SystemExit(0)
+        name, eq, inline = word[2:].partition("=") if word.startswith("--") else ("", "", "")
+        if name in switches and not eq:
+            values[name], i = True, i + 1
+        elif name in flags:
+            if eq:
+                values[name], i = inline, i + 1
+            elif i + 1 < len(argv):
+                values[name], i = argv[i + 1], i + 2
+            else:
+                raise Usage(f"--{name} requires a value")
+        else:
+            raise Usage(f"unexpected argument {word!r}")
+    fmt = values.get("format", "text")
+    if fmt not in ("text", "json"):
+        raise Usage("--format must be text or json")
+    return values
+
+
+def _seconds(text: str, flag: str) -> float:
+    ms = protocol.duration_ms(text)
+    if ms is None:
+        raise Usage(f"--{flag} must be a duration such as 7d, 12h or 30m, got {text!r}")
+    return ms / 1000
+
+
+def _usage_error(exc: Exception, usage: str) -> int:
+    sys.stderr.write(f"{exc}\n{usage}")
+    return 2
+
+
+def _age(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _print_json(value) -> None:
+    sys.stdout.write(js.json_pretty(value) + "\n")
+
+
+def cmd_pending(argv: list[str]) -> int:
+    from vm import admin
+
+    try:
+        values = _parse(argv, {"format", "older-than"}, {"cancel"}, PENDING_USAGE)
+        if values.get("cancel") and "older-than" not in values:
+            raise Usage("--cancel needs --older-than (cancel one with `lobster cancel --id`)")
+        older = _seconds(values["older-than"], "older-than") if "older-than" in values else None
+    except Usage as exc:
+        return _usage_error(exc, PENDING_USAGE)
+    try:
+        if values.get("cancel"):
+            entries = admin.cancel_older_than(_options(), older)
+        else:
+            entries = admin.pending(_options())
+            if older is not None:
+                entries = [e for e in entries if e["ageSeconds"] >= older]
+    except RequestError as exc:
+        _print_json(exc.envelope)
+        return protocol.exit_code(exc.envelope)
+    except protocol.StoreError as exc:
+        envelope = protocol.store_error(exc)
+        _print_json(envelope)
+        return 1
+    if values.get("format") == "json":
+        _print_json(entries)
+        return 0
+    if not entries:
+        sys.stdout.write("no checkpoints wait\n")
+        return 0
+    rows = [("ID", "STATUS", "KIND", "AGE", "STEP", "SOURCE", "EXPIRES", "PROMPT")]
+    for e in entries:
+        status = e["status"] + ("" if "cancelled" not in e
+                                else " (cancelled)" if e["cancelled"] else " (not cancelled)")
+        detail = e.get("prompt") or (f"claimed by {e['claimedBy']}" if e.get("claimedBy")
+                                     else e.get("error", ""))
+        rows.append((e["approvalId"] or e["stateKey"], status, e["kind"] or "-",
+                     _age(e["ageSeconds"]), e.get("step") or "-", e.get("source") or "-",
+                     e.get("expiresAt") or "-", detail or ""))
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [str(c).ljust(w) for c, w in zip(row, widths)]
+        sys.stdout.write("  ".join([*cells, str(row[-1])]).rstrip() + "\n")
+    return 0
+
+
+def cmd_cancel(argv: list[str]) -> int:
+    from vm import admin
+
+    try:
+        values = _parse(argv, {"id", "format"}, set(), CANCEL_USAGE)
+        if not values.get("id"):
+            raise Usage("cancel requires --id ID")
+    except Usage as exc:
+        return _usage_error(exc, CANCEL_USAGE)
+    envelope = admin.cancel(_options(), values["id"])
+    _print_json(envelope)
+    return protocol.exit_code(envelope)
+
+
+def cmd_gc(argv: list[str]) -> int:
+    from vm import admin
+
+    try:
+        values = _parse(argv, {"format", "grace"}, {"dry-run"}, GC_USAGE)
+        grace = _seconds(values["grace"], "grace") if "grace" in values else admin.GC_GRACE_S
+    except Usage as exc:
+        return _usage_error(exc, GC_USAGE)
+    try:
+        report = admin.gc(_options(), dry_run=bool(values.get("dry-run")), grace_s=grace)
+    except protocol.StoreError as exc:
+        _print_json(protocol.store_error(exc))
+        return 1
+    if values.get("format") == "json":
+        _print_json(report)
+        return 0
+    verb = "would remove" if report["dryRun"] else "removed"
+    labels = (("checkpoints", "expired checkpoint"), ("programs", "program"),
+              ("cache", "cache entry"), ("leftovers", "leftover"))
+    for key, label in labels:
+        for name in report[key]:
+            sys.stdout.write(f"{verb} {label} {name}\n")
+    counts = ", ".join(f"{len(report[key])} {key}" for key, _ in labels)
+    sys.stdout.write(f"{verb}: {counts}\n")
+    return 0
