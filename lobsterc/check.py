@@ -109,23 +109,12 @@ def check_stage(stage: ast.Stage) -> Iterator[Diagnostic | BoundStage]:
 
 def check_pipeline(pipeline: ast.Pipeline) -> tuple[list[BoundStage], list[Diagnostic]]:
     """Every stage bound to its command, and the diagnostics of the stages that do not bind."""
-    seen = _checked.get(id(pipeline))
-    if seen is not None and seen[0] is pipeline:  # the checker, then the code generator
-        return list(seen[1]), list(seen[2])
     bound: list[BoundStage] = []
     diags: list[Diagnostic] = []
     for stage in pipeline.stages:
         for result in check_stage(stage):
             (bound if isinstance(result, BoundStage) else diags).append(result)
-    if len(_checked) >= 64:
-        _checked.clear()
-    _checked[id(pipeline)] = (pipeline, tuple(bound), tuple(diags))
     return bound, diags
-
-
-# id -> (pipeline, bound, diags): parse_pipeline hands the code generator the very objects the
-# checker saw, and each is checked once; keeping the pipeline keeps its id from being reused
-_checked: dict[int, tuple] = {}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,10 +294,9 @@ def check_pipeline_text(sid: str, pipeline: ast.PipelineText) -> Iterator[Diagno
                 yield Diagnostic("E210", f"Workflow step {sid} pipeline parse failed: {d.message}",
                                  _span_in(span, text, d.span), help=d.help)
         return
-    bound, diags = check_pipeline(pipeline.parsed)
-    for d in diags:
+    for d in pipeline.problems:
         yield Diagnostic(d.code, d.message, _span_in(pipeline.span, text, d.span), help=d.help)
-    for item in bound:
+    for item in pipeline.bound:
         if item.command.lowering in ("approve", "ask"):
             yield halting_stage(sid, item.command, _span_in(pipeline.span, text, item.stage.span))
 

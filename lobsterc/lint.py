@@ -96,8 +96,7 @@ def _can_hang(kind: ast.StepKind) -> bool:
         return True
     if not isinstance(kind, ast.PipelineStep) or kind.pipeline.parsed is None:
         return False
-    bound, _ = check_pipeline(kind.pipeline.parsed)
-    return any(item.command.effects in ("local_exec", "network") for item in bound)
+    return any(item.command.effects in ("local_exec", "network") for item in kind.pipeline.bound)
 
 
 def rule_timeouts(ctx: LintContext) -> Iterator[Diagnostic]:
