@@ -385,21 +385,19 @@ def _check_input(step: dict, sid: str, at: Path) -> None:
 
 
 def _schema_problem(schema: Any) -> str | None:
-    """Why a JSON Schema does not compile (draft 2020-12), or None."""
+    """Why a JSON Schema is not one of the input dialect (vm.schema), or None."""
     if not isinstance(schema, dict):
         return "schema must be object or boolean"
     key = repr(schema)  # of plain data: keeps key order, tells 1, 1.0, True and "1" apart
     if key in _schema_problems:
         return _schema_problems[key]
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
+    from vm.schema import schema_fault
 
     problem = None
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        where = exc.json_path
-        problem = exc.message if where == "$" else f"{exc.message} at {where}"
+    fault = schema_fault(schema)
+    if fault is not None:
+        where = fault.json_path
+        problem = fault.message if where == "$" else f"{fault.message} at {where}"
     if len(_schema_problems) >= _SCHEMA_CACHE_SIZE:
         _schema_problems.clear()
     _schema_problems[key] = problem
@@ -502,8 +500,7 @@ def _duplicates(wf: Document, steps: list, at: Path, message: str) -> list[Diagn
 
 
 def _bad_schemas(wf: Document, steps: list, at: Path) -> list[Diagnostic]:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import best_match
+    from vm.schema import schema_fault
 
     out: list[Diagnostic] = []
     for index, step in enumerate(steps):
@@ -512,8 +509,7 @@ def _bad_schemas(wf: Document, steps: list, at: Path) -> list[Diagnostic]:
         spec = step.get("input")
         schema = spec.get("responseSchema") if isinstance(spec, dict) else None
         if isinstance(schema, dict):
-            error = best_match(Draft202012Validator(Draft202012Validator.META_SCHEMA)
-                               .iter_errors(schema))
+            error = schema_fault(schema)
             if error is not None:
                 where = (*at, index, "input", "responseSchema", *error.absolute_path)
                 out.append(Diagnostic(
