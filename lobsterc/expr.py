@@ -155,4 +155,4 @@ def _sub_span(span: Span | None, value: str, offset: int, width: int) -> Span | 
 
 
 def _error(message: str, span: Span | None) -> CompileError:
-    return CompileError([Diagnostic(code="E212", message=message, span=span, kind="runtime_error")])
+    return CompileError([Diagnostic(code="E212", message=message, span=span)])

@@ -24,6 +24,7 @@ from lobsterc import ast
 from lobsterc.check import check_pipeline, did_you_mean, sub_span
 from lobsterc.diagnostics import CompileError, Diagnostic, render
 from lobsterc.source import Source, Span
+from vm import js
 from vm.frontend import WORKFLOW_EXTENSIONS
 from vm.refs import ARG, env_name
 
@@ -157,7 +158,7 @@ def rule_effects_values(ctx: LintContext) -> Iterator[Diagnostic]:
     for _, step in walk(ctx.wf.steps):
         value = step.effects
         if value is not ast.ABSENT and value not in MARKS:
-            shown = value if isinstance(value, str) else json.dumps(value)
+            shown = js.to_text(value)
             yield Diagnostic("W307", f"unknown effects value '{shown}'", step.loc.span("effects"),
                              help=did_you_mean(str(shown), MARKS) or "use write, read or none",
                              severity="warning")
@@ -300,7 +301,7 @@ def _lint_pipeline(path: str, require_approval: bool, strict: bool) -> list[Diag
             return d
         return Diagnostic(d.code, d.message, Span(s.source, s.line + lead, s.col,
                                                    s.end_line + lead, s.end_col),
-                          d.help, d.severity, d.kind)
+                          d.help, d.severity)
 
     try:
         parsed = parse_pipeline(body, path)

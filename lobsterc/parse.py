@@ -111,5 +111,5 @@ def _word(name: str, tok) -> ast.Word:
 
 
 def _error(source: Source, code: str, message: str, start: int, end: int) -> CompileError:
-    diag = Diagnostic(code=code, message=message, span=source.span(start, end), kind="parse_error")
+    diag = Diagnostic(code=code, message=message, span=source.span(start, end))
     return CompileError([diag], source)
