@@ -8,6 +8,7 @@ same nodes. Each check is a small generator of Diagnostics.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -163,8 +164,10 @@ def _check_tree(wf: Any, path: str, state: dict[str, str]) -> Iterator[Diagnosti
             continue
         loaded = wf.callee(call)
         if loaded is None:
-            yield Diagnostic("E210", f"Workflow step {step.id} workflow file not found: "
-                             f"{call.target}", call.loc.span())
+            where = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(call.loc.file)),
+                                                 call.target))  # resolved, as the original names it
+            yield Diagnostic("E210", f"Workflow step {step.id} workflow file not found: {where}",
+                             call.loc.span())
         elif state.get(call.path) == "open":
             yield Diagnostic("E216", f"Workflow step {step.id} creates a cycle: {call.target} is "
                              "already being executed", call.loc.span())

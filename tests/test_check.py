@@ -104,8 +104,8 @@ steps:
          "flow.lobster", 17, 30),
         ("E215", "Workflow step dyn workflow path must be a literal path (it is resolved when the "
                  "file is compiled)", "flow.lobster", 20, 15),
-        ("E210", "Workflow step gone workflow file not found: nowhere.lobster", "flow.lobster",
-         22, 15),
+        ("E210", f"Workflow step gone workflow file not found: {tmp_path / 'nowhere.lobster'}",
+         "flow.lobster", 22, 15),
     ]
 
 

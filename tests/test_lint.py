@@ -205,8 +205,9 @@ def test_all_errors_of_all_steps_at_once(tmp_path):
 
 def test_sub_workflow_errors_come_from_the_compiler(tmp_path):
     path = write(tmp_path, "steps:\n  - id: call\n    workflow: missing.lobster\n")
+    # the resolved path, as the original names it
     assert found(path) == [("E210", "error", "Workflow step call workflow file not found: "
-                            "missing.lobster", 3, 15, 30, None)]
+                            f"{tmp_path / 'missing.lobster'}", 3, 15, 30, None)]
 
 
 # output and exit codes ------------------------------------------------------------------------
