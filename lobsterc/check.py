@@ -300,8 +300,16 @@ def check_pipeline_text(sid: str, pipeline: ast.PipelineText) -> Iterator[Diagno
     for d in pipeline.problems:
         yield Diagnostic(d.code, d.message, _span_in(pipeline.span, text, d.span), help=d.help)
     for item in pipeline.bound:
-        if item.command.lowering in ("approve", "ask"):
+        if halts_in_step(item):
             yield halting_stage(sid, item.command, _span_in(pipeline.span, text, item.stage.span))
+
+
+def halts_in_step(item: BoundStage) -> bool:
+    """A stage a workflow file's pipeline step cannot halt at: `approve`, and `ask --emit`.
+    (A plain `ask` pauses the run in tool mode, as the original's does; the answer is the
+    stage's output.)"""
+    lowering = item.command.lowering
+    return lowering == "approve" or lowering == "ask" and item.args.get("emit") is True
 
 
 def halting_stage(sid: str, command: Command, span: Span) -> Diagnostic:
