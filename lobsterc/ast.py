@@ -95,11 +95,16 @@ class When:
 
 @frozen
 class PipelineText:
-    """A pipeline written in a workflow file; `parsed` is None when it does not parse."""
+    """A pipeline written in a workflow file; `parsed` is None when it does not parse. A parsed
+    pipeline's stages are checked once, as it is built: `bound` holds the stages that bind to
+    their commands (lobsterc.check.BoundStage), `problems` the diagnostics of those that do not
+    (their spans relative to `text`)."""
 
     text: str
     parsed: Pipeline | None
     loc: Loc  # at the string value
+    bound: tuple[Any, ...] = ()
+    problems: tuple[Any, ...] = ()
 
     @property
     def span(self) -> Span:

@@ -11,6 +11,7 @@ from attrs import frozen
 
 from lobsterc import ast
 from lobsterc.ast import ABSENT, Loc
+from lobsterc.check import check_pipeline
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.expr import compile_condition
 from lobsterc.load import Document, parse_text, read_text
@@ -32,11 +33,6 @@ class Loaded:
     real: str = ""  # the real path of the file
 
 
-# The documents of the latest load, by path, for lobsterc.workflow_file.load_workflow_file: the
-# code generator loads each file again right after the checker has (until it reads the AST).
-handed: dict[str, Document] = {}
-
-
 class Library:
     """The files of one load by real path, each loaded once (a file may call itself)."""
 
@@ -56,7 +52,6 @@ def load(path: str, *, lenient: bool = False, library: Library | None = None) ->
     reports every repeated id and invalid responseSchema before the first other problem."""
     if library is None:
         library = Library()
-        handed.clear()
     real = os.path.realpath(path)
     library.files.setdefault(real, None)
     loaded = _load(path, real, lenient, library)
@@ -69,7 +64,6 @@ def _load(path: str, real: str, lenient: bool, library: Library) -> Loaded:
         text = read_text(path)
         if not lenient:
             doc = validated(text, path)
-            handed[path] = doc
             return Loaded(path, build(doc, library), (), real)
         diags, problem, doc = validate_all(parse_text(text, path))
     except CompileError as exc:
@@ -171,8 +165,9 @@ class _Builder:
         try:
             parsed = parse_pipeline(text, self.doc.path)
         except CompileError:
-            parsed = None
-        return ast.PipelineText(text, parsed, self.loc(*at))
+            return ast.PipelineText(text, None, self.loc(*at))
+        bound, problems = check_pipeline(parsed)
+        return ast.PipelineText(text, parsed, self.loc(*at), tuple(bound), tuple(problems))
 
     def when(self, value: Any, key: str, at: tuple) -> ast.When:
         try:

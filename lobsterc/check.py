@@ -8,6 +8,7 @@ same nodes. Each check is a small generator of Diagnostics.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -109,23 +110,12 @@ def check_stage(stage: ast.Stage) -> Iterator[Diagnostic | BoundStage]:
 
 def check_pipeline(pipeline: ast.Pipeline) -> tuple[list[BoundStage], list[Diagnostic]]:
     """Every stage bound to its command, and the diagnostics of the stages that do not bind."""
-    seen = _checked.get(id(pipeline))
-    if seen is not None and seen[0] is pipeline:  # the checker, then the code generator
-        return list(seen[1]), list(seen[2])
     bound: list[BoundStage] = []
     diags: list[Diagnostic] = []
     for stage in pipeline.stages:
         for result in check_stage(stage):
             (bound if isinstance(result, BoundStage) else diags).append(result)
-    if len(_checked) >= 64:
-        _checked.clear()
-    _checked[id(pipeline)] = (pipeline, tuple(bound), tuple(diags))
     return bound, diags
-
-
-# id -> (pipeline, bound, diags): parse_pipeline hands the code generator the very objects the
-# checker saw, and each is checked once; keeping the pipeline keeps its id from being reused
-_checked: dict[int, tuple] = {}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,8 +164,10 @@ def _check_tree(wf: Any, path: str, state: dict[str, str]) -> Iterator[Diagnosti
             continue
         loaded = wf.callee(call)
         if loaded is None:
-            yield Diagnostic("E210", f"Workflow step {step.id} workflow file not found: "
-                             f"{call.target}", call.loc.span())
+            where = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(call.loc.file)),
+                                                 call.target))  # resolved, as the original names it
+            yield Diagnostic("E210", f"Workflow step {step.id} workflow file not found: {where}",
+                             call.loc.span())
         elif state.get(call.path) == "open":
             yield Diagnostic("E216", f"Workflow step {step.id} creates a cycle: {call.target} is "
                              "already being executed", call.loc.span())
@@ -305,12 +297,19 @@ def check_pipeline_text(sid: str, pipeline: ast.PipelineText) -> Iterator[Diagno
                 yield Diagnostic("E210", f"Workflow step {sid} pipeline parse failed: {d.message}",
                                  _span_in(span, text, d.span), help=d.help)
         return
-    bound, diags = check_pipeline(pipeline.parsed)
-    for d in diags:
+    for d in pipeline.problems:
         yield Diagnostic(d.code, d.message, _span_in(pipeline.span, text, d.span), help=d.help)
-    for item in bound:
-        if item.command.lowering in ("approve", "ask"):
+    for item in pipeline.bound:
+        if halts_in_step(item):
             yield halting_stage(sid, item.command, _span_in(pipeline.span, text, item.stage.span))
+
+
+def halts_in_step(item: BoundStage) -> bool:
+    """A stage a workflow file's pipeline step cannot halt at: `approve`, and `ask --emit`.
+    (A plain `ask` pauses the run in tool mode, as the original's does; the answer is the
+    stage's output.)"""
+    lowering = item.command.lowering
+    return lowering == "approve" or lowering == "ask" and item.args.get("emit") is True
 
 
 def halting_stage(sid: str, command: Command, span: Span) -> Diagnostic:

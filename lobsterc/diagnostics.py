@@ -1,4 +1,5 @@
-"""Diagnostics: stable codes, messages, spans; CompileError; the text renderer."""
+"""Diagnostics: a stable code (vm.codes owns every code, its title and envelope type), a
+message, a span; CompileError; the text renderer."""
 
 from __future__ import annotations
 
@@ -7,23 +8,8 @@ from collections.abc import Iterable
 from attrs import frozen
 
 from lobsterc.source import Source, Span
+from vm.codes import envelope_type
 from vm.source import render as render_span
-
-# Stable codes. E1xx syntax, E2xx checks, W3xx lint warnings.
-CODES: dict[str, str] = {
-    "E101": "empty pipeline",
-    "E102": "unclosed quote",
-    "E103": "empty command stage",
-    "E201": "unknown command",
-    "E202": "unknown flag",
-    "E203": "missing required argument",
-    "E204": "invalid argument value",
-    "E210": "invalid workflow file",
-    "E211": "unknown step reference",
-    "E212": "invalid condition",
-    "E213": "invalid JSON Schema",
-}
-
 
 @frozen
 class Diagnostic:
@@ -32,7 +18,11 @@ class Diagnostic:
     span: Span | None = None
     help: str | None = None  # e.g. "did you mean 'where'?"
     severity: str = "error"  # error | warning
-    kind: str = "runtime_error"  # envelope error type: parse_error | runtime_error
+
+    @property
+    def kind(self) -> str:
+        """The envelope error type the code travels in (vm.codes): parse_error, runtime_error."""
+        return envelope_type(self.code)
 
 
 class CompileError(Exception):

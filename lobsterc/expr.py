@@ -14,7 +14,6 @@ __all__ = ["compile_condition", "condition_refs", "MAX_DEPTH"]
 MAX_DEPTH = 200  # nesting limit, so evaluation can never exhaust the Python stack
 
 _parser: Any = None
-_trees: dict[str, Any] = {}  # condition text -> its tree (plain data, never changed once built)
 
 
 def _get_parser() -> Any:
@@ -50,8 +49,6 @@ def compile_condition(value: Any, span: Span | None) -> Any:
         return ["const", True]
     if trimmed == "false":
         return ["const", False]
-    if trimmed in _trees:  # the checker and the code generator both compile each condition
-        return _trees[trimmed]
     from lark.exceptions import LarkError
 
     try:
@@ -61,10 +58,7 @@ def compile_condition(value: Any, span: Span | None) -> Any:
         where, width = _error_offset(exc, trimmed)
         raise _error(f"Unsupported condition: {trimmed}", _sub_span(span, value, lead + where, width))
     try:
-        if len(_trees) >= 256:
-            _trees.clear()
-        _trees[trimmed] = _build(tree.children[0], 0)
-        return _trees[trimmed]
+        return _build(tree.children[0], 0)
     except _TooDeep:
         raise _error(f"Unsupported condition: {trimmed} (nested deeper than {MAX_DEPTH})", span)
 
@@ -161,4 +155,4 @@ def _sub_span(span: Span | None, value: str, offset: int, width: int) -> Span | 
 
 
 def _error(message: str, span: Span | None) -> CompileError:
-    return CompileError([Diagnostic(code="E212", message=message, span=span, kind="runtime_error")])
+    return CompileError([Diagnostic(code="E212", message=message, span=span)])

@@ -24,9 +24,9 @@ from lobsterc import ast
 from lobsterc.check import check_pipeline, did_you_mean, sub_span
 from lobsterc.diagnostics import CompileError, Diagnostic, render
 from lobsterc.source import Source, Span
+from vm import js
+from vm.frontend import WORKFLOW_EXTENSIONS
 from vm.refs import ARG, env_name
-
-WORKFLOW_SUFFIXES = (".lobster", ".yaml", ".yml", ".json")
 
 
 @frozen
@@ -96,8 +96,7 @@ def _can_hang(kind: ast.StepKind) -> bool:
         return True
     if not isinstance(kind, ast.PipelineStep) or kind.pipeline.parsed is None:
         return False
-    bound, _ = check_pipeline(kind.pipeline.parsed)
-    return any(item.command.effects in ("local_exec", "network") for item in bound)
+    return any(item.command.effects in ("local_exec", "network") for item in kind.pipeline.bound)
 
 
 def rule_timeouts(ctx: LintContext) -> Iterator[Diagnostic]:
@@ -159,7 +158,7 @@ def rule_effects_values(ctx: LintContext) -> Iterator[Diagnostic]:
     for _, step in walk(ctx.wf.steps):
         value = step.effects
         if value is not ast.ABSENT and value not in MARKS:
-            shown = value if isinstance(value, str) else json.dumps(value)
+            shown = js.to_text(value)
             yield Diagnostic("W307", f"unknown effects value '{shown}'", step.loc.span("effects"),
                              help=did_you_mean(str(shown), MARKS) or "use write, read or none",
                              severity="warning")
@@ -214,12 +213,44 @@ def rule_approvals(ctx: LintContext) -> Iterator[Diagnostic]:
         yield Diagnostic("W306", v.message, span, help=f"{v.reason}; {fix}", severity="warning")
 
 
+def rule_ignored_schema_keywords(ctx: LintContext) -> Iterator[Diagnostic]:
+    """W308: a responseSchema keyword the input dialect (vm.schema: JSON Schema draft-07, as the
+    original's Ajv) does not read, e.g. 2020-12's `prefixItems`: it constrains nothing."""
+    from vm.schema import ignored_keywords
+
+    for _, step in walk(ctx.wf.steps):
+        gate = step.kind
+        if not isinstance(gate, ast.InputGate) or not isinstance(gate.schema, dict):
+            continue
+        for pointer, keyword in ignored_keywords(gate.schema):
+            path = [_unescape(part) for part in pointer.split("/")[1:] if part]
+            at = [int(p) if p.isdigit() and _is_list_at(gate.schema, path[:i]) else p
+                  for i, p in enumerate(path)]
+            yield Diagnostic(
+                "W308", f"responseSchema keyword '{keyword}' at {pointer} is ignored by the "
+                "validator", gate.loc.key_span("responseSchema", *at, keyword),
+                help="answers are validated as JSON Schema draft-07, which does not read this "
+                     "keyword: it constrains nothing", severity="warning")
+
+
+def _unescape(part: str) -> str:
+    return part.replace("~1", "/").replace("~0", "~")
+
+
+def _is_list_at(schema: Any, path: list) -> bool:
+    value = schema
+    for part in path:
+        value = value[int(part)] if isinstance(value, list) else value.get(part)
+    return isinstance(value, list)
+
+
 RULES: tuple[Rule, ...] = (
     Rule("W301", "arg spliced into a shell line", rule_shell_args),
     Rule("W302", "step without a timeout", rule_timeouts),
     Rule("W303", "unused arg", rule_unused_args),
     Rule("W304", "condition that is always true", rule_constant_conditions),
     Rule("W307", "unknown effects value", rule_effects_values),
+    Rule("W308", "JSON Schema keyword the validator ignores", rule_ignored_schema_keywords),
     Rule("W305", "unreachable step", rule_unreachable, needs_program=True),
     Rule("W306", "side-effecting step without an approval gate", rule_approvals,
          needs_program=True),
@@ -232,7 +263,7 @@ RULES: tuple[Rule, ...] = (
 def lint_file(path: str, *, require_approval: bool = False, strict: bool = False
               ) -> list[Diagnostic]:
     """Every diagnostic of one source file, sorted by position."""
-    if path.lower().endswith(WORKFLOW_SUFFIXES):
+    if path.lower().endswith(WORKFLOW_EXTENSIONS):
         diags = _lint_workflow(path, require_approval, strict)
     else:
         diags = _lint_pipeline(path, require_approval, strict)
@@ -270,7 +301,7 @@ def _lint_pipeline(path: str, require_approval: bool, strict: bool) -> list[Diag
             return d
         return Diagnostic(d.code, d.message, Span(s.source, s.line + lead, s.col,
                                                    s.end_line + lead, s.end_col),
-                          d.help, d.severity, d.kind)
+                          d.help, d.severity)
 
     try:
         parsed = parse_pipeline(body, path)

@@ -60,12 +60,7 @@ def decode_word(raw: str) -> tuple[str, bool]:
 
 
 def parse_pipeline(text: str, name: str = "<pipeline>") -> ast.Pipeline:
-    """Parse a pipeline string. Raises CompileError (kind parse_error) on bad syntax."""
-    return _parse_pipeline(text, name)
-
-
-@lru_cache(maxsize=64)  # the checker and the code generator both parse a workflow's pipelines
-def _parse_pipeline(text: str, name: str) -> ast.Pipeline:
+    """Parse a pipeline string. Raises CompileError (E1xx, a parse_error) on bad syntax."""
     from lark.exceptions import UnexpectedCharacters, UnexpectedInput
 
     source = Source(name, text)
@@ -116,5 +111,5 @@ def _word(name: str, tok) -> ast.Word:
 
 
 def _error(source: Source, code: str, message: str, start: int, end: int) -> CompileError:
-    diag = Diagnostic(code=code, message=message, span=source.span(start, end), kind="parse_error")
+    diag = Diagnostic(code=code, message=message, span=source.span(start, end))
     return CompileError([diag], source)

@@ -46,7 +46,7 @@ def schema_diagnostic(wf: Document) -> Diagnostic | None:
     path = tuple(first.absolute_path)
     where = json_path(path)
     message = f"Workflow file is invalid at {where}: {_schema_message(first)}"
-    return Diagnostic(code="E210", message=message, span=wf.span_of(*path), kind="runtime_error")
+    return Diagnostic(code="E210", message=message, span=wf.span_of(*path))
 
 
 def without_refs(schema: dict) -> dict:

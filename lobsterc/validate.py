@@ -8,7 +8,7 @@ from typing import Any
 
 from lobsterc.diagnostics import Diagnostic
 from lobsterc.load import Document, Path
-from vm.condition import js_number
+from vm.js import UNDEFINED, to_number, truthy
 
 MAX_TIMEOUT_MS = 2_147_483_647
 
@@ -35,14 +35,13 @@ def _get(obj: Any, key: str) -> Any:
     return obj.get(key, ABSENT) if isinstance(obj, dict) else ABSENT
 
 
+def _js(value: Any) -> Any:
+    """A document value as vm.js sees it: a key that is not there is `undefined`."""
+    return UNDEFINED if value is ABSENT else value
+
+
 def _truthy(value: Any) -> bool:
-    if value is ABSENT or value is None:
-        return False
-    if isinstance(value, float) and math.isnan(value):
-        return False
-    if isinstance(value, (bool, int, float, str)):
-        return bool(value)
-    return True
+    return truthy(_js(value))
 
 
 def _is_object(value: Any) -> bool:
@@ -63,32 +62,8 @@ def _is_integer(value: Any) -> bool:
 
 
 def _to_number(value: Any) -> float:
-    """JavaScript Number(value), as far as plain data goes."""
-    if value is ABSENT:
-        return math.nan
-    if value is None:
-        return 0.0
-    if isinstance(value, bool):
-        return float(value)
-    if _is_number(value):
-        return float(value)
-    if isinstance(value, str):
-        return float(js_number(value))
-    if isinstance(value, list):
-        return float(js_number(_js_string(value)))
-    return math.nan
-
-
-def _js_string(value: Any) -> str:
-    if isinstance(value, list):
-        return ",".join("" if v is None else _js_string(v) for v in value)
-    if isinstance(value, dict):
-        return "[object Object]"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and _is_integer(value):
-        return str(int(value))
-    return str(value)
+    """JavaScript Number(value)."""
+    return to_number(_js(value))
 
 
 def _nonblank_str(value: Any) -> bool:
@@ -145,7 +120,7 @@ def validate_document(wf: Document) -> Diagnostic | None:
 
 
 def _diagnostic(wf: Document, message: str, path: Path) -> Diagnostic:
-    return Diagnostic(code="E210", message=message, span=wf.span_of(*path), kind="runtime_error")
+    return Diagnostic(code="E210", message=message, span=wf.span_of(*path))
 
 
 def _check_file(data: Any) -> None:
@@ -385,21 +360,19 @@ def _check_input(step: dict, sid: str, at: Path) -> None:
 
 
 def _schema_problem(schema: Any) -> str | None:
-    """Why a JSON Schema does not compile (draft 2020-12), or None."""
+    """Why a JSON Schema is not one of the input dialect (vm.schema), or None."""
     if not isinstance(schema, dict):
         return "schema must be object or boolean"
     key = repr(schema)  # of plain data: keeps key order, tells 1, 1.0, True and "1" apart
     if key in _schema_problems:
         return _schema_problems[key]
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
+    from vm.schema import schema_fault
 
     problem = None
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        where = exc.json_path
-        problem = exc.message if where == "$" else f"{exc.message} at {where}"
+    fault = schema_fault(schema)
+    if fault is not None:
+        where = fault.json_path
+        problem = fault.message if where == "$" else f"{fault.message} at {where}"
     if len(_schema_problems) >= _SCHEMA_CACHE_SIZE:
         _schema_problems.clear()
     _schema_problems[key] = problem
@@ -489,8 +462,7 @@ def _duplicates(wf: Document, steps: list, at: Path, message: str) -> list[Diagn
         if sid in first:
             line = wf.span_of(*first[sid], "id").line
             out.append(Diagnostic("E210", message.format(sid=sid), wf.span_of(*at, index, "id"),
-                                  help=f"'{sid}' is first defined on line {line}",
-                                  kind="runtime_error"))
+                                  help=f"'{sid}' is first defined on line {line}"))
             step["id"] = f"{sid}~{index}"
         else:
             first[sid] = (*at, index)
@@ -502,8 +474,7 @@ def _duplicates(wf: Document, steps: list, at: Path, message: str) -> list[Diagn
 
 
 def _bad_schemas(wf: Document, steps: list, at: Path) -> list[Diagnostic]:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import best_match
+    from vm.schema import schema_fault
 
     out: list[Diagnostic] = []
     for index, step in enumerate(steps):
@@ -512,15 +483,13 @@ def _bad_schemas(wf: Document, steps: list, at: Path) -> list[Diagnostic]:
         spec = step.get("input")
         schema = spec.get("responseSchema") if isinstance(spec, dict) else None
         if isinstance(schema, dict):
-            error = best_match(Draft202012Validator(Draft202012Validator.META_SCHEMA)
-                               .iter_errors(schema))
+            error = schema_fault(schema)
             if error is not None:
                 where = (*at, index, "input", "responseSchema", *error.absolute_path)
                 out.append(Diagnostic(
                     "E213", f"Workflow step {step.get('id')} input.responseSchema is invalid: "
                     f"{error.message}", wf.span_of(*where),
-                    help="see https://json-schema.org/understanding-json-schema/",
-                    kind="runtime_error"))
+                    help="see https://json-schema.org/understanding-json-schema/"))
                 spec["responseSchema"] = {}
         subs = step.get("steps")
         if isinstance(step.get("for_each"), str) and isinstance(subs, list):

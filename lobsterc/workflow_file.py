@@ -27,10 +27,7 @@ validate_workflow = validate_document
 def load_workflow_file(path: str) -> Document:
     """Read, parse and validate a workflow file. Raises CompileError (E210, runtime_error) with
     the reference's message on the first problem."""
-    from lobsterc.build import handed
-
-    doc = handed.pop(path, None)
-    return doc if doc is not None else validated(read_text(path), path)
+    return validated(read_text(path), path)
 
 
 def load_workflow_text(text: str, name: str) -> Document:

@@ -85,7 +85,7 @@ steps:
   - id: fan
     parallel:
       branches:
-        - {id: x, pipeline: "ask --prompt why"}
+        - {id: x, pipeline: "ask --prompt why --emit"}
         - {id: y, run: echo}
   - id: dyn
     workflow: ./w-${env}.lobster
@@ -104,8 +104,8 @@ steps:
          "flow.lobster", 17, 30),
         ("E215", "Workflow step dyn workflow path must be a literal path (it is resolved when the "
                  "file is compiled)", "flow.lobster", 20, 15),
-        ("E210", "Workflow step gone workflow file not found: nowhere.lobster", "flow.lobster",
-         22, 15),
+        ("E210", f"Workflow step gone workflow file not found: {tmp_path / 'nowhere.lobster'}",
+         "flow.lobster", 22, 15),
     ]
 
 
@@ -253,3 +253,34 @@ def test_the_loader_keeps_its_old_names():
     for name in ("WorkflowFile", "is_approval", "is_input", "load_workflow_file", "step_kind",
                  "load_workflow_text", "validate_workflow", "workflow_schema", "EXTENSIONS"):
         assert hasattr(workflow_file, name)
+
+
+# `ask` in a workflow pipeline step (as the original: tool mode pauses, the answer is the stage's
+# output; human mode and `--emit` stop the run) ------------------------------------------------
+
+ASK_FLOW = ("steps:\n  - id: a\n    pipeline: exec --json --shell 'echo [1,2]' | ask --prompt q{emit}"
+            " | map --wrap v\n  - id: b\n    run: echo \"$a.json\"\n")
+
+
+def test_ask_in_a_workflow_pipeline_pauses_in_tool_mode_and_the_answer_flows_on(cli):
+    (cli.work / "flow.lobster").write_text(ASK_FLOW.format(emit=""), encoding="utf-8")
+    halted, code = cli.tool("run", "--mode", "tool", "flow.lobster")
+    assert code == 0 and halted["status"] == "needs_input", halted
+    assert halted["requiresInput"]["prompt"] == "q"
+    assert halted["requiresInput"]["responseSchema"]["required"] == ["decision"]
+    done, code = cli.tool("resume", "--token", halted["requiresInput"]["resumeToken"],
+                          "--response-json", '{"decision":"approve"}')
+    assert (code, done["status"], done["output"]) == (0, "ok", ["{v:{decision:approve}}\n"])
+
+
+def test_ask_in_a_workflow_pipeline_stops_a_human_mode_run(cli):
+    (cli.work / "flow.lobster").write_text(ASK_FLOW.format(emit=""), encoding="utf-8")
+    human = cli.run("run", "flow.lobster")
+    assert human.returncode == 1
+    assert "Workflow step a halted before completion at pipeline stage ask" in human.stderr
+
+
+def test_ask_emit_in_a_workflow_pipeline_is_refused_before_running(tmp_path):
+    path = write(tmp_path, ASK_FLOW.format(emit=" --emit"))
+    assert [d[:2] for d in found(path)] == [
+        ("E214", "Workflow step a halted before completion at pipeline stage ask")]

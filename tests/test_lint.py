@@ -149,6 +149,37 @@ def test_unknown_effects_value(tmp_path):
                             "did you mean 'write'?")]
 
 
+_HELP_308 = ("answers are validated as JSON Schema draft-07, which does not read this keyword: "
+             "it constrains nothing")
+
+
+def test_schema_keyword_the_dialect_ignores_is_named_with_its_pointer_and_still_compiles(tmp_path):
+    path = write(tmp_path, "steps:\n  - id: ask\n    input:\n      prompt: Which?\n"
+                           "      responseSchema:\n        type: array\n"
+                           "        prefixItems: [{type: string}]\n"
+                           "        items:\n          - {type: string, minContains: 1}\n"
+                           "        properties:\n          a/b: {$defs: {}}\n")
+    assert found(path) == [
+        ("W308", "warning", "responseSchema keyword 'prefixItems' at / is ignored by the validator",
+         7, 9, 20, _HELP_308),
+        ("W308", "warning", "responseSchema keyword 'minContains' at /items/0 is ignored by the "
+         "validator", 9, 28, 39, _HELP_308),
+        ("W308", "warning", "responseSchema keyword '$defs' at /properties/a~1b is ignored by the "
+         "validator", 11, 17, 22, _HELP_308),
+    ]
+    from lobsterc.workflow import compile_workflow
+
+    (site,) = compile_workflow(path).halts
+    assert site.schema["prefixItems"] == [{"type": "string"}]  # kept, as the original keeps it
+
+
+def test_draft07_schema_has_no_w308(tmp_path):
+    path = write(tmp_path, "steps:\n  - id: ask\n    input:\n      prompt: Which?\n"
+                           "      responseSchema: {type: array, items: [{type: string}], "
+                           "additionalItems: false, definitions: {x: {const: 1}}}\n")
+    assert found(path) == []
+
+
 def test_side_effecting_step_without_approval(tmp_path):
     path = write(tmp_path, "steps:\n  - id: build\n    run: make\n    timeout_ms: 9\n"
                            "  - id: deploy\n    effects: write\n    run: ./deploy\n    timeout_ms: 9\n")
@@ -174,8 +205,9 @@ def test_all_errors_of_all_steps_at_once(tmp_path):
 
 def test_sub_workflow_errors_come_from_the_compiler(tmp_path):
     path = write(tmp_path, "steps:\n  - id: call\n    workflow: missing.lobster\n")
+    # the resolved path, as the original names it
     assert found(path) == [("E210", "error", "Workflow step call workflow file not found: "
-                            "missing.lobster", 3, 15, 30, None)]
+                            f"{tmp_path / 'missing.lobster'}", 3, 15, 30, None)]
 
 
 # output and exit codes ------------------------------------------------------------------------

@@ -484,3 +484,9 @@ def test_a_response_schema_checked_once_gives_the_same_verdict_again() -> None:
     truthy = S + "    input: {prompt: p, responseSchema: {type: number, minimum: true}}\n"
     with pytest.raises(CompileError):
         load_workflow_text(truthy, "wf.lobster")
+
+
+def test_response_schema_is_checked_in_the_dialect_answers_are_validated_in() -> None:
+    # draft-07 (vm.schema), as at resume: tuple `items` is valid there (2020-12 would refuse it)
+    ok = S + "    input: {prompt: p, responseSchema: {type: array, items: [{type: string}]}}\n"
+    assert load_workflow_text(ok, "wf.lobster").data["steps"][0]["input"]["responseSchema"]["items"]

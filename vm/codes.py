@@ -51,6 +51,7 @@ CODES: dict[str, Code] = {
     "W305": Code("step that never runs", LINT),
     "W306": Code("side effect without an approval gate", LINT),
     "W307": Code("unknown effects value", LINT),
+    "W308": Code("JSON Schema keyword the validator ignores", LINT),
     # runtime traps
     "T401": Code("command failed", RUNTIME),
     "T410": Code("child process exited non-zero", RUNTIME),

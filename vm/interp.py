@@ -398,6 +398,11 @@ def op_halt_approve(run: Run, ins: Instr) -> Parked | None:
 
 def op_halt_input(run: Run, ins: Instr) -> Parked:
     site, frame = run.program.halts[ins.b], run.frame
+    if not site.step and frame.origin == "workflow" and run.host.ctx.mode != "tool":
+        # an `ask` stage of a workflow's pipeline step pauses in tool mode only (as the original)
+        step = site.id.rpartition(":")[0].rpartition("/")[2]
+        raise CommandError(f"Workflow step {step} halted before completion at pipeline stage ask",
+                           code="E214", retryable=False)
     frame.pending = (run.input_pending(site, ins.b) if site.step
                      else input_pending(site, ins.b, ins.a, frame.registers[ins.a]))
     return Parked(frame)

@@ -74,15 +74,18 @@ def _escape(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
 
+def schema_fault(schema: Any) -> Any:
+    """None if `schema` is a valid JSON Schema of the dialect, else the validator's first
+    complaint about it (a jsonschema error: `message`, `json_path`, `absolute_path`)."""
+    cls = _validator_class()
+    meta = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
+    return next(iter(meta.iter_errors(schema)), None)
+
+
 def schema_error(schema: Any) -> str | None:
     """None if `schema` is a valid JSON Schema, else the validator's complaint."""
-    from jsonschema.exceptions import SchemaError
-
-    try:
-        _validator_class().check_schema(schema)
-    except SchemaError as exc:
-        return exc.message
-    return None
+    fault = schema_fault(schema)
+    return None if fault is None else fault.message
 
 
 @lru_cache(maxsize=64)

@@ -8,10 +8,9 @@ import os
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.load.document import Document, OffsetSpans, Path
 from lobsterc.source import Source
+from vm.frontend import WORKFLOW_EXTENSIONS as EXTENSIONS
 
 __all__ = ["Document", "OffsetSpans", "Path", "EXTENSIONS", "load_document", "parse_text", "read_text"]
-
-EXTENSIONS = (".lobster", ".yaml", ".yml", ".json")
 
 
 def read_text(path: str) -> str:
@@ -53,4 +52,4 @@ def parse_text(text: str, name: str) -> Document:
 
 
 def file_error(message: str) -> CompileError:
-    return CompileError([Diagnostic(code="E210", message=message, kind="runtime_error")])
+    return CompileError([Diagnostic(code="E210", message=message)])

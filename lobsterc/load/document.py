@@ -77,5 +77,5 @@ def syntax_error(source: Source, what: str, offset: int) -> CompileError:
     line, col = source.position(offset)
     span = source.span(offset, offset + 1)
     message = f"Workflow file parse error: {what} at line {line}, column {col}"
-    return CompileError([Diagnostic(code="E210", message=message, span=span, kind="runtime_error")], source)
+    return CompileError([Diagnostic(code="E210", message=message, span=span)], source)
 

@@ -65,16 +65,6 @@ def _help_text(case, i, ref, ours) -> bool:
     return argv in ([], ["help"]) or argv[:1] == ["help"] or "--help" in argv or "-h" in argv
 
 
-def _sub_workflow_path(case, i, ref, ours) -> bool:
-    a, b = message(ref) or "", message(ours) or ""
-    return "workflow file not found: " in a and "workflow file not found: " in b
-
-
-def _ask_in_workflow_pipeline(case, i, ref, ours) -> bool:
-    return (status(ref) == "needs_input"
-            and "halted before completion at pipeline stage ask" in (message(ours) or ""))
-
-
 def _parallel_any_output(case, i, ref, ours) -> bool:
     text = json.dumps(case.get("files", {}))
     return (re.search(r'wait\W+any', text) is not None and status(ref) == status(ours) == "ok"
@@ -201,13 +191,6 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("D07", "help texts", "bug of ours (the product name in the banner may be a "
           "deliberate rename, see BRIEF)",
           "`lobster`, `lobster help` and `lobster help <command>` print different texts.", _help_text),
-    Entry("D09", "sub-workflow not found: the path in the message", "bug of ours (SPEC §9.9 "
-          "keeps the path literal, not the message)",
-          "The original names the resolved absolute path; ours the path as written.", _sub_workflow_path),
-    Entry("D10", "ask (tool mode, no --emit) inside a workflow pipeline step", "bug of ours "
-          "(SPEC §9: inside a workflow `pipeline:` step `ask` pauses)",
-          "The original pauses with needs_input and resumes the stage; ours fails with "
-          "`Workflow step X halted before completion at pipeline stage ask`.", _ask_in_workflow_pipeline),
     Entry("D11", "parallel wait: any: the step's output", "bug of ours",
           "The original's output is `{winner_id: winner_json}`; ours is the winner's items.",
           _parallel_any_output),
