@@ -52,10 +52,6 @@ def _args_json_object(case, i, ref, ours) -> bool:
     return message(ours) == "run --args-json must be a JSON object" and message(ref) != message(ours)
 
 
-def _dry_run_text(case, i, ref, ours) -> bool:
-    return "[DRY RUN] Would execute" in ref.get("stderr", "") and "--dry-run" in ours["argv"]
-
-
 def _graph_text(case, i, ref, ours) -> bool:
     return ours["argv"][:1] == ["graph"] and ref.get("exitCode") == ours.get("exitCode") == 0
 
@@ -192,9 +188,6 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("D04", "--args-json that is not a JSON object", "candidate deliberate (needs a SPEC §9 item)",
           "The original spreads an array or string into an object (`[1]` -> `{\"0\": 1}`) and runs; "
           "ours refuses with parse_error `run --args-json must be a JSON object`.", _args_json_object),
-    Entry("D05", "dry-run plan header", "bug of ours",
-          "The original prints `[DRY RUN] Would execute 1 step:` / `N steps:` and a blank line; "
-          "ours prints `N step(s):` and no blank line.", _dry_run_text),
     Entry("D06", "graph text (mermaid, dot, ascii)", "bug of ours",
           "Node details differ (`run: ` / `pipeline: ` prefixes, `approval gate`) and the "
           "original separates nodes from edges with a blank line.", _graph_text),
