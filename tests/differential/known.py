@@ -52,10 +52,6 @@ def _args_json_object(case, i, ref, ours) -> bool:
     return message(ours) == "run --args-json must be a JSON object" and message(ref) != message(ours)
 
 
-def _graph_text(case, i, ref, ours) -> bool:
-    return ours["argv"][:1] == ["graph"] and ref.get("exitCode") == ours.get("exitCode") == 0
-
-
 def _help_text(case, i, ref, ours) -> bool:
     argv = ours["argv"]
     return argv in ([], ["help"]) or argv[:1] == ["help"] or "--help" in argv or "-h" in argv
@@ -188,9 +184,6 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("D04", "--args-json that is not a JSON object", "candidate deliberate (needs a SPEC §9 item)",
           "The original spreads an array or string into an object (`[1]` -> `{\"0\": 1}`) and runs; "
           "ours refuses with parse_error `run --args-json must be a JSON object`.", _args_json_object),
-    Entry("D06", "graph text (mermaid, dot, ascii)", "bug of ours",
-          "Node details differ (`run: ` / `pipeline: ` prefixes, `approval gate`) and the "
-          "original separates nodes from edges with a blank line.", _graph_text),
     Entry("D07", "help texts", "bug of ours (the product name in the banner may be a "
           "deliberate rename, see BRIEF)",
           "`lobster`, `lobster help` and `lobster help <command>` print different texts.", _help_text),
