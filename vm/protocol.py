@@ -221,8 +221,7 @@ def is_workflow_path(pipeline: str, cwd: str) -> bool:
     text = pipeline.strip()
     if "|" in text or not text.lower().endswith(WORKFLOW_EXTENSIONS):
         return False
-    path = os.path.join(cwd, text)
-    return os.path.exists(path) or not any(ch.isspace() for ch in text)
+    return os.path.isfile(os.path.join(cwd, text))  # else a pipeline, as the reference runs it
 
 
 def compiler(given: Frontend | None) -> Frontend:
