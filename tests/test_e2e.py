@@ -586,3 +586,33 @@ def test_a_signal_kills_the_child_group_and_exits_128_plus_n(cli, tmp_path):
         time.sleep(0.02)
     else:
         raise AssertionError("the child outlived the signal")
+
+
+# what the differential tester found (tests/differential/DIVERGENCES.md) ----------------------
+def test_file_problems_are_parse_errors_in_the_originals_words(cli):
+    (cli.work / "w.txt").write_text("steps: []\n")
+    (cli.work / "d.lobster").mkdir()
+    for name, message in (("nope.lobster", f"ENOENT: no such file or directory, stat '{cli.work / 'nope.lobster'}'"),
+                          ("d.lobster", "Workflow path is not a file"),
+                          ("w.txt", "Workflow file must end in .lobster, .yaml, .yml, or .json")):
+        env, code = cli.tool("run", "--mode", "tool", "--file", name)
+        assert (code, env["error"]["type"], env["error"]["message"]) == (2, "parse_error", message)
+
+
+def test_a_lone_positional_is_a_workflow_only_when_it_is_a_file(cli):
+    env, code = cli.tool("run", "--mode", "tool", "nope.lobster")
+    assert (code, env["error"]["message"]) == (1, "Unknown command: nope.lobster")
+
+
+def test_doctor_notes_are_a_list_and_an_empty_approve_is_no_decision(cli):
+    env, _ = cli.tool("doctor", "a", "b")
+    assert env["output"][0]["notes"] == ["a", "b"]
+    env, code = cli.tool("resume", "--token", "x", "--approve", "")
+    assert (code, env["error"]["message"]) == (
+        2, "resume requires --approve yes|no, --response-json, or --cancel")
+
+
+def test_args_json_usage_error_is_printed_bare_in_human_mode(cli):
+    (cli.work / "w.lobster").write_text("steps:\n  - {id: a, run: echo hi}\n")
+    proc = cli.run("run", "--file", "w.lobster", "--args-json", "{bad")
+    assert (proc.returncode, proc.stderr) == (2, "run --args-json must be valid JSON\n")
