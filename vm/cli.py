@@ -19,29 +19,6 @@ from vm.protocol import Decision, Options, RequestError
 if TYPE_CHECKING:
     from vm.frontend import Frontend
 
-USAGE = """\
-lobster - run tool pipelines as one call, with durable approval and input checkpoints
-
-usage:
-  lobster run [--mode tool|human] [--args-json J] [--dry-run] (PIPELINE | FILE | --file FILE)
-  lobster PIPELINE                       the same as `lobster run PIPELINE`, in human mode
-  lobster resume (--token T | --id ID) (--approve yes|no | --response-json J | --cancel)
-  lobster tool [REQUEST | -]             one tool call: request JSON in, envelope out
-  lobster graph [--file] FILE [--format mermaid|dot|ascii] [--args-json J]
-  lobster help [COMMAND]                 this text, or one pipeline command's help
-  lobster doctor                         check that this installation runs pipelines
-  lobster version
-
-examples:
-  lobster run --mode tool "exec --json --shell 'echo [1,2,3]' | head --n 2"
-  lobster "exec --json --shell 'inbox list --json' | approve --prompt 'Apply?'"
-  lobster resume --token <resumeToken> --approve yes
-
-environment: LOBSTER_STATE_DIR (default ~/.lobster/state), LOBSTER_SHELL (default /bin/sh),
-LOBSTER_MAX_OUTPUT_BYTES (cap on each child's output).
-pipeline commands: run `lobster help COMMAND`, or the pipeline `commands.list`.
-"""
-
 _SAFE = re.compile(r"^[A-Za-z0-9_\-./:=@,+%]+$")
 
 
@@ -353,15 +330,22 @@ def cmd_doctor(argv: list[str], frontend: Frontend | None = None) -> int:
 
 
 def cmd_help(argv: list[str]) -> int:
-    if not argv:
-        sys.stdout.write(USAGE)
-        return 0
-    from vm.commands import lookup
+    """`lobster help [COMMAND]`: the original's texts (vm.commands.help); a command only we
+    have gets one made from its signature."""
+    from vm.commands import COMMANDS, lookup
+    from vm.commands.help import COMMAND_HELP, usage
 
+    if not argv:
+        names = [name for name, cmd in COMMANDS.items() if cmd.name == name]
+        sys.stdout.write(usage(names))
+        return 0
     cmd = lookup(argv[0])
     if cmd is None:
         sys.stderr.write(f"Unknown command: {argv[0]}\n")
         return 2
+    if cmd.name in COMMAND_HELP:
+        sys.stdout.write(COMMAND_HELP[cmd.name])
+        return 0
     lines = [f"{cmd.name} — {cmd.summary}", "",
              f"usage: {cmd.name}" + "".join(f" [--{f.name}{'' if f.kind == 'bool' else ' V'}]"
                                             for f in cmd.flags)

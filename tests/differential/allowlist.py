@@ -65,7 +65,20 @@ def _gates_in_loops(case, i, ref, ours) -> bool:
     return any(r in ref_msg for r in refusals) and not any(r in ours_msg for r in refusals)
 
 
+def _help_without_lists(out: str) -> str:
+    """The top-level help without what names commands: the `Commands:` list and the usage
+    lines of subcommands only we have."""
+    lines = out.split("\n")
+    if "Commands:" in lines:
+        k = lines.index("Commands:")
+        lines = lines[:k + 1] + lines[k + 2:]
+    return "\n".join(line for line in lines if not line.startswith("  lobster tool "))
+
+
 def _command_set(case, i, ref, ours) -> bool:
+    argv = ours.get("argv") or []
+    if (argv in ([], ["help"]) or argv[:1] == ["--help"]) and ref.get("exitCode") == ours.get("exitCode") == 0:
+        return _help_without_lists(ref.get("stdout") or "") == _help_without_lists(ours.get("stdout") or "")
     text = pipeline_text(case, i)
     if "commands.list" in text:
         return True

@@ -40,11 +40,6 @@ def _args_json_object(case, i, ref, ours) -> bool:
     return message(ours) == "run --args-json must be a JSON object" and message(ref) != message(ours)
 
 
-def _help_text(case, i, ref, ours) -> bool:
-    argv = ours["argv"]
-    return argv in ([], ["help"]) or argv[:1] == ["help"] or "--help" in argv or "-h" in argv
-
-
 def _sub_workflow_path(case, i, ref, ours) -> bool:
     a, b = message(ref) or "", message(ours) or ""
     return "workflow file not found: " in a and "workflow file not found: " in b
@@ -111,9 +106,6 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("D04", "--args-json that is not a JSON object", "candidate deliberate (needs a SPEC §9 item)",
           "The original spreads an array or string into an object (`[1]` -> `{\"0\": 1}`) and runs; "
           "ours refuses with parse_error `run --args-json must be a JSON object`.", _args_json_object),
-    Entry("D07", "help texts", "bug of ours (the product name in the banner may be a "
-          "deliberate rename, see BRIEF)",
-          "`lobster`, `lobster help` and `lobster help <command>` print different texts.", _help_text),
     Entry("D09", "sub-workflow not found: the path in the message", "bug of ours (SPEC §9.9 "
           "keeps the path literal, not the message)",
           "The original names the resolved absolute path; ours the path as written.", _sub_workflow_path),
