@@ -616,3 +616,15 @@ def test_args_json_usage_error_is_printed_bare_in_human_mode(cli):
     (cli.work / "w.lobster").write_text("steps:\n  - {id: a, run: echo hi}\n")
     proc = cli.run("run", "--file", "w.lobster", "--args-json", "{bad")
     assert (proc.returncode, proc.stderr) == (2, "run --args-json must be valid JSON\n")
+
+
+def test_max_output_bytes_variable_message_and_check(cli):
+    pipeline = "exec --shell 'seq 1 100'"
+    for value, message in (("10", "Process output exceeded 10 bytes"),
+                           ("1.5", "LOBSTER_MAX_OUTPUT_BYTES must be a positive safe integer (bytes)"),
+                           ("0", "LOBSTER_MAX_OUTPUT_BYTES must be a positive safe integer (bytes)")):
+        env, code = cli.tool("run", "--mode", "tool", pipeline, env={"LOBSTER_MAX_OUTPUT_BYTES": value})
+        assert (code, env["error"]["message"]) == (1, message)
+    env, code = cli.tool("run", "--mode", "tool", "commands.list | head --n 1",
+                         env={"LOBSTER_MAX_OUTPUT_BYTES": "x"})  # checked only when a child starts
+    assert code == 0

@@ -219,7 +219,7 @@ def test_lobster_resume_is_bounded_as_lobster_run_is(cli):
                           "--approve", "yes", env=capped)
     assert (resumed["error"]["message"], resumed["error"]["code"]) == (
         direct["error"]["message"], direct["error"]["code"])
-    assert direct["error"]["message"] == "lobster stdout exceeded maxStdoutBytes"
+    assert direct["error"]["message"] == "Process output exceeded 4096 bytes"
 
 
 # the compiler is a frontend -------------------------------------------------------------------

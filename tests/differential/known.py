@@ -76,11 +76,6 @@ def _args_json_for_pipelines(case, i, ref, ours) -> bool:
             and case.get("kind") == "pipeline")
 
 
-def _output_cap_message(case, i, ref, ours) -> bool:
-    return (re.fullmatch(r"Process output exceeded \d+ bytes", message(ref) or "") is not None
-            and message(ours) != message(ref))
-
-
 def _envelope_cap(case, i, ref, ours) -> bool:
     req = _input_request(ref)
     return req is not None and isinstance(req.get("subject"), dict) \
@@ -129,9 +124,6 @@ ENTRIES: tuple[Entry, ...] = (
           "(needs a SPEC §9 item)",
           "The original ignores `--args-json` for pipelines and runs; ours refuses with "
           "`run --args-json must be valid JSON` (exit 2).", _args_json_for_pipelines),
-    Entry("D20", "LOBSTER_MAX_OUTPUT_BYTES: the message", "bug of ours",
-          "The original fails with `Process output exceeded N bytes`; ours with `lobster stdout "
-          "exceeded maxStdoutBytes` (the plugin's text for the request option).", _output_cap_message),
     Entry("D21", "LOBSTER_MAX_TOOL_ENVELOPE_BYTES: input subject truncation", "bug of ours",
           "Over the cap the original replaces the subject with `{truncated: true, bytes, preview}`; "
           "ours sends the whole subject.", _envelope_cap),
