@@ -628,3 +628,16 @@ def test_max_output_bytes_variable_message_and_check(cli):
     env, code = cli.tool("run", "--mode", "tool", "commands.list | head --n 1",
                          env={"LOBSTER_MAX_OUTPUT_BYTES": "x"})  # checked only when a child starts
     assert code == 0
+
+
+def test_tool_envelope_cap_replaces_an_input_subject(cli):
+    (cli.work / "w.lobster").write_text("steps:\n  - id: a\n    run: printf '%03000d' 0\n"
+                                        "  - id: ask\n    input:\n      prompt: p\n"
+                                        "      responseSchema: {type: object}\n")
+    env, _ = cli.tool("run", "--mode", "tool", "w.lobster",
+                      env={"LOBSTER_MAX_TOOL_ENVELOPE_BYTES": "2000"})
+    assert env["requiresInput"]["subject"] == {
+        "truncated": True, "bytes": 3002, "preview": "[subject omitted: envelope size limit]"}
+    env, _ = cli.tool("run", "--mode", "tool", "w.lobster",
+                      env={"LOBSTER_MAX_TOOL_ENVELOPE_BYTES": "1023"})  # under 1024: no cap
+    assert env["requiresInput"]["subject"] == "0" * 3000

@@ -76,12 +76,6 @@ def _args_json_for_pipelines(case, i, ref, ours) -> bool:
             and case.get("kind") == "pipeline")
 
 
-def _envelope_cap(case, i, ref, ours) -> bool:
-    req = _input_request(ref)
-    return req is not None and isinstance(req.get("subject"), dict) \
-        and req["subject"].get("truncated") is True
-
-
 def _retry_of_unknown_command(case, i, ref, ours) -> bool:
     a, b = ref.get("stderr", ""), ours.get("stderr", "")
     return re.search(r"\[RETRY\] .*: Unknown command: ", a) is not None and "[RETRY]" not in b
@@ -124,9 +118,6 @@ ENTRIES: tuple[Entry, ...] = (
           "(needs a SPEC §9 item)",
           "The original ignores `--args-json` for pipelines and runs; ours refuses with "
           "`run --args-json must be valid JSON` (exit 2).", _args_json_for_pipelines),
-    Entry("D21", "LOBSTER_MAX_TOOL_ENVELOPE_BYTES: input subject truncation", "bug of ours",
-          "Over the cap the original replaces the subject with `{truncated: true, bytes, preview}`; "
-          "ours sends the whole subject.", _envelope_cap),
     Entry("D23", "retry of a pipeline step whose command is unknown", "candidate deliberate "
           "(SPEC §9.10 finds it before running; needs a word there)",
           "The original retries the step (`[RETRY] Step 's0' failed (attempt 1/2): Unknown command: "
