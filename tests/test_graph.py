@@ -311,15 +311,17 @@ def test_cli_graph(cli, argv, expected):
      "graph --format must be one of: mermaid, dot, ascii\n"),
     (("graph", "wf.lobster", "--args-json", "[1]"), 2, "graph --args-json must be a JSON object\n"),
     (("graph", "wf.lobster", "--args-json", "{"), 2, "graph --args-json must be valid JSON\n"),
-    (("graph", "missing.lobster"), 1, "Error: Workflow file not found: missing.lobster\n"),
+    (("graph", "missing.lobster"), 1,
+     "Error: ENOENT: no such file or directory, stat '{work}/missing.lobster'\n"),
     (("graph", "bad.lobster"), 1, "Error: Workflow file requires a non-empty steps array\n"),
     (("graph", "wf.txt"), 1, "Error: Workflow file must end in .lobster, .yaml, .yml, or .json\n"),
 ])
 def test_cli_graph_errors(cli, argv, code, stderr):
     (cli.work / "wf.lobster").write_text(DEMO, encoding="utf-8")
     (cli.work / "bad.lobster").write_text("steps: []\n", encoding="utf-8")
+    (cli.work / "wf.txt").write_text("steps: []\n", encoding="utf-8")
     proc = cli.run(*argv)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (code, "", stderr)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (code, "", stderr.format(work=cli.work))
 
 
 def test_cli_graph_help(cli):

@@ -426,7 +426,7 @@ def test_cli_workflow_dry_run_errors(cli):
     (cli.work / "wf.lobster").write_text(WF, encoding="utf-8")
     proc = cli.run("run", "--args-json", "{", "--dry-run", "wf.lobster")
     assert proc.returncode == 2
-    assert proc.stderr.splitlines()[0] == "Parse error: run --args-json must be valid JSON"
+    assert proc.stderr.splitlines()[0] == "run --args-json must be valid JSON"  # bare (D22)
 
 
 def test_cli_pipeline_dry_run(cli):
