@@ -81,6 +81,11 @@ def _retry_of_unknown_command(case, i, ref, ours) -> bool:
     return re.search(r"\[RETRY\] .*: Unknown command: ", a) is not None and "[RETRY]" not in b
 
 
+def _dry_run_unknown_condition(case, i, ref, ours) -> bool:
+    return ("--dry-run" in ours["argv"] and "[skipped — condition: false]" in ref.get("stderr", "")
+            and "[depends on step output — unknown at plan time]" in ours.get("stderr", ""))
+
+
 ENTRIES: tuple[Entry, ...] = (
     Entry("D01", "tool mode: renderers write into stdout before the envelope",
           "candidate deliberate (needs a SPEC §9 item)",
@@ -123,6 +128,11 @@ ENTRIES: tuple[Entry, ...] = (
           "The original retries the step (`[RETRY] Step 's0' failed (attempt 1/2): Unknown command: "
           "nosuch. ...` on stderr); ours does not retry it and prints nothing. The envelopes agree.",
           _retry_of_unknown_command),
+    Entry("D28", "dry run: a condition on output only a run has", "candidate deliberate "
+          "(needs a SPEC §9 item)",
+          "The original evaluates it against nothing and prints `[skipped — condition: false]`; "
+          "ours says `when: ... [depends on step output — unknown at plan time]` and plans the step.",
+          _dry_run_unknown_condition),
 )
 
 
