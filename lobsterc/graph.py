@@ -10,9 +10,9 @@ from attrs import frozen
 
 from lobsterc import ast
 from lobsterc.diagnostics import CompileError
-from lobsterc.expr import condition_refs
 from lobsterc.load import Document
 from vm.protocol import RequestError, compile_error_fields
+from vm import js
 from vm.refs import REF, substitute_args
 
 __all__ = ["FORMATS", "graph", "render_graph", "Node", "Edge", "nodes_and_edges"]
@@ -26,7 +26,8 @@ WHEN_LIMIT = 70
 class Node:
     id: str
     type: str  # parallel | for_each | workflow | pipeline | run | approval | input | step
-    details: str  # one line, at most DETAIL_LIMIT characters; "" when there are none
+    details: str  # `kind: text`, at most DETAIL_LIMIT characters; "" when there are none
+    gate: bool = False  # the step asks for approval: drawn as a diamond
 
     @property
     def label(self) -> str:
@@ -80,7 +81,7 @@ def nodes_and_edges(wf: ast.Workflow, args: dict | None = None) -> tuple[list[No
 
     def add(source: str, target: str, label: str) -> None:
         key = (source, target, label)
-        if source in known and source != target and key not in seen:
+        if source in known and key not in seen:
             seen.add(key)
             edges.append(Edge(source, target, label))
 
@@ -88,8 +89,9 @@ def nodes_and_edges(wf: ast.Workflow, args: dict | None = None) -> tuple[list[No
         sid = step.id
         if index:
             add(steps[index - 1].id, sid, "next")
-        if isinstance(step.stdin, str):
-            for ref in _template_refs(step.stdin):
+        if step.stdin is not ast.ABSENT and step.stdin is not None:
+            text = step.stdin if isinstance(step.stdin, str) else js.json_compact(step.stdin)
+            for ref in _template_refs(text):
                 add(ref, sid, "stdin")
         if isinstance(step.kind, ast.ForEach):
             for ref in _template_refs(step.kind.source):
@@ -97,37 +99,33 @@ def nodes_and_edges(wf: ast.Workflow, args: dict | None = None) -> tuple[list[No
         when = step.when
         if when is not None and isinstance(when.value, str):
             label = _truncate(f"when: {_one_line(when.value)}", WHEN_LIMIT)
-            refs = condition_refs(when.tree) if when.tree is not None else _template_refs(when.value)
-            for ref in refs:
+            for ref in _template_refs(when.value):
                 add(ref, sid, label)
     return nodes, edges
 
 
 def _node(step: ast.Step, args: dict) -> Node:
+    """The node of one step: its type and `kind: text` details as the reference labels them
+    (a step's text is kept as written, newlines included; only `${arg}` is resolved)."""
     kind = step.kind
-    details = ""
     if isinstance(kind, ast.Parallel):
-        ids = ", ".join(branch.id for branch in kind.branches)
-        details = f"branches: {ids}" + ("; wait: any" if kind.wait == "any" else "")
-        node_type = "parallel"
+        details, node_type = f"parallel ({kind.wait})", "parallel"
     elif isinstance(kind, ast.ForEach):
-        details, node_type = f"each {kind.item_var} in {kind.source}", "for_each"
+        details, node_type = f"for_each: {kind.source}", "for_each"
     elif isinstance(kind, ast.SubWorkflow):
-        details, node_type = kind.target, "workflow"
+        details, node_type = f"workflow: {kind.target}", "workflow"
     elif isinstance(kind, ast.PipelineStep):
-        details, node_type = kind.pipeline.text, "pipeline"
+        details, node_type = f"pipeline: {kind.pipeline.text}", "pipeline"
     elif isinstance(kind, ast.Shell):
-        details, node_type = kind.line, "run"
+        details, node_type = f"run: {kind.line}", "run"
     elif isinstance(kind, ast.InputGate):
-        details, node_type = (kind.prompt if isinstance(kind.prompt, str) else ""), "input"
+        details, node_type = "input request", "input"
     elif step.approval is not None:
-        written = step.approval.written
-        details = written if written is not None else f"Approve {step.id}?"
-        node_type = "approval"
+        details, node_type = "approval gate", "approval"
     else:
-        node_type = "step"
-    details = _truncate(_one_line(substitute_args(details, args)), DETAIL_LIMIT)
-    return Node(step.id, node_type, details)
+        details, node_type = "", "step"
+    details = _truncate(substitute_args(details, args), DETAIL_LIMIT)
+    return Node(step.id, node_type, details, gate=step.approval is not None)
 
 
 def _template_refs(text: str) -> list[str]:
@@ -178,10 +176,11 @@ def _mermaid(nodes: list[Node], edges: list[Edge]) -> str:
     lines = ["flowchart TD"]
     for node in nodes:
         label = _html(node.id) + (f"\\n{_html(node.details)}" if node.details else "")
-        if node.type == "approval":
+        if node.gate:
             lines.append(f'  {ids[node.id]}{{"{label}"}}')
         else:
             lines.append(f'  {ids[node.id]}["{label}"]')
+    lines.append("")
     for edge in edges:
         lines.append(f"  {ids[edge.source]} -->|{_html(edge.label)}| {ids[edge.target]}")
     return "\n".join(lines) + "\n"
@@ -194,9 +193,9 @@ def _dot_str(text: str) -> str:
 def _dot(nodes: list[Node], edges: list[Edge]) -> str:
     lines = ["digraph workflow {", "  rankdir=TB;"]
     for node in nodes:
-        shape = "diamond" if node.type == "approval" else "box"
-        label = _dot_str(node.id) + (f"\\n{_dot_str(node.details)}" if node.details else "")
-        lines.append(f'  "{_dot_str(node.id)}" [shape={shape},label="{label}"];')
+        shape = "diamond" if node.gate else "box"
+        lines.append(f'  "{_dot_str(node.id)}" [shape={shape},label="{_dot_str(node.label)}"];')
+    lines.append("")
     for edge in edges:
         lines.append(f'  "{_dot_str(edge.source)}" -> "{_dot_str(edge.target)}" '
                      f'[label="{_dot_str(edge.label)}"];')
@@ -205,10 +204,10 @@ def _dot(nodes: list[Node], edges: list[Edge]) -> str:
 
 
 def _ascii(nodes: list[Node], edges: list[Edge]) -> str:
-    lines = ["Workflow Graph", "Nodes:"]
+    lines = ["Workflow Graph", "", "Nodes:"]
     for node in nodes:
         lines.append(f"- {node.id} [{node.type}]" + (f" ({node.details})" if node.details else ""))
-    lines.append("Edges:")
+    lines += ["", "Edges:"]
     if not edges:
         lines.append("- (none)")
     for edge in edges:

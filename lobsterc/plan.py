@@ -70,7 +70,7 @@ class _Output:
 
 
 def workflow_plan(path: str, args: dict) -> str:
-    """`[DRY RUN] Would execute N step(s):` and one entry per step, with what it would run. A
+    """`[DRY RUN] Would execute N step[s]:`, a blank line, and one entry per step, with what it would run. A
     file the compiler refuses is refused with the same diagnostic (lobsterc.check)."""
     from lobsterc.check import check_file, refusal
 
@@ -124,7 +124,8 @@ class _Planner:
 
     def plan(self) -> str:
         steps = self.wf.steps
-        self.lines.append(f"[DRY RUN] Would execute {len(steps)} step(s):")
+        count = len(steps)
+        self.lines += [f"[DRY RUN] Would execute {count} step{'' if count == 1 else 's'}:", ""]
         results: dict[str, Any] = {}
         for index, step in enumerate(steps):
             self.step(step, f"{index + 1}", "  ", results)
@@ -134,13 +135,13 @@ class _Planner:
     def step(self, step: ast.Step, number: str, indent: str, results: dict) -> None:
         sid, kind = step.id, step.kind
         head = f"{indent}{number}. "
-        self.lines.append(f"{head}{sid}  [{_KIND_TAGS[kind.tag]}]")
         pad = " " * len(head)
         decided = self.condition(step.when, results)
         if decided is False:
-            self.lines.append(f"{pad}[skipped — condition: false]")
+            self.lines.append(f"{head}{sid}  [skipped — condition: false]")
             results[sid] = {"id": sid, "skipped": True}
             return
+        self.lines.append(f"{head}{sid}  [{_KIND_TAGS[kind.tag]}]")
         if decided is None:
             self.detail(pad, "when", _one_line(str(step.when.value).strip()),
                         "[depends on step output — unknown at plan time]")
@@ -164,6 +165,8 @@ class _Planner:
         if gate:
             self.lines.append(f"{pad}[approval required]")
         if isinstance(kind, ast.InputGate):
+            if isinstance(kind.prompt, str):
+                self.lines.append(f"{pad}prompt: {self.text(kind.prompt)}")
             self.lines.append(f"{pad}[input required]")
             results[sid] = {"id": sid, "subject": UNKNOWN, "response": {"pending": True}}
         elif isinstance(kind, ast.NoOp):
@@ -270,34 +273,47 @@ class _Planner:
         return shown
 
     def parallel(self, par: ast.Parallel, number: str, pad: str, results: dict) -> None:
-        timeout = ("" if par.timeout_ms is ast.ABSENT
-                   else f", timeout: {js.to_string(par.timeout_ms)}ms")
-        self.lines.append(f"{pad}wait: {par.wait}{timeout}")
-        for index, branch in enumerate(par.branches):
-            head = f"{pad}{number}.{index + 1}. "
-            self.lines.append(f"{head}{branch.id}  [{'shell' if branch.pipeline is None else 'pipeline'}]")
-            sub = " " * len(head)
+        """`wait:`, `timeout:`, then one `branch <id>: [kind] <text>` line per branch."""
+        self.lines.append(f"{pad}wait: {par.wait}")
+        if par.timeout_ms is not ast.ABSENT:
+            self.lines.append(f"{pad}timeout: {js.to_string(par.timeout_ms)}ms")
+        for branch in par.branches:
             if branch.pipeline is not None:
-                self.detail(sub, "pipeline", self.pipeline(branch.pipeline, branch.id, results))
+                shown = self.pipeline(branch.pipeline, branch.id, results)
+                self.lines.append(f"{pad}branch {branch.id}: [pipeline] {shown}")
             else:
-                self.detail(sub, "run", self.text(branch.shell.line))
-            if branch.stdin is not ast.ABSENT:
-                self.stdin(sub, branch.stdin, results)
+                self.lines.append(f"{pad}branch {branch.id}: [shell] "
+                                  f"{substitute_args(branch.shell.line, self.args)}")
         for branch in par.branches:
             results[branch.id] = _Output()
 
     def for_each(self, loop: ast.ForEach, number: str, pad: str, results: dict) -> None:
+        """The source, the loop variables, the batch size, then one line per sub-step."""
         source = loop.source
-        if WHOLE_REF.match(source.strip()):
-            self.detail(pad, "for_each", source.strip(), "[output unknown at plan time]")
-        else:
-            text = self.text(source)
-            note = "[contains step output refs — unknown at plan time]" if self.has_refs(
-                text, results) else ""
-            self.detail(pad, "for_each", text, note)
+        text = source.strip() if WHOLE_REF.match(source.strip()) else self.text(source)
+        note = "  [contains step output refs — unknown at plan time]" if self.has_refs(
+            text, results) else ""
+        self.lines.append(f"{pad}for_each: {text}{note}")
+        self.lines.append(f"{pad}item_var: {loop.item_var}, index_var: {loop.index_var}")
+        if loop.batch_size not in (ast.ABSENT, None, 1):
+            self.lines.append(f"{pad}batch_size: {js.to_string(loop.batch_size)}")
+        self.lines.append(f"{pad}sub-steps: {len(loop.steps)}")
         scope = {**results, loop.item_var: _Output(), loop.index_var: _Output()}
         for index, sub in enumerate(loop.steps):
-            self.step(sub, f"{number}.{index + 1}", pad, scope)
+            head = f"{pad}  {index + 1}. {sub.id}  "
+            if self.condition(sub.when, scope) is False:
+                self.lines.append(f"{head}[skipped — condition: false]")
+                scope[sub.id] = {"id": sub.id, "skipped": True}
+                continue
+            kind = sub.kind
+            if isinstance(kind, ast.Shell):
+                detail = f" run: {substitute_args(kind.line, self.args)}"
+            elif isinstance(kind, ast.PipelineStep):
+                detail = f" pipeline: {self.pipeline(kind.pipeline, sub.id, scope)}"
+            else:
+                detail = ""
+            self.lines.append(f"{head}[{_KIND_TAGS[kind.tag]}]{detail}")
+            scope[sub.id] = _Output()
 
 
 _KIND_TAGS = {"shell": "shell", "pipeline": "pipeline", "workflow": "workflow",

@@ -435,7 +435,7 @@ HUMAN = [  # argv, exit code, stdout, first line of stderr
     (["exec 'unclosed"], 2, "", "Parse error: Unclosed quote"),
     (["nosuch"], 1, "", "Error: Unknown command: nosuch"),
     (["run", "--args-json", "{bad", "exec echo hi"], 2, "",
-     "Parse error: run --args-json must be valid JSON"),
+     "run --args-json must be valid JSON"),  # bare, as the original prints it (D19, D22)
 ]
 
 
@@ -586,3 +586,58 @@ def test_a_signal_kills_the_child_group_and_exits_128_plus_n(cli, tmp_path):
         time.sleep(0.02)
     else:
         raise AssertionError("the child outlived the signal")
+
+
+# what the differential tester found (tests/differential/DIVERGENCES.md) ----------------------
+def test_file_problems_are_parse_errors_in_the_originals_words(cli):
+    (cli.work / "w.txt").write_text("steps: []\n")
+    (cli.work / "d.lobster").mkdir()
+    for name, message in (("nope.lobster", f"ENOENT: no such file or directory, stat '{cli.work / 'nope.lobster'}'"),
+                          ("d.lobster", "Workflow path is not a file"),
+                          ("w.txt", "Workflow file must end in .lobster, .yaml, .yml, or .json")):
+        env, code = cli.tool("run", "--mode", "tool", "--file", name)
+        assert (code, env["error"]["type"], env["error"]["message"]) == (2, "parse_error", message)
+
+
+def test_a_lone_positional_is_a_workflow_only_when_it_is_a_file(cli):
+    env, code = cli.tool("run", "--mode", "tool", "nope.lobster")
+    assert (code, env["error"]["message"]) == (1, "Unknown command: nope.lobster")
+
+
+def test_doctor_notes_are_a_list_and_an_empty_approve_is_no_decision(cli):
+    env, _ = cli.tool("doctor", "a", "b")
+    assert env["output"][0]["notes"] == ["a", "b"]
+    env, code = cli.tool("resume", "--token", "x", "--approve", "")
+    assert (code, env["error"]["message"]) == (
+        2, "resume requires --approve yes|no, --response-json, or --cancel")
+
+
+def test_args_json_usage_error_is_printed_bare_in_human_mode(cli):
+    (cli.work / "w.lobster").write_text("steps:\n  - {id: a, run: echo hi}\n")
+    proc = cli.run("run", "--file", "w.lobster", "--args-json", "{bad")
+    assert (proc.returncode, proc.stderr) == (2, "run --args-json must be valid JSON\n")
+
+
+def test_max_output_bytes_variable_message_and_check(cli):
+    pipeline = "exec --shell 'seq 1 100'"
+    for value, message in (("10", "Process output exceeded 10 bytes"),
+                           ("1.5", "LOBSTER_MAX_OUTPUT_BYTES must be a positive safe integer (bytes)"),
+                           ("0", "LOBSTER_MAX_OUTPUT_BYTES must be a positive safe integer (bytes)")):
+        env, code = cli.tool("run", "--mode", "tool", pipeline, env={"LOBSTER_MAX_OUTPUT_BYTES": value})
+        assert (code, env["error"]["message"]) == (1, message)
+    env, code = cli.tool("run", "--mode", "tool", "commands.list | head --n 1",
+                         env={"LOBSTER_MAX_OUTPUT_BYTES": "x"})  # checked only when a child starts
+    assert code == 0
+
+
+def test_tool_envelope_cap_replaces_an_input_subject(cli):
+    (cli.work / "w.lobster").write_text("steps:\n  - id: a\n    run: printf '%03000d' 0\n"
+                                        "  - id: ask\n    input:\n      prompt: p\n"
+                                        "      responseSchema: {type: object}\n")
+    env, _ = cli.tool("run", "--mode", "tool", "w.lobster",
+                      env={"LOBSTER_MAX_TOOL_ENVELOPE_BYTES": "2000"})
+    assert env["requiresInput"]["subject"] == {
+        "truncated": True, "bytes": 3002, "preview": "[subject omitted: envelope size limit]"}
+    env, _ = cli.tool("run", "--mode", "tool", "w.lobster",
+                      env={"LOBSTER_MAX_TOOL_ENVELOPE_BYTES": "1023"})  # under 1024: no cap
+    assert env["requiresInput"]["subject"] == "0" * 3000

@@ -48,11 +48,12 @@ steps:
 
 DEMO_MERMAID = lines(
     "flowchart TD",
-    '  fetch["fetch\\necho hello world"]',
-    '  shape["shape\\nwhere \'a&gt;1\' &#124; pick a"]',
-    '  review{"review\\nShip it?"}',
-    '  send["send\\necho &quot;$shape.stdout&quot;"]',
-    '  loop["loop\\neach item in $shape.json"]',
+    '  fetch["fetch\\nrun: echo hello world"]',
+    '  shape["shape\\npipeline: where \'a&gt;1\' &#124; pick a"]',
+    '  review{"review\\napproval gate"}',
+    '  send["send\\nrun: echo &quot;$shape.stdout&quot;"]',
+    '  loop["loop\\nfor_each: $shape.json"]',
+    "",
     "  fetch -->|next| shape",
     "  fetch -->|stdin| shape",
     "  shape -->|next| review",
@@ -67,11 +68,12 @@ DEMO_MERMAID = lines(
 DEMO_DOT = lines(
     "digraph workflow {",
     "  rankdir=TB;",
-    '  "fetch" [shape=box,label="fetch\\necho hello world"];',
-    '  "shape" [shape=box,label="shape\\nwhere \'a>1\' | pick a"];',
-    '  "review" [shape=diamond,label="review\\nShip it?"];',
-    '  "send" [shape=box,label="send\\necho \\"$shape.stdout\\""];',
-    '  "loop" [shape=box,label="loop\\neach item in $shape.json"];',
+    '  "fetch" [shape=box,label="fetch\\\\nrun: echo hello world"];',
+    '  "shape" [shape=box,label="shape\\\\npipeline: where \'a>1\' | pick a"];',
+    '  "review" [shape=diamond,label="review\\\\napproval gate"];',
+    '  "send" [shape=box,label="send\\\\nrun: echo \\"$shape.stdout\\""];',
+    '  "loop" [shape=box,label="loop\\\\nfor_each: $shape.json"];',
+    "",
     '  "fetch" -> "shape" [label="next"];',
     '  "fetch" -> "shape" [label="stdin"];',
     '  "shape" -> "review" [label="next"];',
@@ -86,13 +88,14 @@ DEMO_DOT = lines(
 
 DEMO_ASCII = lines(
     "Workflow Graph",
+    "",
     "Nodes:",
-    "- fetch [run] (echo hello world)",
-    "- shape [pipeline] (where 'a>1' | pick a)",
-    "- review [approval] (Ship it?)",
-    '- send [run] (echo "$shape.stdout")',
-    "- loop [for_each] (each item in $shape.json)",
-    "Edges:",
+    "- fetch [run] (run: echo hello world)",
+    "- shape [pipeline] (pipeline: where 'a>1' | pick a)",
+    "- review [approval] (approval gate)",
+    '- send [run] (run: echo "$shape.stdout")',
+    "- loop [for_each] (for_each: $shape.json)",
+    "", "Edges:",
     "- fetch -> shape (next)",
     "- fetch -> shape (stdin)",
     "- shape -> review (next)",
@@ -119,7 +122,7 @@ LONG = "echo " + "x" * 100
 # (workflow text, args, ascii graph)
 ASCII = [
     pytest.param("steps:\n  - {id: only, run: echo hi}\n", None,
-                 lines("Workflow Graph", "Nodes:", "- only [run] (echo hi)", "Edges:", "- (none)"),
+                 lines("Workflow Graph", "", "Nodes:", "- only [run] (run: echo hi)", "", "Edges:", "- (none)"),
                  id="single-step-no-edges"),
     pytest.param(
         """
@@ -140,17 +143,17 @@ ASCII = [
               branches: [{id: h1, run: x}]
           - {id: i, for_each: "$a.json", item_var: row, steps: [{id: s, run: x}]}
         """, None,
-        lines("Workflow Graph", "Nodes:",
-              "- a [run] (echo a)",
-              "- b [approval] (Approve b?)",
-              "- c [approval] (Go on?)",
-              "- d [approval] (Approve d?)",
-              "- e [input] (Pick)",
-              "- f [workflow] (child.lobster)",
-              "- g [parallel] (branches: g1, g2)",
-              "- h [parallel] (branches: h1; wait: any)",
-              "- i [for_each] (each row in $a.json)",
-              "Edges:",
+        lines("Workflow Graph", "", "Nodes:",
+              "- a [run] (run: echo a)",
+              "- b [approval] (approval gate)",
+              "- c [approval] (approval gate)",
+              "- d [approval] (approval gate)",
+              "- e [input] (input request)",
+              "- f [workflow] (workflow: child.lobster)",
+              "- g [parallel] (parallel (all))",
+              "- h [parallel] (parallel (any))",
+              "- i [for_each] (for_each: $a.json)",
+              "", "Edges:",
               "- a -> b (next)", "- b -> c (next)", "- c -> d (next)", "- d -> e (next)",
               "- e -> f (next)", "- f -> g (next)", "- g -> h (next)", "- h -> i (next)",
               "- a -> i (for_each)"),
@@ -165,10 +168,10 @@ ASCII = [
               echo one
                  echo   two
         """, None,
-        lines("Workflow Graph", "Nodes:",
-              f"- long [run] ({LONG[:79]}…)",
-              "- multi [run] (echo one echo two)",
-              "Edges:", "- long -> multi (next)"),
+        lines("Workflow Graph", "", "Nodes:",
+              f"- long [run] ({('run: ' + LONG)[:79]}…)",
+              "- multi [run] (run: echo one", "   echo   two", ")",
+              "", "Edges:", "- long -> multi (next)"),
         id="truncate-80-and-one-line"),
     pytest.param(
         """
@@ -178,7 +181,7 @@ ASCII = [
         steps:
           - {id: a, run: "echo ${who} ${n} ${HOME}"}
         """, {"who": "moon"},
-        lines("Workflow Graph", "Nodes:", "- a [run] (echo moon 1 ${HOME})", "Edges:",
+        lines("Workflow Graph", "", "Nodes:", "- a [run] (run: echo moon 1 ${HOME})", "", "Edges:",
               "- (none)"),
         id="args-over-defaults"),
     pytest.param(
@@ -190,16 +193,17 @@ ASCII = [
           - {id: d, run: w, condition: "$c.approved", when: "$a.approved"}
           - {id: e, run: v, when: true, stdin: {ref: $a.json}}
         """, None,
-        lines("Workflow Graph", "Nodes:",
-              "- a [run] (x)", "- b [run] (y)", "- c [run] (z)", "- d [run] (w)",
-              "- e [run] (v)",
-              "Edges:",
-              "- a -> b (next)", "- a -> b (stdin)",
+        lines("Workflow Graph", "", "Nodes:",
+              "- a [run] (run: x)", "- b [run] (run: y)", "- c [run] (run: z)", "- d [run] (run: w)",
+              "- e [run] (run: v)",
+              "", "Edges:",
+              "- a -> b (next)", "- a -> b (stdin)", "- b -> b (stdin)",
               "- b -> c (next)", "- b -> c (stdin)",
               "- a -> c (when: $a.json == '$b.json' || $a.skipped)",
+              "- b -> c (when: $a.json == '$b.json' || $a.skipped)",
               "- c -> d (next)", "- a -> d (when: $a.approved)",
-              "- d -> e (next)"),
-        id="edges-dedupe-known-ids-when-precedence"),
+              "- d -> e (next)", "- a -> e (stdin)"),
+        id="edges-as-the-reference-scans-them"),
     pytest.param(
         """
         steps:
@@ -208,7 +212,7 @@ ASCII = [
             run: y
             when: "$a.json.value == 'a very long string that goes on and on and on forever'"
         """, None,
-        lines("Workflow Graph", "Nodes:", "- a [run] (x)", "- b [run] (y)", "Edges:",
+        lines("Workflow Graph", "", "Nodes:", "- a [run] (run: x)", "- b [run] (run: y)", "", "Edges:",
               "- a -> b (next)",
               "- a -> b (when: $a.json.value == 'a very long string that goes on and on and "
               "on…)"),
@@ -239,11 +243,12 @@ def test_mermaid_ids_escaping_and_collisions(tmp_path):
     """
     assert graph(write(tmp_path, text)) == lines(
         "flowchart TD",
-        '  my_step["my-step\\necho &quot;a&quot; &amp; b &lt; c &gt; d &#124; e"]',
-        '  my_step_2["my_step\\nx"]',
-        '  s_1st["1st\\ny"]',
-        '  my_step_3["my.step\\nz"]',
-        '  gate{"gate\\nOk &lt;b&gt;?"}',
+        '  my_step["my-step\\nrun: echo &quot;a&quot; &amp; b &lt; c &gt; d &#124; e"]',
+        '  my_step_2["my_step\\nrun: x"]',
+        '  s_1st["1st\\nrun: y"]',
+        '  my_step_3["my.step\\nrun: z"]',
+        '  gate{"gate\\napproval gate"}',
+        "",
         "  my_step -->|next| my_step_2",
         "  my_step_2 -->|next| s_1st",
         "  my_step -->|when: $my-step.json.ok| s_1st",
@@ -262,8 +267,9 @@ def test_dot_escaping(tmp_path):
     assert graph(write(tmp_path, text), "dot") == lines(
         "digraph workflow {",
         "  rankdir=TB;",
-        '  "q\\"id" [shape=box,label="q\\"id\\nprintf \\"%s\\\\n\\" \\\\\\\\x"];',
-        '  "b" [shape=box,label="b\\ny"];',
+        '  "q\\"id" [shape=box,label="q\\"id\\\\nrun: printf \\"%s\\\\n\\" \\\\\\\\x"];',
+        '  "b" [shape=box,label="b\\\\nrun: y"];',
+        "",
         '  "q\\"id" -> "b" [label="next"];',
         "}",
     )
@@ -271,8 +277,8 @@ def test_dot_escaping(tmp_path):
 
 def test_json_workflow(tmp_path):
     path = write(tmp_path, json.dumps({"steps": [{"id": "a", "pipeline": "sort"}]}), "wf.json")
-    assert graph(path, "ascii") == lines("Workflow Graph", "Nodes:", "- a [pipeline] (sort)",
-                                         "Edges:", "- (none)")
+    assert graph(path, "ascii") == lines("Workflow Graph", "", "Nodes:", "- a [pipeline] (pipeline: sort)",
+                                         "", "Edges:", "- (none)")
 
 
 def test_errors(tmp_path):
@@ -305,15 +311,17 @@ def test_cli_graph(cli, argv, expected):
      "graph --format must be one of: mermaid, dot, ascii\n"),
     (("graph", "wf.lobster", "--args-json", "[1]"), 2, "graph --args-json must be a JSON object\n"),
     (("graph", "wf.lobster", "--args-json", "{"), 2, "graph --args-json must be valid JSON\n"),
-    (("graph", "missing.lobster"), 1, "Error: Workflow file not found: missing.lobster\n"),
+    (("graph", "missing.lobster"), 1,
+     "Error: ENOENT: no such file or directory, stat '{work}/missing.lobster'\n"),
     (("graph", "bad.lobster"), 1, "Error: Workflow file requires a non-empty steps array\n"),
     (("graph", "wf.txt"), 1, "Error: Workflow file must end in .lobster, .yaml, .yml, or .json\n"),
 ])
 def test_cli_graph_errors(cli, argv, code, stderr):
     (cli.work / "wf.lobster").write_text(DEMO, encoding="utf-8")
     (cli.work / "bad.lobster").write_text("steps: []\n", encoding="utf-8")
+    (cli.work / "wf.txt").write_text("steps: []\n", encoding="utf-8")
     proc = cli.run(*argv)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (code, "", stderr)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (code, "", stderr.format(work=cli.work))
 
 
 def test_cli_graph_help(cli):

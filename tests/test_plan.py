@@ -35,7 +35,7 @@ PLANS = [
           - id: hello
             run: echo hi
         """, {},
-        lines("[DRY RUN] Would execute 1 step(s):",
+        lines("[DRY RUN] Would execute 1 step:", "",
               "  1. hello  [shell]",
               "     run: echo hi"),
         id="one-shell-step"),
@@ -51,7 +51,7 @@ PLANS = [
             workflow: ./child-${who}.lobster
             workflow_args: {target: "${who}", count: 2}
         """, {"who": "moon"},
-        lines("[DRY RUN] Would execute 2 step(s):",
+        lines("[DRY RUN] Would execute 2 steps:", "",
               "  1. greet  [shell]",
               "     run: echo moon 3 ${HOME}",
               "  2. sub  [workflow]",
@@ -71,7 +71,7 @@ PLANS = [
             retry: {max: 2}
             on_error: stop
         """, {},
-        lines("[DRY RUN] Would execute 2 step(s):",
+        lines("[DRY RUN] Would execute 2 steps:", "",
               "  1. fetch  [shell]",
               "     run: echo '[1,2]'",
               "     timeout: 5000ms",
@@ -99,7 +99,7 @@ PLANS = [
             run: cat
             stdin: "plain $nobody.stdout"
         """, {},
-        lines("[DRY RUN] Would execute 5 step(s):",
+        lines("[DRY RUN] Would execute 5 steps:", "",
               "  1. fetch  [shell]",
               "     run: echo ok",
               "  2. shape  [pipeline]",
@@ -134,13 +134,12 @@ PLANS = [
             condition: $plain_gate.approved && !$plain_gate.skipped
             run: echo next
         """, {},
-        lines("[DRY RUN] Would execute 5 step(s):",
+        lines("[DRY RUN] Would execute 5 steps:", "",
               "  1. review  [no-op]",
               "     [approval required]",
               "  2. shipped  [shell]",
               "     run: echo ship",
-              "  3. rejected  [shell]",
-              "     [skipped — condition: false]",
+              "  3. rejected  [skipped — condition: false]",
               "  4. plain_gate  [shell]",
               "     run: echo '[1]'",
               "     [approval required]",
@@ -164,13 +163,13 @@ PLANS = [
             when: $decided.skipped
             run: echo was skipped
         """, {},
-        lines("[DRY RUN] Would execute 4 step(s):",
+        lines("[DRY RUN] Would execute 4 steps:", "",
               "  1. ask  [input]",
+              "     prompt: Pick one",
               "     [input required]",
               "  2. pending  [shell]",
               "     run: echo waiting",
-              "  3. decided  [shell]",
-              "     [skipped — condition: false]",
+              "  3. decided  [skipped — condition: false]",
               "  4. skipped_ref  [shell]",
               "     run: echo was skipped"),
         id="input-modelled-as-pending"),
@@ -192,14 +191,13 @@ PLANS = [
             when: "!$fetch.skipped"
             run: echo ran
         """, {},
-        lines("[DRY RUN] Would execute 5 step(s):",
+        lines("[DRY RUN] Would execute 5 steps:", "",
               "  1. fetch  [shell]",
               "     run: echo ok",
               "  2. depends  [shell]",
               "     when: $fetch.json.ok == true  [depends on step output — unknown at plan time]",
               "     run: echo ok",
-              "  3. decided_anyway  [shell]",
-              "     [skipped — condition: false]",
+              "  3. decided_anyway  [skipped — condition: false]",
               "  4. or_true  [shell]",
               "     run: echo always",
               "  5. not_skipped  [shell]",
@@ -220,14 +218,12 @@ PLANS = [
             run: cat
             stdin: $b.stdout
         """, {},
-        lines("[DRY RUN] Would execute 2 step(s):",
+        lines("[DRY RUN] Would execute 2 steps:", "",
               "  1. fan  [parallel]",
-              "     wait: any, timeout: 1000ms",
-              "     1.1. a  [shell]",
-              "          run: echo a",
-              "     1.2. b  [pipeline]",
-              "          pipeline: exec --json --shell 'echo 2'",
-              "          stdin: [1,2]",
+              "     wait: any",
+              "     timeout: 1000ms",
+              "     branch a: [shell] echo a",
+              "     branch b: [pipeline] exec --json --shell 'echo 2'",
               "     timeout: 9000ms",
               "  2. after  [shell]",
               "     run: cat",
@@ -246,18 +242,16 @@ PLANS = [
               - {id: off, when: false, run: echo no}
               - {id: maybe, when: "$row.json > 1", pipeline: "exec --shell 'echo $row.json'"}
         """, {},
-        lines("[DRY RUN] Would execute 2 step(s):",
+        lines("[DRY RUN] Would execute 2 steps:", "",
               "  1. list  [shell]",
               "     run: echo '[1,2]'",
               "  2. loop  [for_each]",
-              "     for_each: $list.json  [output unknown at plan time]",
-              "     2.1. show  [shell]",
-              "          run: echo $row.json",
-              "     2.2. off  [shell]",
-              "          [skipped — condition: false]",
-              "     2.3. maybe  [pipeline]",
-              "          when: $row.json > 1  [depends on step output — unknown at plan time]",
-              "          pipeline: exec --shell 'echo $row.json'"),
+              "     for_each: $list.json  [contains step output refs — unknown at plan time]",
+              "     item_var: row, index_var: index",
+              "     sub-steps: 3",
+              "       1. show  [shell] run: echo $row.json",
+              "       2. off  [skipped — condition: false]",
+              "       3. maybe  [pipeline] pipeline: exec --shell 'echo $row.json'"),
         id="for_each"),
     pytest.param(
         """
@@ -269,7 +263,7 @@ PLANS = [
           - id: stage_from_output
             pipeline: "$multi.stdout --x 1 | head --n $multi.json"
         """, {},
-        lines("[DRY RUN] Would execute 2 step(s):",
+        lines("[DRY RUN] Would execute 2 steps:", "",
               "  1. multi  [shell]",
               "     run: echo one",
               "          echo two",
@@ -284,7 +278,7 @@ PLANS = [
           - id: p
             pipeline: "${cmd} --key n"
         """, {"cmd": "sort"},
-        lines("[DRY RUN] Would execute 1 step(s):",
+        lines("[DRY RUN] Would execute 1 step:", "",
               "  1. p  [pipeline]",
               "     pipeline: sort --key n"),
         id="stage-name-from-arg"),
@@ -299,14 +293,14 @@ def test_workflow_plan(tmp_path, text, args, expected):
 def test_workflow_plan_counts_ten_steps(tmp_path):
     steps = "".join(f"  - {{id: s{i}, run: echo {i}}}\n" for i in range(1, 11))
     out = plan(tmp_path, "steps:\n" + steps)
-    assert out.splitlines()[0] == "[DRY RUN] Would execute 10 step(s):"
+    assert out.splitlines()[0] == "[DRY RUN] Would execute 10 steps:", ""
     assert out.splitlines()[-2:] == ["  10. s10  [shell]", "      run: echo 10"]
 
 
 def test_json_workflow_file(tmp_path):
     text = json.dumps({"steps": [{"id": "a", "run": "echo a"}]})
     assert plan(tmp_path, text, name="wf.json") == lines(
-        "[DRY RUN] Would execute 1 step(s):", "  1. a  [shell]", "     run: echo a")
+        "[DRY RUN] Would execute 1 step:", "", "  1. a  [shell]", "     run: echo a")
 
 
 # (workflow text, args, error message, code)
@@ -378,7 +372,7 @@ steps:
     approval: required
     stdin: $hi.stdout
 """
-WF_PLAN = lines("[DRY RUN] Would execute 2 step(s):",
+WF_PLAN = lines("[DRY RUN] Would execute 2 steps:", "",
                 "  1. hi  [shell]",
                 "     run: echo {who}",
                 "  2. gate  [no-op]",
@@ -432,7 +426,7 @@ def test_cli_workflow_dry_run_errors(cli):
     (cli.work / "wf.lobster").write_text(WF, encoding="utf-8")
     proc = cli.run("run", "--args-json", "{", "--dry-run", "wf.lobster")
     assert proc.returncode == 2
-    assert proc.stderr.splitlines()[0] == "Parse error: run --args-json must be valid JSON"
+    assert proc.stderr.splitlines()[0] == "run --args-json must be valid JSON"  # bare (D22)
 
 
 def test_cli_pipeline_dry_run(cli):

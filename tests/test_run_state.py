@@ -156,7 +156,7 @@ def test_parallel_wait_any_stops_only_its_own_runs_losers(options, tmp_path):
         " echo [1]\n")
     other = Background({"action": "run", "pipeline": waiting_child("b.pid")}, options)
     b_pid = wait_for(tmp_path / "b.pid")
-    assert handle({"action": "run", "pipeline": "race.lobster"}, options)["output"] == [1]
+    assert handle({"action": "run", "pipeline": "race.lobster"}, options)["output"] == [{"fast": [1]}]
     assert dead_soon(wait_for(tmp_path / "slow.pid"))
     assert running(b_pid)
     (tmp_path / "go").write_text("")
@@ -219,7 +219,7 @@ def test_lobster_resume_is_bounded_as_lobster_run_is(cli):
                           "--approve", "yes", env=capped)
     assert (resumed["error"]["message"], resumed["error"]["code"]) == (
         direct["error"]["message"], direct["error"]["code"])
-    assert direct["error"]["message"] == "lobster stdout exceeded maxStdoutBytes"
+    assert direct["error"]["message"] == "Process output exceeded 4096 bytes"
 
 
 # the compiler is a frontend -------------------------------------------------------------------

@@ -99,6 +99,9 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
         dry_run, rest = True, rest[:1]  # `lobster run wf.lobster --dry-run`
     workflow = file is not None
     if file is not None:
+        problem = _file_problem(file)
+        if problem is not None:
+            return _fail(mode, RequestError(problem, code="E005"))
         pipeline = file
     elif len(rest) == 1:
         pipeline = rest[0]
@@ -128,6 +131,19 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
         _print_json({k: envelope[k] for k in ("status", "output", "requiresApproval",
                                               "requiresInput")})
     return 0
+
+
+def _file_problem(path: str) -> str | None:
+    """Why `--file PATH` names no workflow file, in the reference's words: the path is looked
+    up first (with the OS's text, as Node words it), then its kind, then its extension."""
+    full = os.path.abspath(path)
+    if not os.path.exists(full):
+        return f"ENOENT: no such file or directory, stat '{full}'"
+    if not os.path.isfile(full):
+        return "Workflow path is not a file"
+    if not full.lower().endswith(protocol.WORKFLOW_EXTENSIONS):
+        return "Workflow file must end in .lobster, .yaml, .yml, or .json"
+    return None
 
 
 def _dry_run(pipeline: str, options: Options, workflow: bool = False,
@@ -178,7 +194,10 @@ def _human_error(envelope: dict, rendered: str | None = None) -> int:
     runtime location."""
     error = envelope["error"]
     label = "Parse error" if error["type"] == "parse_error" else "Error"
-    lines = [f"{label}: {error['message']}"]
+    if error["message"].startswith("run --args-json "):
+        lines = [error["message"]]  # the reference prints its own usage errors bare
+    else:
+        lines = [f"{label}: {error['message']}"]
     if rendered is not None:
         lines.append(rendered)
     elif error.get("location"):
@@ -218,7 +237,7 @@ def _resume(values: dict) -> dict:
     token, approval_id = values.get("token"), values.get("id")
     if not token and not approval_id:
         raise RequestError("resume requires --token or --id")
-    approve = values.get("approve", values.get("decision"))
+    approve = values.get("approve", values.get("decision")) or None  # '' is no decision
     chosen = [k for k in ("approve", "response-json", "cancel")
               if (values.get(k) if k != "approve" else approve) is not None]
     if len(chosen) > 1:
@@ -298,6 +317,9 @@ def cmd_graph(argv: list[str], frontend: Frontend | None = None) -> int:
     except RequestError as exc:
         sys.stderr.write(exc.envelope["error"]["message"] + "\n")
         return 2
+    if not os.path.exists(path):
+        sys.stderr.write(f"Error: ENOENT: no such file or directory, stat '{os.path.abspath(path)}'\n")
+        return 1
     try:
         text = compiler.graph(path, fmt, args)
     except compiler.CompileError as exc:
@@ -329,12 +351,14 @@ def cmd_doctor(argv: list[str], frontend: Frontend | None = None) -> int:
         return 1
     item = {"toolMode": True, "protocolVersion": protocol.PROTOCOL_VERSION, "version": __version__}
     if argv:
-        item["notes"] = " ".join(argv)
+        item["notes"] = list(argv)
     _print_json(protocol.ok_envelope("ok", [item]))
     return 0
 
 
 def cmd_help(argv: list[str]) -> int:
+    """`lobster help [COMMAND]`: our usage text, or a command's help made from its signature
+    (the texts are ours; the original's differ in wording, see README)."""
     if not argv:
         sys.stdout.write(USAGE)
         return 0

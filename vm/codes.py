@@ -26,6 +26,7 @@ CODES: dict[str, Code] = {
     "E002": Code("tool request is not JSON", PARSE),
     "E003": Code("no compiler installed", RUNTIME),
     "E004": Code("invalid checkpoint TTL or duration", RUNTIME),
+    "E005": Code("--file names no workflow file", PARSE),
     # pipeline syntax
     "E101": Code("empty pipeline", PARSE),
     "E102": Code("unclosed quote", PARSE),

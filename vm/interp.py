@@ -546,15 +546,16 @@ def op_parallel(run: Run, ins: Instr) -> None:
             if pending:
                 scope.cancel()  # the losers' children; nothing outside this step
             winner = next(iter(done))
-            result = _branch_outcome(winner, step, spec)
+            result = _branch_outcome(winner, step, spec, prefix="")
             frame.results[futures[winner]] = result
-            run.record(step, {"id": step, "json": result.get("json"),
-                              "stdout": result.get("stdout", "")})
+            # the winner's JSON under its id (nothing when it printed none), its own stdout
+            won = {futures[winner]: result["json"]} if "json" in result else {}
+            run.record(step, {"id": step, "json": won, "stdout": result.get("stdout", "")})
             return
         results = {branch_id: _branch_outcome(future, step, spec)
                    for future, branch_id in futures.items()}
     frame.results.update(results)
-    merged = {bid: r.get("json", r.get("stdout")) for bid, r in results.items()}
+    merged = {bid: r["json"] for bid, r in results.items() if "json" in r}  # JSON branches only
     run.record(step, {"id": step, "json": merged, "stdout": js.json_compact(merged)})
 
 
@@ -576,14 +577,17 @@ def op_end_branch(run: Run, ins: Instr) -> Finished:
     return Finished(run.frame.results[run.K[ins.a]])
 
 
-def _branch_outcome(future, step: str, spec: Parallel) -> dict:
+def _branch_outcome(future, step: str, spec: Parallel,
+                    prefix: str = "Parallel branch failed: ") -> dict:
+    """A branch's result, or its failure as the step's (`wait: any` passes the first
+    branch's own message on unprefixed, as the reference does)."""
     try:
         return future.result()
     except CommandError as exc:
         if exc.code == "T420" and spec.timeout_ms is not None:
             raise CommandError(f"Parallel step {step} timed out after {spec.timeout_ms}ms",
                                code="T420") from None
-        raise CommandError(f"Parallel branch failed: {exc.message}", code=exc.code) from None
+        raise CommandError(f"{prefix}{exc.message}", code=exc.code) from None
 
 
 HANDLERS = {
@@ -615,12 +619,12 @@ def approval_pending(site: HaltSite, halt: int, register: int, items: list) -> P
 
 def input_pending(site: HaltSite, halt: int, register: int, items: list) -> Pending:
     subject: Any = None
-    if site.subject:
-        text = "\n".join(js.to_text(i) for i in items)
+    text = "\n".join(js.to_text(i) for i in items) if site.subject else ""
+    if text:  # no text, no subject (as the reference)
         subject = {"text": text[:SUBJECT_LIMIT]}
     return Pending(kind="input", halt=halt, register=register, prompt=site.prompt,
                    items=list(items), schema=site.schema, subject=subject,
-                   has_subject=site.subject)
+                   has_subject=bool(text))
 
 
 def _gate_config(site: HaltSite) -> dict:

@@ -232,6 +232,17 @@ def _exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+def env_output_cap(env: Mapping[str, str]) -> int | None:
+    """LOBSTER_MAX_OUTPUT_BYTES, checked when a child is about to start (as the reference):
+    unset or empty is no cap; anything but a positive safe integer is an error."""
+    raw = (env.get("LOBSTER_MAX_OUTPUT_BYTES") or "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 0 < int(raw) <= 2**53 - 1:
+        raise ProcessError("LOBSTER_MAX_OUTPUT_BYTES must be a positive safe integer (bytes)")
+    return int(raw)
+
+
 def run_process(
     argv: list[str],
     *,
@@ -253,6 +264,7 @@ def run_process(
     """
     if not argv:
         raise ProcessError("exec requires a command")
+    env_cap = env_output_cap(env)
     if deadline is not None and time.monotonic() >= deadline:
         raise ProcessTimeout()
 
@@ -273,7 +285,12 @@ def run_process(
         if child.cancelled:
             _killpg(child.pgid, signal.SIGKILL)
             raise Cancelled()
-        stdout, stderr = _communicate(proc, child, stdin, deadline, max_output_bytes)
+        try:
+            stdout, stderr = _communicate(proc, child, stdin, deadline, max_output_bytes)
+        except OutputLimitExceeded as exc:
+            if env_cap is not None and max_output_bytes == env_cap:  # the variable's cap hit
+                raise OutputLimitExceeded(exc.stream, f"Process output exceeded {env_cap} bytes") from None
+            raise
         returncode = _wait(proc, child, deadline)
         finished = True
         if child.cancelled:

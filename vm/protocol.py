@@ -253,8 +253,7 @@ def is_workflow_path(pipeline: str, cwd: str) -> bool:
     text = pipeline.strip()
     if "|" in text or not text.lower().endswith(WORKFLOW_EXTENSIONS):
         return False
-    path = os.path.join(cwd, text)
-    return os.path.exists(path) or not any(ch.isspace() for ch in text)
+    return os.path.isfile(os.path.join(cwd, text))  # else a pipeline, as the reference runs it
 
 
 def compiler(given: Frontend | None) -> Frontend:
@@ -345,11 +344,23 @@ def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
     if isinstance(outcome, machine.Finished):
         envelope = ok_envelope("ok", outcome.output)
     else:
-        envelope = _park(program, outcome.frame, options)
+        envelope = _cap_subject(_park(program, outcome.frame, options), options.env)
     cap = settings.max_stdout_bytes
     if cap is not None and len(js.json_pretty(envelope).encode("utf-8")) > cap:
         return error_envelope("runtime_error", "lobster runtime result exceeded maxStdoutBytes",
                               "T423")
+    return envelope
+
+
+def _cap_subject(envelope: dict, env: Mapping[str, str]) -> dict:
+    """LOBSTER_MAX_TOOL_ENVELOPE_BYTES (1024 or more, else no cap): an input request whose
+    envelope is over it carries its subject's size instead of the subject, as the reference."""
+    request, cap = envelope.get("requiresInput"), _env_int(env, "LOBSTER_MAX_TOOL_ENVELOPE_BYTES")
+    if (cap is not None and cap >= 1024 and request and "subject" in request
+            and len(js.json_pretty(envelope).encode("utf-8")) > cap):
+        size = len(js.json_compact(request["subject"]).encode("utf-8"))
+        request["subject"] = {"truncated": True, "bytes": size,
+                              "preview": "[subject omitted: envelope size limit]"}
     return envelope
 
 

@@ -65,7 +65,26 @@ def _gates_in_loops(case, i, ref, ours) -> bool:
     return any(r in ref_msg for r in refusals) and not any(r in ours_msg for r in refusals)
 
 
+def _help_without_lists(out: str) -> str:
+    """The top-level help without what names commands: the `Commands:` list and the usage
+    lines of subcommands only we have."""
+    lines = out.split("\n")
+    if "Commands:" in lines:
+        k = lines.index("Commands:")
+        lines = lines[:k + 1] + lines[k + 2:]
+    return "\n".join(line for line in lines if not line.startswith("  lobster tool "))
+
+
+def _help_text(case, i, ref, ours) -> bool:
+    argv = ours.get("argv") or []
+    return (argv in ([], ["help"]) or argv[:1] in (["help"], ["--help"], ["-h"])) \
+        and ref.get("exitCode") == ours.get("exitCode")
+
+
 def _command_set(case, i, ref, ours) -> bool:
+    argv = ours.get("argv") or []
+    if (argv in ([], ["help"]) or argv[:1] == ["--help"]) and ref.get("exitCode") == ours.get("exitCode") == 0:
+        return _help_without_lists(ref.get("stdout") or "") == _help_without_lists(ours.get("stdout") or "")
     text = pipeline_text(case, i)
     if "commands.list" in text:
         return True
@@ -123,6 +142,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("A9", "a workflow: path is literal", "SPEC §9.9",
           "Sub-workflows are compiled into the caller's program, so `workflow: ${w}.lobster` is "
           "refused; the original templates the path at run time.", _literal_workflow_path),
+    Entry("A11", "help texts in our own words", "README deliberate difference 11 (for SPEC §9)",
+          "`lobster`, `lobster help` and `lobster help COMMAND` print help written for this "
+          "project (usage lines, flags with their help from the command signatures, side "
+          "effects); the original's prose is its own and is not copied. Exit codes agree, and "
+          "`help nosuch` agrees exactly.", _help_text),
     Entry("A10", "checked before running", "SPEC §9.10 (and §4: unknown commands are reported "
           "before anything runs)",
           "The file is checked against its JSON Schema (`env: {A: 5}` is an error; the original "

@@ -153,8 +153,8 @@ _ALL = (
                    Flag("stdin", help="feed items to the child: raw, json or jsonl",
                         choices=("raw", "json", "jsonl"))),
             positionals="[<cmd> [args...]]", effects="local_exec", lowering="exec",
-            rest_after_first_positional=True, check=_exec_check,
-            examples=("exec --json --shell 'inbox list --json'", "exec git status --short")),
+            check=_exec_check,  # every --x is exec's own, after the command too (as the reference)
+            examples=("exec --json --shell 'inbox list --json'", "exec git status")),
     Command("where", "keep items matching one predicate (field=value, <, <=, >, >=, !=)",
             data.where, positionals="<expr>",
             check=_needs_positional("where requires an expression (e.g. field=value)"),

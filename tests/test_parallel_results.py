@@ -1,0 +1,37 @@
+"""`parallel` step results as the original shapes them (DIVERGENCES D11, D24, D25): `wait: all`
+keeps only branches that printed JSON; `wait: any` is `{winner: json}` with the winner's own
+stdout, and the first branch to fail fails the step with its own message."""
+
+from __future__ import annotations
+
+
+def run(cli, text: str) -> tuple[dict, int]:
+    (cli.work / "p.lobster").write_text(text)
+    return cli.tool("run", "--mode", "tool", "p.lobster")
+
+
+def test_wait_all_leaves_out_branches_without_json(cli):
+    env, code = run(cli, "steps:\n  - id: p\n    parallel:\n      branches:\n"
+                         "        - {id: b1, run: echo text}\n"
+                         "        - {id: b2, run: \"echo '{\\\"v\\\":1}'\"}\n"
+                         "        - {id: b3, run: \"true\"}\n")
+    assert (code, env["output"]) == (0, [{"b2": {"v": 1}}])
+
+
+def test_wait_any_is_the_winner_under_its_id(cli):
+    env, code = run(cli, "steps:\n  - id: p\n    parallel:\n      wait: any\n      branches:\n"
+                         "        - {id: b, run: echo 1}\n")
+    assert (code, env["output"]) == (0, [{"b": 1}])
+    env, code = run(cli, "steps:\n  - id: p\n    parallel:\n      wait: any\n      branches:\n"
+                         "        - {id: b, run: echo hello}\n  - id: s\n    run: cat\n"
+                         "    stdin: $p.stdout\n")
+    assert (code, env["output"]) == (0, ["hello\n"])
+
+
+def test_wait_any_failure_keeps_the_branch_message(cli):
+    env, code = run(cli, "steps:\n  - id: p\n    parallel:\n      wait: any\n      branches:\n"
+                         "        - {id: f, run: exit 3}\n")
+    assert (code, env["error"]["message"]) == (1, "workflow command failed (3): exit 3")
+    env, code = run(cli, "steps:\n  - id: p\n    parallel:\n      branches:\n"
+                         "        - {id: f, run: exit 3}\n")
+    assert env["error"]["message"] == "Parallel branch failed: workflow command failed (3): exit 3"
