@@ -641,3 +641,27 @@ def test_tool_envelope_cap_replaces_an_input_subject(cli):
     env, _ = cli.tool("run", "--mode", "tool", "w.lobster",
                       env={"LOBSTER_MAX_TOOL_ENVELOPE_BYTES": "1023"})  # under 1024: no cap
     assert env["requiresInput"]["subject"] == "0" * 3000
+
+
+def test_a_runtime_trap_in_a_sub_workflow_is_rendered_in_its_own_file(cli):
+    """Human mode prints a trap like a compile error: the file it happened in, its line and a
+    caret, with the same printer."""
+    (cli.work / "lib").mkdir()
+    (cli.work / "main.lobster").write_text(
+        "steps:\n  - id: a\n    run: echo hi\n  - id: b\n    workflow: lib/sub.lobster\n")
+    (cli.work / "lib" / "sub.lobster").write_text(
+        "steps:\n  - id: x\n    run: echo 1\n  - id: boom\n    run: exit 3\n")
+    proc = cli.run("run", "main.lobster")
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        "Error: workflow command failed (3): exit 3",
+        "lib/sub.lobster:5:10: error[T410]: workflow command failed (3): exit 3",
+        "  5 |     run: exit 3",
+        "    |          ^^^^^^",
+    ]
+    pipeline = cli.run("exec --json --shell 'echo [1]' | exec --shell 'exit 4'")
+    assert pipeline.stderr.splitlines()[1:] == [
+        "<pipeline>:1:34: error[T410]: exec failed (4): exit 4",
+        "  1 | exec --json --shell 'echo [1]' | exec --shell 'exit 4'",
+        "    |                                  ^^^^^^^^^^^^^^^^^^^^^",
+    ]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from vm import __version__, js, protocol
+from vm.outcome import Failed
 from vm.protocol import Decision, Options, RequestError
 
 if TYPE_CHECKING:
@@ -110,9 +111,9 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
     if not pipeline.strip() and file is None:
         return _fail(mode, RequestError("Empty pipeline", code="E101"))
     rendered: list[str] = []
-    compile_errors: list = []
+    reported: list = []
     options = Options(mode=mode, write=rendered.append, stdin_is_tty=sys.stdin.isatty(),
-                      ask_line=_ask_line, log=sys.stderr.write, report=compile_errors.append,
+                      ask_line=_ask_line, log=sys.stderr.write, report=reported.append,
                       frontend=frontend)
     if dry_run:
         return _dry_run(pipeline, options, workflow, args_json)
@@ -121,7 +122,7 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
         _print_json(envelope)
         return protocol.exit_code(envelope)
     if not envelope["ok"]:
-        return _human_error(envelope, _rendered(options, compile_errors))
+        return _human_error(envelope, _rendered(options, reported, pipeline, workflow))
     sys.stdout.write("".join(rendered))
     if envelope["status"] == "ok":
         is_workflow = workflow or protocol.is_workflow_path(pipeline, os.getcwd())
@@ -168,11 +169,20 @@ def _dry_run(pipeline: str, options: Options, workflow: bool = False,
     return 0
 
 
-def _rendered(options: Options, compile_errors: list) -> str | None:
-    """The human rendering of the compile error a run reported, if it reported one."""
-    if not compile_errors:
+def _rendered(options: Options, reported: list, pipeline: str, workflow: bool) -> str | None:
+    """The human rendering of the compile error or runtime trap a run reported: the same
+    `file:line:col: error[CODE]: message`, source line and caret for both."""
+    if not reported:
         return None
-    return protocol.compiler(options.frontend).render_error(compile_errors[0])
+    problem = reported[0]
+    if not isinstance(problem, Failed):
+        return protocol.compiler(options.frontend).render_error(problem)
+    from vm.source import Source, render_trap
+
+    if workflow or protocol.is_workflow_path(pipeline, os.getcwd()):
+        main = os.path.join(os.getcwd(), pipeline.strip())
+        return render_trap(problem, base_dir=os.path.dirname(os.path.realpath(main)))
+    return render_trap(problem, source=Source("<pipeline>", pipeline))
 
 
 def _ask_line(prompt: str) -> str:

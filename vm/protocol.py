@@ -84,7 +84,8 @@ class Options:
     ask_line: Callable[[str], str] | None = None
     log: Callable[[str], None] = field(default=lambda text: None)
     stdin_is_tty: bool = False
-    report: Callable[[Any], None] | None = None  # receives a compile error before it is flattened
+    # receives a compile error, or a runtime trap (vm.outcome.Failed), before it is flattened
+    report: Callable[[Any], None] | None = None
     frontend: Frontend | None = None  # the compiler; None: the installed one, found on first use
     checkpoint_ttl_ms: int | None = None  # a halt's checkpoint expires after this; None:
     # LOBSTER_CHECKPOINT_TTL, else never
@@ -336,6 +337,8 @@ def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
                         ask_line=options.ask_line, log=options.log)
     outcome = machine.run(program, frame, host)
     if isinstance(outcome, machine.Failed):
+        if options.report is not None:
+            options.report(outcome)
         location = None
         if outcome.span:
             location = {"file": outcome.file or program.header.source_name,
