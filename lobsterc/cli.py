@@ -123,15 +123,13 @@ def cmd_graph(ns) -> int:
     """The same text as `lobster graph`; a bad file is reported with its source line."""
     from lobsterc.graph import FORMATS, parse_args_json, render_graph
     from lobsterc.workflow_file import load_workflow_file
-    from vm.protocol import RequestError
-
     if ns.format not in FORMATS:
         sys.stderr.write(f"graph --format must be one of: {', '.join(FORMATS)}\n")
         return 2
     try:
         args = parse_args_json(ns.args_json)
-    except RequestError as exc:
-        sys.stderr.write(exc.envelope["error"]["message"] + "\n")
+    except ValueError as exc:
+        sys.stderr.write(f"{exc}\n")
         return 2
     try:
         wf = load_workflow_file(ns.file)

@@ -11,7 +11,6 @@ from attrs import frozen
 from lobsterc import ast
 from lobsterc.diagnostics import CompileError
 from lobsterc.load import Document
-from vm.protocol import RequestError, compile_error_fields
 from vm import js
 from vm.refs import REF, substitute_args
 
@@ -43,14 +42,15 @@ class Edge:
 
 
 def graph(path: str, fmt: str = "mermaid", args: dict | None = None) -> str:
-    """Load a workflow file and render its graph. Load errors raise RequestError."""
+    """Load a workflow file and render its graph. A file that does not load raises
+    CompileError; an unknown format, ValueError."""
     from lobsterc.build import load
 
     if fmt not in FORMATS:
-        raise RequestError(f"graph --format must be one of: {', '.join(FORMATS)}")
+        raise ValueError(f"graph --format must be one of: {', '.join(FORMATS)}")
     loaded = load(path)
     if loaded.workflow is None:
-        raise RequestError(**compile_error_fields(CompileError(loaded.diagnostics)))
+        raise CompileError(loaded.diagnostics)
     return render_graph(loaded.workflow, fmt, args)
 
 
@@ -216,15 +216,7 @@ def _ascii(nodes: list[Node], edges: list[Edge]) -> str:
 
 
 def parse_args_json(text: str | None) -> dict[str, Any]:
-    """`--args-json` for graph: a JSON object, with the reference's two error texts."""
-    if text is None:
-        return {}
+    """`--args-json` for graph: a JSON object; ValueError with the reference's texts."""
     from vm import js
 
-    try:
-        value = js.json_loads(text)
-    except ValueError:
-        raise RequestError("graph --args-json must be valid JSON") from None
-    if not isinstance(value, dict):
-        raise RequestError("graph --args-json must be a JSON object")
-    return value
+    return {} if text is None else js.parse_args_json(text, "graph")

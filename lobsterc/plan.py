@@ -17,20 +17,16 @@ from lobsterc.source import Span
 from vm import js
 from vm.commands import COMMANDS
 from vm.condition import MISSING, evaluate, truthy
-from vm.protocol import RequestError, compile_error_fields
 from vm.refs import ARG, REF, WHOLE_REF, substitute_args
 from vm.steps import value_result
 
 
 def pipeline_plan(text: str) -> str:
     """`[DRY RUN] Pipeline (N stages):` and one line per stage with its arguments."""
-    try:
-        pipeline = parse_pipeline(text)
-        bound, diags = check_pipeline(pipeline)
-        if diags:
-            raise CompileError(diags)
-    except CompileError as exc:
-        raise RequestError(**compile_error_fields(exc)) from None
+    pipeline = parse_pipeline(text)
+    bound, diags = check_pipeline(pipeline)
+    if diags:
+        raise CompileError(diags)
     count = len(bound)
     lines = [f"[DRY RUN] Pipeline ({count} stage{'' if count == 1 else 's'}):"]
     for index, item in enumerate(bound, start=1):
@@ -74,17 +70,14 @@ def workflow_plan(path: str, args: dict) -> str:
     file the compiler refuses is refused with the same diagnostic (lobsterc.check)."""
     from lobsterc.check import check_file, refusal
 
-    try:
-        loaded, diags = check_file(path)
-        wf = loaded.workflow
-        if wf is not None:
-            diags = _unless_templated(wf, diags)
-        refused = refusal(diags)
-        if refused is not None:
-            raise refused
-        return _Planner(wf, {**wf.defaults, **(args or {})}).plan()
-    except CompileError as exc:
-        raise RequestError(**compile_error_fields(exc)) from None
+    loaded, diags = check_file(path)
+    wf = loaded.workflow
+    if wf is not None:
+        diags = _unless_templated(wf, diags)
+    refused = refusal(diags)
+    if refused is not None:
+        raise refused
+    return _Planner(wf, {**wf.defaults, **(args or {})}).plan()
 
 
 def _unless_templated(wf: ast.Workflow, diags: list[Diagnostic]) -> list[Diagnostic]:

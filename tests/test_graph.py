@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lobsterc.graph import graph
-from vm.protocol import RequestError
+from lobsterc.diagnostics import CompileError
 
 from conftest import LOBSTERC
 
@@ -282,12 +282,11 @@ def test_json_workflow(tmp_path):
 
 
 def test_errors(tmp_path):
-    with pytest.raises(RequestError) as info:
+    with pytest.raises(ValueError, match="^graph --format must be one of: mermaid, dot, ascii$"):
         graph(write(tmp_path, DEMO), "svg")
-    assert info.value.envelope["error"]["message"] == "graph --format must be one of: mermaid, dot, ascii"
-    with pytest.raises(RequestError) as info:
+    with pytest.raises(CompileError) as info:
         graph(write(tmp_path, "steps: []\n"))
-    assert info.value.envelope["error"]["message"] == "Workflow file requires a non-empty steps array"
+    assert info.value.first.message == "Workflow file requires a non-empty steps array"
 
 
 # through the real executables -------------------------------------------------------------

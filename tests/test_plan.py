@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from lobsterc.plan import pipeline_plan, workflow_plan
-from vm.protocol import RequestError
+from lobsterc.diagnostics import CompileError
+from lobsterc.frontend import error_fields
 
 
 def write(tmp_path: Path, text: str, name: str = "wf.lobster") -> str:
@@ -333,9 +334,9 @@ ERRORS = [
 
 @pytest.mark.parametrize("text, args, message, code", ERRORS)
 def test_workflow_plan_errors(tmp_path, text, args, message, code):
-    with pytest.raises(RequestError) as info:
+    with pytest.raises(CompileError) as info:
         plan(tmp_path, text, args)
-    error = info.value.envelope["error"]
+    error = error_fields(info.value)
     assert error["code"] == code
     if message is not None:
         assert error["message"] == message
@@ -343,9 +344,9 @@ def test_workflow_plan_errors(tmp_path, text, args, message, code):
 
 
 def test_missing_file():
-    with pytest.raises(RequestError) as info:
+    with pytest.raises(CompileError) as info:
         workflow_plan("/nonexistent/wf.lobster", {})
-    assert info.value.envelope["error"]["message"] == "Workflow file not found: /nonexistent/wf.lobster"
+    assert info.value.first.message == "Workflow file not found: /nonexistent/wf.lobster"
 
 
 PIPELINES = [

@@ -282,16 +282,6 @@ def compile_source(pipeline: str, options: Options, cwd: str, workflow: bool = F
         raise RequestError(**frontend.error_fields(exc)) from None
 
 
-def compile_error_fields(exc) -> dict:
-    """Kept for lobsterc.plan and lobsterc.graph until they raise CompileError (the frontend's
-    `error_fields` is the owner)."""
-    diag = exc.first
-    location = None
-    if diag.span is not None:
-        location = {"file": diag.span.source, "line": diag.span.line, "column": diag.span.col}
-    return {"message": diag.message, "code": diag.code, "kind": diag.kind, "location": location}
-
-
 def parse_args_json(args_json: str | None, command: str = "run") -> dict:
     """`COMMAND --args-json`: a JSON object, with the reference's two error texts."""
     if args_json is None:
