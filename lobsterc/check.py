@@ -233,7 +233,7 @@ class _Later:
 
 
 def _check_when(when: ast.When, scope: list[str], later: Any) -> Iterator[Diagnostic]:
-    from lobsterc.expr import compile_condition
+    from lobsterc.expr import compile_condition, tree_refs
 
     if when.tree is None:
         try:
@@ -241,26 +241,10 @@ def _check_when(when: ast.When, scope: list[str], later: Any) -> Iterator[Diagno
         except CompileError as exc:
             yield from exc.diagnostics
         return
-    for ref, path in _tree_refs(when.tree):
+    for ref, path in tree_refs(when.tree):
         if ref not in scope:
             text = ".".join((ref, *path))
             yield unknown_ref(ref, text, _ref_span(when, ref), scope, later)
-
-
-def _tree_refs(tree: Any) -> Iterator[tuple[str, list[str]]]:
-    """(step id, path) of every reference in a compiled condition, left to right."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        tag = node[0]
-        if tag == "ref":
-            yield node[1], node[2]
-        elif tag in ("or", "and"):
-            stack.extend((node[2], node[1]))
-        elif tag == "not":
-            stack.append(node[1])
-        elif tag == "cmp":
-            stack.extend((node[3], node[2]))
 
 
 def _ref_span(when: ast.When, ref: str) -> Span:

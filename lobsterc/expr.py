@@ -4,12 +4,13 @@ The tree is stored in bytecode and evaluated by vm.condition; see compile_condit
 from __future__ import annotations
 
 from importlib import resources
+from collections.abc import Iterator
 from typing import Any
 
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.source import Span
 
-__all__ = ["compile_condition", "condition_refs", "MAX_DEPTH"]
+__all__ = ["compile_condition", "condition_refs", "tree_refs", "MAX_DEPTH"]
 
 MAX_DEPTH = 200  # nesting limit, so evaluation can never exhaust the Python stack
 
@@ -63,23 +64,25 @@ def compile_condition(value: Any, span: Span | None) -> Any:
         raise _error(f"Unsupported condition: {trimmed} (nested deeper than {MAX_DEPTH})", span)
 
 
-def condition_refs(tree: Any) -> list[str]:
-    """The step ids a compiled condition references, in order of first appearance."""
-    seen: list[str] = []
+def tree_refs(tree: Any) -> Iterator[tuple[str, list[str]]]:
+    """(step id, path) of every reference in a compiled condition, left to right."""
     stack = [tree]
     while stack:
         node = stack.pop()
         tag = node[0]
         if tag == "ref":
-            if node[1] not in seen:
-                seen.append(node[1])
+            yield node[1], node[2]
         elif tag in ("or", "and"):
             stack.extend((node[2], node[1]))
         elif tag == "not":
             stack.append(node[1])
         elif tag == "cmp":
             stack.extend((node[3], node[2]))
-    return seen
+
+
+def condition_refs(tree: Any) -> list[str]:
+    """The step ids a compiled condition references, in order of first appearance."""
+    return list(dict.fromkeys(step for step, _ in tree_refs(tree)))
 
 
 class _TooDeep(Exception):
