@@ -376,15 +376,14 @@ def test_relative_cwd_is_used_for_exec(cli):
 
 # limits -------------------------------------------------------------------------------------
 def test_timeout_kills_the_whole_process_group(cli):
-    line = "echo $$ > sh.pid; sleep 5 & echo $! > sleep.pid; wait"
+    """The run answers at its timeout, not when its children end: the grandchild sleeps far
+    longer than the CLI is given (cli.run's own 60 s bound would fail the test first)."""
+    line = "echo $$ > sh.pid; sleep 120 & echo $! > sleep.pid; wait"
     request = {"action": "run", "pipeline": f"exec --shell '{line}'", "timeoutMs": 300}
-    started = time.monotonic()
     result = cli.tool("tool", json.dumps(request))
-    elapsed = time.monotonic() - started
     assert_error(result, "runtime_error", "lobster runtime timed out")
-    assert elapsed < 3, elapsed
     pids = [int((cli.work / name).read_text()) for name in ("sh.pid", "sleep.pid")]
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 20  # a bound on waiting for the kill to land, not a speed
     while any(pid_running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not any(pid_running(pid) for pid in pids), pids
