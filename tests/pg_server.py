@@ -143,3 +143,11 @@ if __name__ == "__main__":
         print(start(where, durable="--durable" in sys.argv[3:]))
     else:
         stop(where)
+
+
+@pytest.fixture(params=["directory", "postgres"])
+def location(request, tmp_path) -> str:
+    """A store location for each backend: a state dir, then a PostgreSQL URL."""
+    if request.param == "directory":
+        return str(tmp_path / "state")
+    return request.getfixturevalue("pg_url")

@@ -13,7 +13,7 @@ import time
 
 import pytest
 from conftest import LOBSTER
-from pg_server import pg_server, pg_url  # noqa: F401  (fixtures)
+from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 
 from vm import admin
 from vm.protocol import Decision, Options, handle, resume
@@ -21,13 +21,6 @@ from vm.store import open_store
 
 GATED = "exec --json --shell 'echo [1]' | approve --prompt 'Go?'"
 ASK = "exec --json --shell 'echo [1]' | ask --prompt 'Name?'"
-
-
-@pytest.fixture(params=["directory", "postgres"])
-def location(request, tmp_path) -> str:
-    if request.param == "directory":
-        return str(tmp_path / "state")
-    return request.getfixturevalue("pg_url")
 
 
 @pytest.fixture

@@ -7,16 +7,9 @@ import os
 import threading
 
 import pytest
-from pg_server import pg_server, pg_url  # noqa: F401  (fixtures)
+from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 
 from vm.store import Claimant, ClaimRecord, Store, StoreError, open_store
-
-
-@pytest.fixture(params=["directory", "postgres"])
-def location(request, tmp_path) -> str:
-    if request.param == "directory":
-        return str(tmp_path / "state")
-    return request.getfixturevalue("pg_url")
 
 
 @pytest.fixture

@@ -235,14 +235,17 @@ class Store:
             data = data[head:]
         return Parked(state_key, data, created_at, expires_at)
 
-    def list_parked(self) -> list[Parked]:
-        found = []
+    def _keys(self, suffix: str) -> list[str]:
+        """The run keys that have a `runs/<key>.<suffix>` file."""
+        keys = []
         for entry in _scan(self.runs):
-            state_key, _, suffix = entry.name.rpartition(".")
-            if suffix == "frame" and STATE_KEY.fullmatch(state_key):
-                parked = self.read_parked(state_key)
-                if parked is not None:
-                    found.append(parked)
+            state_key, _, found = entry.name.rpartition(".")
+            if found == suffix and STATE_KEY.fullmatch(state_key):
+                keys.append(state_key)
+        return keys
+
+    def list_parked(self) -> list[Parked]:
+        found = [p for p in map(self.read_parked, self._keys("frame")) if p is not None]
         return sorted(found, key=lambda p: (p.created_at, p.state_key))
 
     def claim_frame(self, state_key: str, claimant: Claimant | None = None) -> bool:
@@ -267,13 +270,7 @@ class Store:
         _remove(self.claim_path(state_key))
 
     def in_doubt(self) -> list[ClaimRecord]:
-        records = []
-        for entry in _scan(self.runs):
-            state_key, _, suffix = entry.name.rpartition(".")
-            if suffix == "claimed" and STATE_KEY.fullmatch(state_key):
-                record = self.claim_record(state_key)
-                if record is not None:
-                    records.append(record)
+        records = [r for r in map(self.claim_record, self._keys("claimed")) if r is not None]
         return sorted(records, key=lambda r: (r.claimed_at, r.state_key))
 
     def claim_record(self, state_key: str) -> ClaimRecord | None:
