@@ -18,27 +18,22 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
+from lobsterc import grammars
 from vm import __version__, codec
 from vm.program import FORMAT_VERSION, Program
 from vm.store import StateStore
 
-_PACKAGES = ("lobsterc", "grammar")
 
 
 @lru_cache(maxsize=1)
 def compiler_fingerprint() -> str:
     """Versions, plus size and mtime of the compiler's files (a changed compiler is a miss)."""
     parts = [__version__, str(FORMAT_VERSION)]
-    root = Path(__file__).resolve().parent.parent
-    for package in _PACKAGES:
-        try:
-            entries = sorted(os.scandir(root / package), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
+    for folder in (Path(__file__).resolve().parent, grammars.directory()):
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
             if entry.name.endswith((".py", ".lark", ".json")):
                 st = entry.stat()
-                parts.append(f"{package}/{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+                parts.append(f"{folder.name}/{entry.name}:{st.st_size}:{st.st_mtime_ns}")
     return "\0".join(parts)
 
 

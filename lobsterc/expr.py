@@ -3,7 +3,6 @@ The tree is stored in bytecode and evaluated by vm.condition; see compile_condit
 
 from __future__ import annotations
 
-from importlib import resources
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,7 +21,9 @@ def _get_parser() -> Any:
     if _parser is None:
         from lark import Lark
 
-        text = (resources.files("grammar") / "expr.lark").read_text(encoding="utf-8")
+        from lobsterc import grammars
+
+        text = grammars.text("expr.lark")
         _parser = Lark(text, parser="lalr", maybe_placeholders=False)
     return _parser
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib.resources import files
 
 from lobsterc import ast
 from lobsterc.diagnostics import CompileError, Diagnostic
@@ -16,7 +15,9 @@ DQ_ESCAPES = {'"', "\\", "$", "`"}
 def _parser():
     from lark import Lark
 
-    grammar = (files("grammar") / "pipeline.lark").read_text(encoding="utf-8")
+    from lobsterc import grammars
+
+    grammar = grammars.text("pipeline.lark")
     return Lark(grammar, start="pipeline", parser="lalr", maybe_placeholders=True)
 
 

@@ -1,1 +1,0 @@
-"""Lark grammars for pipeline strings and condition expressions (package data)."""
