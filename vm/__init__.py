@@ -1,3 +1,35 @@
-"""The Lobster VM: runs compiled Programs, saves and resumes Frames. Never imports lark."""
+"""The Lobster VM: runs compiled Programs, saves and resumes Frames. Never imports lark.
+
+The embedding API, importable from here (each name is loaded on first use, so `import vm`
+stays cheap):
+
+- `handle(request, options)`: one tool request (`run` or `resume`) -> its envelope.
+- `Options`: where and how requests run (state store, cwd, bounds, callbacks).
+- `run`, `resume`, `Decision`: the same as keyword calls, for a caller holding a Program.
+- `Scope`: a run's cancellation scope (`handle(..., scope=s)`, then `s.cancel()`).
+- `RequestError`: a refused request, carrying its error envelope.
+- `open_store`, `StateStore`: the checkpoint store (a directory or PostgreSQL).
+- `vm.admin`: `pending`, `cancel`, `cancel_older_than`, `gc`.
+- `vm.messages`: TypedDicts of every request and envelope.
+"""
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "handle": "vm.protocol", "run": "vm.protocol", "resume": "vm.protocol",
+    "Options": "vm.protocol", "Decision": "vm.protocol", "RequestError": "vm.protocol",
+    "Scope": "vm.process", "open_store": "vm.store", "StateStore": "vm.store",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vm' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

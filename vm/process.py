@@ -150,6 +150,8 @@ class Scope:
         return Scope(self)
 
     def cancel(self, sig: int = signal.SIGKILL) -> None:
+        """Kill (with `sig`) every child running in this scope and its nested ones; later
+        children in them are refused."""
         with _lock:
             self.cancelled = True
             children = list(self._live.values())

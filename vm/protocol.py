@@ -12,7 +12,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from attrs import define, evolve, field, frozen
 
@@ -28,6 +28,7 @@ from vm.store.base import approval_id_form
 
 if TYPE_CHECKING:
     from vm.frontend import Frontend
+    from vm.messages import Envelope, Request
 
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT_MS = 20000
@@ -37,12 +38,14 @@ DEFAULT_MAX_STDOUT_BYTES = 512000
 # envelopes ----------------------------------------------------------------------------------
 def ok_envelope(status: str, output: list, approval: dict | None = None,
                 input_request: dict | None = None) -> dict:
+    """An `ok: true` envelope (`vm.messages.OkEnvelope`)."""
     return {"protocolVersion": PROTOCOL_VERSION, "ok": True, "status": status, "output": output,
             "requiresApproval": approval, "requiresInput": input_request}
 
 
 def error_envelope(kind: str, message: str, code: str | None = None,
                    location: dict | None = None) -> dict:
+    """An `ok: false` envelope (`vm.messages.ErrorEnvelope`); `code` is one of vm.codes."""
     error: dict[str, Any] = {"type": kind, "message": message}
     if code:
         error["code"] = code
@@ -52,6 +55,7 @@ def error_envelope(kind: str, message: str, code: str | None = None,
 
 
 def exit_code(envelope: dict) -> int:
+    """The CLI's exit status for an envelope: 0 ok (any status), 1 runtime error, 2 parse error."""
     if envelope.get("ok"):
         return 0
     return 2 if envelope["error"]["type"] == "parse_error" else 1
@@ -71,8 +75,30 @@ class RequestError(Exception):
 class Options:
     """Where and how requests run, set once by the CLI or an embedding gateway and shared by
     every request: a request never changes them (its own values make a `Settings`).
-    `timeout_ms` and `max_stdout_bytes` bound `run` and `resume`; for a tool request they
-    are the defaults under its `timeoutMs` / `maxStdoutBytes`, before the protocol's own."""
+
+    Fields (all optional):
+
+    - `env`: the environment runs see and Lobster's own variables are read from (README,
+      "Environment variables"); default `os.environ`.
+    - `cwd`: the base working directory; a request's `cwd` is relative to it and must stay
+      inside it. Default: the process's working directory.
+    - `state_dir`: where checkpoints live: a directory, or a `postgresql://` URL. Default:
+      `LOBSTER_STORE`, else `LOBSTER_STATE_DIR`, else `~/.lobster/state`.
+    - `mode`: `"tool"` (envelopes; never prompts) or `"human"` (the CLI's interactive mode).
+    - `timeout_ms`, `max_stdout_bytes`: bounds of `run` and `resume`; for a tool request,
+      the defaults under its `timeoutMs` / `maxStdoutBytes`, before the protocol's own
+      (20000 ms, 512000 bytes).
+    - `write`: receives what renderers (`table`, `json`) print in human mode.
+    - `ask_line`: asks a question on a terminal (human mode); None: never ask.
+    - `log`: receives diagnostic lines (`[RETRY]`, cost warnings).
+    - `stdin_is_tty`: whether the caller's stdin is a terminal (human-mode prompts).
+    - `report`: receives a compile error, or a runtime trap (`vm.outcome.Failed`), before it
+      is flattened into an envelope (the CLI prints excerpts from it).
+    - `frontend`: the compiler (`vm.frontend.Frontend`); None: the installed one, found
+      through the `lobster.frontend` entry point on first use.
+    - `checkpoint_ttl_ms`: a new checkpoint expires this many ms after its halt; None:
+      `LOBSTER_CHECKPOINT_TTL`, else never.
+    """
 
     env: Mapping[str, str] = field(factory=lambda: os.environ)
     cwd: str = field(factory=os.getcwd)
@@ -84,11 +110,9 @@ class Options:
     ask_line: Callable[[str], str] | None = None
     log: Callable[[str], None] = field(default=lambda text: None)
     stdin_is_tty: bool = False
-    # receives a compile error, or a runtime trap (vm.outcome.Failed), before it is flattened
     report: Callable[[Any], None] | None = None
-    frontend: Frontend | None = None  # the compiler; None: the installed one, found on first use
-    checkpoint_ttl_ms: int | None = None  # a halt's checkpoint expires after this; None:
-    # LOBSTER_CHECKPOINT_TTL, else never
+    frontend: Frontend | None = None
+    checkpoint_ttl_ms: int | None = None
 
     def store(self) -> StateStore:
         """The store at `state_dir` (a directory, or a `postgresql://` URL), else the one
@@ -172,9 +196,16 @@ REQUIRED_FIELDS = {"run": ("pipeline",), "resume": ()}  # resume: token or appro
 # exactly one of approve, responseJson, cancel (checked by `handle`)
 
 
-def handle(request: Any, options: Options | None = None, *, scope: Scope | None = None) -> dict:
-    """One tool call: `{"action": "run" | "resume", ...}` -> envelope. The run's children live
-    in `scope` (a fresh one unless given), so the caller can cancel this run alone."""
+def handle(request: Request | Mapping[str, Any], options: Options | None = None, *,
+           scope: Scope | None = None) -> Envelope:
+    """One tool call: a `vm.messages.Request` (`{"action": "run" | "resume", ...}`, a plain
+    dict) -> its `vm.messages.Envelope`. The run's children live in `scope` (a fresh one
+    unless given), so the caller can cancel this run alone. Never raises for bad input: every
+    refusal is an error envelope with a stable code, and nothing is consumed by it."""
+    return cast("Envelope", _handle(request, options, scope))
+
+
+def _handle(request: Any, options: Options | None, scope: Scope | None) -> dict:
     options = options or Options()
     scope = scope or Scope()
     try:
@@ -393,6 +424,9 @@ def _park(program: Program, frame: Frame, options: Options) -> dict:
 # resume -------------------------------------------------------------------------------------
 @define
 class Decision:
+    """The answer a resume brings: `approve` (an approval), `response` with `has_response`
+    (an input; the response may be null), or `cancel`."""
+
     approve: bool | None = None
     response: Any = None
     has_response: bool = False

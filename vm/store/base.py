@@ -64,6 +64,8 @@ class Parked(NamedTuple):
 
 
 class CacheEntry(NamedTuple):
+    """One cache entry as `list_cache` gives it."""
+
     kind: str
     key: str
     written_at: float  # unix seconds
@@ -86,14 +88,16 @@ class StateStore(Protocol):
     def key(self) -> bytes:
         """The signing key, made (32 random bytes) on first use; the first maker wins."""
 
-    def existing_key(self) -> bytes | None: ...
+    def existing_key(self) -> bytes | None:
+        """The signing key if one was made, without making one."""
 
     def save_program(self, program_hash: str, encode: Callable[[], bytes],
                      intact: Callable[[bytes], bool] | None = None) -> None:
         """Store a program once: `encode()` is called only when none of that hash is stored,
         or when `intact` says the stored bytes are not that program (then it is rewritten)."""
 
-    def load_program_bytes(self, program_hash: str) -> bytes | None: ...
+    def load_program_bytes(self, program_hash: str) -> bytes | None:
+        """The stored bytes of a program, or None."""
 
     def list_programs(self) -> list[tuple[str, float]]:
         """(hash, last saved) of every stored program: save_program of a stored one counts."""
@@ -117,7 +121,8 @@ class StateStore(Protocol):
         """Take the frame for this resume (read it first): exactly one concurrent caller gets
         True. With a claimant, a claim record stays until finish_claim."""
 
-    def finish_claim(self, state_key: str) -> None: ...
+    def finish_claim(self, state_key: str) -> None:
+        """The resumed run reached its next checkpoint or its end: remove its claim record."""
 
     def in_doubt(self) -> list[ClaimRecord]:
         """Claims not finished, oldest first."""
@@ -128,24 +133,33 @@ class StateStore(Protocol):
     def new_approval_id(self, state_key: str) -> str | None:
         """A fresh 8-hex id naming `state_key`, never one in use; follow with save_frame."""
 
-    def lookup_approval_id(self, approval_id: str) -> str | None: ...
+    def lookup_approval_id(self, approval_id: str) -> str | None:
+        """The state key an approval id names, or None (unknown, malformed or dangling)."""
 
-    def remove_approval_id(self, approval_id: str | None) -> None: ...
+    def remove_approval_id(self, approval_id: str | None) -> None:
+        """Forget an approval id (None, or one already gone: nothing to do)."""
 
-    def get_value(self, key: str, default: Any = None) -> Any: ...
+    def get_value(self, key: str, default: Any = None) -> Any:
+        """A `state.get` value, or `default` when none is stored."""
 
-    def set_value(self, key: str, value: Any) -> None: ...
+    def set_value(self, key: str, value: Any) -> None:
+        """Store a `state.set` value (JSON data), replacing any earlier one."""
 
-    def get_cache(self, kind: str, key: str) -> bytes | None: ...
+    def get_cache(self, kind: str, key: str) -> bytes | None:
+        """A cache entry's bytes, or None (a miss)."""
 
-    def put_cache(self, kind: str, key: str, blob: bytes) -> None: ...
+    def put_cache(self, kind: str, key: str, blob: bytes) -> None:
+        """Write a cache entry (whole or not at all; not necessarily durable)."""
 
-    def list_cache(self) -> list[CacheEntry]: ...
+    def list_cache(self) -> list[CacheEntry]:
+        """Every cache entry, with when it was written."""
 
-    def remove_cache(self, kind: str, key: str) -> None: ...
+    def remove_cache(self, kind: str, key: str) -> None:
+        """Remove a cache entry, if present."""
 
     def leftovers(self, older_than: float) -> list[str]:
         """Names of what interrupted writes left behind before `older_than` (unix seconds):
         temporary files, approval ids whose frame was never written or is gone."""
 
-    def remove_leftover(self, name: str) -> bool: ...
+    def remove_leftover(self, name: str) -> bool:
+        """Remove one name `leftovers` gave, if it is still a leftover; True when removed."""
