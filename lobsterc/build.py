@@ -113,7 +113,9 @@ class _Builder:
             cost_limit=limit if isinstance(limit, dict) else None,
             loc=self.loc(), library=self.library)
 
-    def steps(self, steps: list, at: tuple) -> tuple[ast.Step, ...]:
+    def steps(self, steps: Any, at: tuple) -> tuple[ast.Step, ...]:
+        if not isinstance(steps, list):  # the checker reports it; the AST holds no steps
+            return ()
         return tuple(self.step(step, (*at, index)) for index, step in enumerate(steps)
                      if isinstance(step, dict))
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conftest import LOBSTERC
@@ -242,6 +242,7 @@ _VALUES = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.sampled_from(["steps", "args", "env", "cwd", "name"]), _VALUES))
+@example({"steps": [{"for_each": "x", "steps": None}]})  # found by this test: steps: null
 def test_the_builder_never_raises(data):
     wf = build(parse_text(json.dumps(data), "odd.json"))
     assert isinstance(wf, ast.Workflow)
