@@ -81,6 +81,15 @@ def _help_text(case, i, ref, ours) -> bool:
         and ref.get("exitCode") == ours.get("exitCode")
 
 
+def _undescribed(value):
+    """A JSON value without its "description" fields (texts written in our own words)."""
+    if isinstance(value, dict):
+        return {k: _undescribed(v) for k, v in value.items() if k != "description"}
+    if isinstance(value, list):
+        return [_undescribed(v) for v in value]
+    return value
+
+
 def _command_set(case, i, ref, ours) -> bool:
     argv = ours.get("argv") or []
     if (argv in ([], ["help"]) or argv[:1] == ["--help"]) and ref.get("exitCode") == ours.get("exitCode") == 0:
@@ -88,6 +97,9 @@ def _command_set(case, i, ref, ours) -> bool:
     text = pipeline_text(case, i)
     if "commands.list" in text:
         return True
+    if "workflows.list" in text:  # the same workflows and schemas, described in our words
+        return ref.get("exitCode") == ours.get("exitCode") and \
+            _undescribed(ref.get("stdoutJson")) == _undescribed(ours.get("stdoutJson"))
     m = re.match(r"Unknown command: (\S+)", message(ref) or "")
     return bool(m and m.group(1) in OUR_COMMANDS_ONLY)
 
@@ -136,9 +148,11 @@ ENTRIES: tuple[Entry, ...] = (
           "The frame holds loop and call stacks, so such a gate halts and resumes; the original "
           "rejects the file or fails the step.", _gates_in_loops),
     Entry("A8", "our command set", "SPEC §9.8 and §5",
-          "The stdlib is the list of SPEC §5 (no email.triage, gog.*, openclaw.agent, "
-          "workflows.*) with `apus.invoke` added and `group_by` as an alias, so commands.list "
-          "and the commands that exist differ.", _command_set),
+          "The stdlib has every command of the original (email.triage, gog.gmail.*, "
+          "openclaw.agent and workflows.* included) plus `apus.invoke`, and accepts `group_by` "
+          "as an alias of groupBy; commands.list entries carry our own descriptions and extra "
+          "fields (flags, aliases, positionals, our effect class), and workflows.list describes "
+          "the same built-in workflows and argument schemas in our own words.", _command_set),
     Entry("A9", "a workflow: path is literal", "SPEC §9.9",
           "Sub-workflows are compiled into the caller's program, so `workflow: ${w}.lobster` is "
           "refused; the original templates the path at run time.", _literal_workflow_path),

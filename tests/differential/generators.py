@@ -64,7 +64,7 @@ def data_source(data: list) -> tuple[str, dict]:
 def stage(draw) -> str:
     kind = draw(st.sampled_from((
         "where", "where", "pick", "head", "sort", "dedupe", "groupBy", "map", "template",
-        "exec_stdin", "state", "diff", "misc", "bad")))
+        "exec_stdin", "state", "diff", "misc", "email", "bad")))
     if kind == "where":
         op = draw(st.sampled_from(("==", "=", "!=", "<", "<=", ">", ">=")))
         expr = f"{draw(FIELD)}{draw(st.sampled_from(('', ' ')))}{op}{draw(NUMBERISH) or '1'}"
@@ -96,6 +96,12 @@ def stage(draw) -> str:
         return draw(st.sampled_from((f"state.set {sq(key)}", f"state.get {sq(key)}", "state.get")))
     if kind == "diff":
         return draw(st.sampled_from(("diff.last --key d", "diff.last d", "diff.last")))
+    if kind == "email":  # the commands that need no external CLI, or not with these flags
+        return draw(st.sampled_from((
+            "email.triage", "email.triage --limit 2", "email.triage --limit 0",
+            "email.triage --emit drafts", "email.triage --llm", "map to={{name}} body={{a}} | "
+            "gog.gmail.send --dry-run", "gog.gmail.send --dryRun", "workflows.run --name nope",
+            "workflows.run --name github.pr.monitor --args-json '{}'")))
     if kind == "misc":
         return draw(st.sampled_from(("json", "table", "commands.list | pick name", "exec --shell 'echo hi'",
                                      "exec echo one two", "exec --shell 'exit 3'", "exec --json --shell 'echo nope'",

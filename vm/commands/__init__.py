@@ -31,6 +31,10 @@ template = _Lazy("vm.commands.template")
 state_cmds = _Lazy("vm.commands.state_cmds")
 gateway = _Lazy("vm.commands.gateway")
 llm = _Lazy("vm.commands.llm")
+gog = _Lazy("vm.commands.gog")
+email = _Lazy("vm.commands.email")
+openclaw = _Lazy("vm.commands.openclaw")
+workflows = _Lazy("vm.commands.workflows")
 STDIN_MODES = ("raw", "json", "jsonl")  # exec --stdin
 
 
@@ -80,13 +84,59 @@ def _diff_requires(args: Args) -> str | None:
     return "diff.last requires --key"
 
 
+def _openclaw_agent_check(args: Args) -> str | None:
+    def text(name: str) -> str:
+        value = args.get(name)
+        return "" if value is None else (value if isinstance(value, str) else "true").strip()
+
+    explicit = "prompt" if args.get("prompt") is not None else "message"
+    if not (text(explicit) or " ".join(args.positionals).strip()):
+        return "openclaw.agent requires --prompt, --message, or positional text"
+    if not (text("agent") or text("session-key") or text("session-id")):
+        return "openclaw.agent requires --agent, --session-key, or --session-id"
+    return None
+
+
+def _workflows_run_check(args: Args) -> str | None:
+    name = args.get("name")
+    if name is None and args.positionals:
+        name = args.positionals[0]
+    return None if name else "workflows.run requires --name"
+
+
+JSON_TYPES = {"bool": "boolean", "num": "number", "str": "string"}
+# what the original's argsSchema lists as required ("_": the positional arguments)
+REQUIRED = {"exec": ("_",), "pick": ("_",), "where": ("_",), "state.get": ("_",),
+            "state.set": ("_",), "groupBy": ("key",), "diff.last": ("key",),
+            "apus.invoke": ("tool", "action"), "clawd.invoke": ("tool", "action"),
+            "openclaw.invoke": ("tool", "action"), "workflows.run": ("name",)}
+
+
+def args_schema(cmd: Command) -> dict:
+    """The command's arguments as a JSON Schema object (the shape of the original's
+    `argsSchema`): one property per flag and per flag alias, and `_` for positionals."""
+    properties: dict = {}
+    for f in cmd.flags:
+        prop = {"type": JSON_TYPES.get(f.kind, "string"), "description": f.help,
+                **({"enum": list(f.choices)} if f.choices else {})}
+        properties[f.name] = prop
+        for alias in f.aliases:
+            properties[alias] = {**prop, "description": f"alias of --{f.name}"}
+    if cmd.positionals or cmd.lowering == "exec":
+        properties["_"] = {"type": "array", "items": {"type": "string"},
+                           "description": cmd.positionals or "arguments"}
+    return {"type": "object", "properties": properties,
+            "required": list(REQUIRED.get(cmd.name, ()))}
+
+
 def signature(cmd: Command) -> dict:
     """A command's signature as JSON: what `commands.list` and agents see."""
     return {
         "name": cmd.name,
         "description": cmd.summary,
+        "argsSchema": args_schema(cmd),
         "aliases": list(cmd.aliases),
-        "flags": [{"name": f.name, "type": "boolean" if f.kind == "bool" else "string",
+        "flags": [{"name": f.name, "type": JSON_TYPES.get(f.kind, "string"),
                    "aliases": list(f.aliases), "description": f.help,
                    **({"enum": list(f.choices)} if f.choices else {})} for f in cmd.flags],
         "positionals": cmd.positionals or None,
@@ -129,10 +179,10 @@ LLM_FLAGS = (
     Flag("metadata-json", help="JSON object of metadata sent with the request"),
     Flag("output-schema", help="JSON Schema the answer's output.data must satisfy"),
     Flag("schema-version", help="logical schema version for caching (default v1)"),
-    Flag("max-validation-retries", help="extra calls when the answer fails --output-schema "
+    Flag("max-validation-retries", "num", "extra calls when the answer fails --output-schema "
          "(default 1)"),
-    Flag("temperature", help="sampling temperature"),
-    Flag("max-output-tokens", help="cap on completion tokens"),
+    Flag("temperature", "num", "sampling temperature"),
+    Flag("max-output-tokens", "num", "cap on completion tokens"),
     Flag("state-key", help="run-state key for reuse (default LOBSTER_RUN_STATE_KEY)"),
     Flag("refresh", "bool", "ignore run state and cache; always call the adapter"),
     Flag("disable-cache", "bool", "neither read nor write the file cache"),
@@ -164,7 +214,7 @@ _ALL = (
             check=_needs_positional("pick requires a comma-separated field list"),
             examples=("pick id,name",)),
     Command("head", "the first N items (default 10)", data.head,
-            flags=(Flag("n", help="how many items"),), examples=("head --n 5",)),
+            flags=(Flag("n", "num", "how many items"),), examples=("head --n 5",)),
     Command("sort", "stable sort, by the whole item or --key", data.sort,
             flags=(KEY, Flag("desc", "bool", "descending order")),
             examples=("sort --key score --desc",)),
@@ -217,6 +267,59 @@ _ALL = (
     Command("commands.list", "every command's signature, as JSON", commands_list,
             examples=("commands.list",)),
     _gateway("apus.invoke"), _gateway("clawd.invoke"), _gateway("openclaw.invoke"),
+    Command("gog.gmail.search", "Gmail messages matching a search, read with the gog CLI "
+            "(GOG_BIN overrides the program)", gog.gmail_search,
+            flags=(Flag("query", help="Gmail search query (default newer_than:1d)"),
+                   Flag("max", "num", "at most this many messages (default 20)"),
+                   Flag("limit", "num", "same as --max (--max wins)")),
+            effects="local_exec",
+            examples=("gog.gmail.search --query 'newer_than:1d' --max 20 | email.triage",)),
+    Command("gog.gmail.send", "send each {to, subject, body} item as a Gmail message with the "
+            "gog CLI", gog.gmail_send,
+            flags=(Flag("dry-run", "bool", "send nothing; return the drafts as they would go",
+                        aliases=("dryRun",)),),
+            effects="network",
+            examples=("email.triage --llm --emit drafts | approve --prompt 'Send these?' | "
+                      "gog.gmail.send",)),
+    Command("email.triage", "sort messages into needs-reply, needs-action and FYI (rules, or "
+            "llm.invoke with --llm and a configured provider)", email.triage,
+            flags=(Flag("limit", "num", "consider at most this many input items (default 20)"),
+                   Flag("llm", "bool", "let llm.invoke decide and draft replies (needs a "
+                        "provider; otherwise the rules apply)"),
+                   Flag("model", help="model id passed to llm.invoke"),
+                   Flag("url", help="accepted and ignored (kept for compatibility)"),
+                   Flag("token", help="bearer credential passed to llm.invoke"),
+                   Flag("temperature", "num", "sampling temperature for llm.invoke"),
+                   Flag("max-output-tokens", "num", "completion token cap for llm.invoke"),
+                   Flag("emit", help="report (one summary item, default) or drafts (one "
+                        "{to, subject, body, emailId} item per drafted reply)",
+                        choices=("report", "drafts")),
+                   Flag("state-key", help="run-state key passed to llm.invoke")),
+            examples=("gog.gmail.search --query 'newer_than:1d' | email.triage --limit 20",
+                      "email.triage --llm --model m --emit drafts | approve --prompt 'Send?' | "
+                      "gog.gmail.send")),
+    Command("openclaw.agent", "one turn of a configured OpenClaw agent, through the openclaw "
+            "CLI (LOBSTER_OPENCLAW_BIN overrides the program); input items are appended to "
+            "the message as JSON lines", openclaw.agent,
+            flags=(Flag("agent", help="the configured agent's id"),
+                   Flag("prompt", help="the message for the agent"),
+                   Flag("message", help="same as --prompt (--prompt wins)"),
+                   Flag("model", help="model override for this turn"),
+                   Flag("session-key", help="OpenClaw session key", aliases=("sessionKey",)),
+                   Flag("session-id", help="OpenClaw session id", aliases=("sessionId",)),
+                   Flag("thinking", help="thinking level"),
+                   Flag("timeout", "num", "the agent's timeout, whole seconds"),
+                   Flag("local", "bool", "run the agent embedded, not through the gateway")),
+            positionals="[message words...]", effects="network", check=_openclaw_agent_check,
+            examples=("openclaw.agent --agent ops --prompt 'Summarize the logs'",)),
+    Command("workflows.list", "the built-in named workflows, with their argument schemas",
+            workflows.list_workflows, examples=("workflows.list",)),
+    Command("workflows.run", "run a built-in named workflow", workflows.run_workflow,
+            flags=(Flag("name", help="the workflow (see workflows.list)"),
+                   Flag("args-json", help="the workflow's arguments as a JSON object")),
+            positionals="[<name>]", effects="writes_state", check=_workflows_run_check,
+            examples=("workflows.run --name github.pr.monitor.notify --args-json "
+                      "'{\"repo\":\"openclaw/openclaw\",\"pr\":1152}'",)),
     _llm("llm.invoke", "call an LLM adapter (apus, pi, http) with caching and schema checks"),
     _llm("llm_task.invoke", "llm.invoke through the Apus gateway's llm-task tool"),
 )

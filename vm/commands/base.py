@@ -27,7 +27,8 @@ class CommandError(Exception):
 
 @frozen
 class Flag:
-    """One `--name` flag. `kind` is "bool" (never takes the next token) or "str"."""
+    """One `--name` flag. `kind` is "bool" (never takes the next token), "str" or "num" (both
+    take a value; "num" is documented as a number)."""
 
     name: str
     kind: str = "str"

@@ -1,0 +1,50 @@
+"""Running an external CLI on behalf of a command (`gog`, `openclaw`, `gh`): its own
+not-found text, an optional output cap of its own, and its stdout and stderr as text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from attrs import frozen
+
+from vm.commands.base import CommandError, Context
+from vm.commands.exec_cmd import process_code
+from vm.process import CommandNotFound, OutputLimitExceeded, ProcessError, run_process
+
+SCRIPT_SUFFIXES = (".mjs", ".cjs", ".js", ".ts")
+
+
+@frozen
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def program_argv(program: str, argv: Sequence[str]) -> list[str]:
+    """`GOG_BIN` may name a JavaScript file (as in the original's tests): run it with node."""
+    if program.lower().endswith(SCRIPT_SUFFIXES):
+        return ["node", program, *argv]
+    return [program, *argv]
+
+
+def run_cli(argv: list[str], ctx: Context, *, not_found: str, retryable: bool = True,
+            max_output_bytes: int | None = None, limit_message: str | None = None) -> CliResult:
+    """Run `argv` with the run's env, cwd, deadline and scope; failures to start or finish
+    become a CommandError (the original's texts for a missing program and for its own cap)."""
+    cap = ctx.max_output_bytes
+    own_cap = max_output_bytes is not None and (cap is None or max_output_bytes < cap)
+    if own_cap:
+        cap = max_output_bytes
+    try:
+        result = run_process(argv, stdin=None, cwd=ctx.cwd, env=ctx.env, deadline=ctx.deadline,
+                             max_output_bytes=cap, scope=ctx.scope)
+    except CommandNotFound:
+        raise CommandError(not_found, code="T411", retryable=retryable) from None
+    except OutputLimitExceeded as exc:
+        message = limit_message if own_cap and limit_message else exc.message
+        raise CommandError(message, code="T421", retryable=retryable) from None
+    except ProcessError as exc:
+        raise CommandError(exc.message, code=process_code(exc), retryable=retryable) from None
+    return CliResult(result.code, result.stdout.decode("utf-8", "replace"),
+                     result.stderr.decode("utf-8", "replace"))
