@@ -86,9 +86,9 @@ class Recording(dict):
 
 READS = [
     {"action": "run", "pipeline": "exec --json --shell 'echo [1]'", "argsJson": "{}", "cwd": ".",
-     "timeoutMs": 5000, "maxStdoutBytes": 100000},
+     "timeoutMs": 5000, "maxStdoutBytes": 100000, "checkpointTtl": "1h"},
     {"action": "resume", "token": "x", "approve": True, "timeoutMs": 5000,
-     "maxStdoutBytes": 100000},
+     "maxStdoutBytes": 100000, "checkpointTtl": 60000},
     {"action": "resume", "approvalId": "x", "responseJson": "1"},
     {"action": "resume", "token": "x", "cancel": True},
 ]
