@@ -250,6 +250,7 @@ class Workflow:
     cost_limit: Mapping[str, Any] | None
     loc: Loc
     library: Any = field(eq=False, repr=False)  # lobsterc.build.Library
+    checkpoint_ttl_ms: int | None = None  # `checkpoint_ttl` (a duration or ms); None: not set
 
     @property
     def source(self) -> Source:

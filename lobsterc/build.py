@@ -86,6 +86,18 @@ def _strings_of(mapping: Any) -> dict[str, str]:
     return {k: v for k, v in mapping.items() if isinstance(v, str)} if isinstance(mapping, dict) else {}
 
 
+def checkpoint_ttl_ms(value: Any) -> int | None:
+    """A workflow's `checkpoint_ttl` in ms: a duration ("30m", "7d", "1h30m") or a positive
+    integer of ms; None when absent or not such a value (validation has refused that)."""
+    from vm.protocol import duration_ms
+
+    if isinstance(value, str):
+        return duration_ms(value) or None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -111,7 +123,8 @@ class _Builder:
             env=_strings_of(data.get("env")), cwd=_str_or_none(data.get("cwd")),
             steps=self.steps(steps, ("steps",)),
             cost_limit=limit if isinstance(limit, dict) else None,
-            loc=self.loc(), library=self.library)
+            loc=self.loc(), library=self.library,
+            checkpoint_ttl_ms=checkpoint_ttl_ms(data.get("checkpoint_ttl")))
 
     def steps(self, steps: Any, at: tuple) -> tuple[ast.Step, ...]:
         if not isinstance(steps, list):  # the checker reports it; the AST holds no steps

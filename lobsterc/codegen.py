@@ -88,12 +88,13 @@ class Emitter:
         self.steps.append(StepInfo(step_id, first_pc, len(self.code) - 1, _span(span),
                                    self.file))
 
-    def program(self, source_name: str, source_text: str) -> Program:
+    def program(self, source_name: str, source_text: str,
+                checkpoint_ttl_ms: int | None = None) -> Program:
         header = Header(MAGIC, FORMAT_VERSION, OPCODE_VERSION, __version__, source_name,
                         hashlib.sha256(source_text.encode("utf-8")).hexdigest())
         files = self.files or [source_name]
         return seal(Program(header, self.constants, self.code, self.steps, self.halts,
-                            self.source_map, self.registers, files))
+                            self.source_map, self.registers, files, checkpoint_ttl_ms))
 
 
 def _span(span: Span | None) -> tuple[int, int, int, int] | None:

@@ -130,6 +130,7 @@ def _check_file(data: Any) -> None:
     if not isinstance(steps, list) or not steps:
         _fail("Workflow file requires a non-empty steps array", "steps")
     _check_cost_limit(_get(data, "cost_limit"))
+    _check_checkpoint_ttl(_get(data, "checkpoint_ttl"))
     seen: set[str] = set()
     for index, step in enumerate(steps):
         _check_step(step, ("steps", index), seen)
@@ -145,6 +146,14 @@ def _check_cost_limit(limit: Any) -> None:
         _fail("Workflow cost_limit.max_usd must be a non-negative number", "cost_limit", "max_usd")
     if limit.get("action", ABSENT) not in (ABSENT, "warn", "stop"):
         _fail('Workflow cost_limit.action must be "warn" or "stop"', "cost_limit", "action")
+
+
+def _check_checkpoint_ttl(ttl: Any) -> None:
+    from lobsterc.build import checkpoint_ttl_ms
+
+    if ttl is not ABSENT and checkpoint_ttl_ms(ttl) is None:
+        _fail("Workflow checkpoint_ttl must be a duration such as 30m, 12h or 7d, or a positive "
+              "number of milliseconds", "checkpoint_ttl")
 
 
 def _check_step(step: Any, at: Path, seen: set[str]) -> None:

@@ -54,7 +54,7 @@ def compile_workflow_files(path: str) -> tuple[Program, list[str]]:
     compiler.emit_regions()
     compiler.emit_branches()
     files = [loaded.real] + [chain[-1] for _, _, _, chain in compiler.regions]
-    return em.program(os.path.basename(path), wf.source.text), files
+    return em.program(os.path.basename(path), wf.source.text, wf.checkpoint_ttl_ms), files
 
 
 def _given(value: Any) -> Any:

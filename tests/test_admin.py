@@ -212,6 +212,118 @@ def test_an_invalid_ttl_is_refused_before_anything_runs(tmp_path, env, ttl):
     assert not (tmp_path / "ran").exists()
 
 
+TWO_GATES = """\
+checkpoint_ttl: 2h
+steps:
+  - id: first
+    approval: First?
+  - id: second
+    approval: Second?
+"""
+
+
+def _expires_in(options: Options) -> list[float]:
+    """Seconds from now to the expiry of each waiting checkpoint, oldest first."""
+    store = options.store()
+    return [store.read_parked(e["stateKey"]).expires_at - time.time()
+            for e in admin.pending(options)]
+
+
+def test_the_ttl_of_the_request_comes_before_the_workflow_and_the_default(options, tmp_path):
+    (tmp_path / "two.lobster").write_text(TWO_GATES)
+    defaulted = Options(cwd=options.cwd, state_dir=options.state_dir,
+                        env={"LOBSTER_CHECKPOINT_TTL": "1h"})
+    by_file = handle({"action": "run", "pipeline": "two.lobster"}, defaulted)
+    (left,) = _expires_in(options)
+    assert 7100 < left <= 7200  # the workflow's 2h over the default's 1h
+    handle({"action": "resume", "approvalId": by_file["requiresApproval"]["approvalId"],
+            "cancel": True}, options)
+    by_request = handle({"action": "run", "pipeline": "two.lobster", "checkpointTtl": "30m"},
+                        defaulted)
+    (left,) = _expires_in(options)
+    assert 1700 < left <= 1800
+    # the resumed run's next checkpoint: the resume request's TTL (ms), else the workflow's
+    second = handle({"action": "resume", "approvalId": by_request["requiresApproval"]["approvalId"],
+                     "approve": True, "checkpointTtl": 90_000}, defaulted)
+    assert second["requiresApproval"]["prompt"] == "Second?"
+    (left,) = _expires_in(options)
+    assert 80 < left <= 90
+    handle({"action": "resume", "approvalId": second["requiresApproval"]["approvalId"],
+            "cancel": True}, options)
+    first = handle({"action": "run", "pipeline": "two.lobster"}, options)
+    handle({"action": "resume", "approvalId": first["requiresApproval"]["approvalId"],
+            "approve": True}, options)
+    (left,) = _expires_in(options)
+    assert 7100 < left <= 7200
+    assert admin.pending(options)[0]["expiresAt"] is not None
+    # a pipeline has no file: the default, then nothing
+    handle({"action": "resume", "approvalId": admin.pending(options)[0]["approvalId"],
+            "cancel": True}, options)
+    handle({"action": "run", "pipeline": GATED}, defaulted)
+    (left,) = _expires_in(options)
+    assert 3500 < left <= 3600
+
+
+@pytest.mark.parametrize("ttl", ["7 days", "0s", 0, -1, True, 1.5, [1]])
+def test_an_invalid_request_ttl_is_a_parse_error_before_anything_runs(tmp_path, ttl):
+    options = Options(cwd=str(tmp_path), state_dir=str(tmp_path / "state"), env={})
+    envelope = handle({"action": "run", "checkpointTtl": ttl,
+                       "pipeline": "exec --shell 'touch ran' | approve --prompt x"}, options)
+    assert envelope["error"] == {
+        "type": "parse_error", "code": "E001",
+        "message": "checkpointTtl must be a duration such as 30m, 12h or 7d, or a positive "
+                   f"number of milliseconds, got {ttl!r}"}
+    assert not (tmp_path / "ran").exists()
+    resumed = handle({"action": "resume", "token": "x", "cancel": True, "checkpointTtl": ttl},
+                     options)
+    assert resumed["error"]["code"] == "E001"
+
+
+@pytest.mark.parametrize("ttl", ["soon", "0m", 0, True, [], "7 days"])
+def test_an_invalid_workflow_ttl_is_a_compile_error(tmp_path, ttl):
+    (tmp_path / "w.lobster").write_text(json.dumps({"checkpoint_ttl": ttl,
+                                                     "steps": [{"id": "a", "run": "touch ran"}]}))
+    options = Options(cwd=str(tmp_path), state_dir=str(tmp_path / "state"), env={})
+    envelope = handle({"action": "run", "pipeline": "w.lobster"}, options)
+    assert (envelope["error"]["code"], envelope["error"]["message"]) == (
+        "E210", "Workflow checkpoint_ttl must be a duration such as 30m, 12h or 7d, or a "
+                "positive number of milliseconds")
+    assert not (tmp_path / "ran").exists()
+
+
+def test_checkpoint_ttl_on_the_command_line_with_both_stores(cli, location):
+    store_env = {"LOBSTER_STORE": location}
+    (cli.work / "two.lobster").write_text(TWO_GATES.replace("2h", "1ms"))
+    for argv in (["run", "--mode", "tool", "two.lobster"],
+                 ["run", "--mode", "tool", "--checkpoint-ttl", "1ms", GATED],
+                 ["run", "--mode", "tool", "--checkpoint-ttl=1ms", "--file", "two.lobster"]):
+        parked, code = cli.tool(*argv, env=store_env)
+        assert code == 0, parked
+        approval_id = parked["requiresApproval"]["approvalId"]
+        refused, code = cli.tool("resume", "--id", approval_id, "--approve", "yes",
+                                 env=store_env)
+        assert (code, refused["error"]["code"]) == (1, "T433"), refused
+        listed, _ = cli.tool("pending", "--format", "json", env=store_env)
+        assert [(e["approvalId"], e["status"]) for e in listed] == [(approval_id, "expired")]
+        assert listed[0]["expiresAt"] <= time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        text = cli.run("pending", env=store_env).stdout
+        assert "EXPIRES" in text.splitlines()[0] and listed[0]["expiresAt"] in text
+        cancelled, _ = cli.tool("cancel", "--id", approval_id, env=store_env)
+        assert cancelled["status"] == "cancelled"
+    parked, _ = cli.tool("run", "--mode", "tool", "--checkpoint-ttl", "7d", "two.lobster",
+                         env=store_env)
+    resumed, _ = cli.tool("resume", "--id", parked["requiresApproval"]["approvalId"],
+                          "--approve", "yes", "--checkpoint-ttl", "1w", env=store_env)
+    assert resumed["requiresApproval"]["prompt"] == "Second?"
+    (listed,), _ = cli.tool("pending", "--format", "json", env=store_env)
+    assert listed["status"] == "waiting"
+    assert listed["expiresAt"] > time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                               time.gmtime(time.time() + 6.9 * 86400))
+    refused, code = cli.tool("run", "--mode", "tool", "--checkpoint-ttl", "later", GATED,
+                             env=store_env)
+    assert (code, refused["error"]["code"]) == (2, "E001")
+
+
 # gc -----------------------------------------------------------------------------------------
 def test_gc_removes_unreferenced_programs_and_their_cache_entries_only_when_old(options):
     handle({"action": "run", "pipeline": "exec --json --shell 'echo [1]'"}, options)  # no halt

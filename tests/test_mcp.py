@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import LOBSTER
 from vm import protocol
-from vm.mcp import MISSING, TOOLS, input_schema
+from vm.mcp import MISSING, TOOLS, input_schema, request_fields
 
 mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
 anyio = pytest.importorskip("anyio")
@@ -50,20 +50,21 @@ def assert_error(envelope: dict, kind: str, message: str, code: str) -> None:
             envelope["error"]["code"]) == (kind, message, code)
 
 
-def test_lists_the_two_tools_with_schemas_from_the_request_fields(cli):
+def test_lists_the_tools_with_schemas_from_the_request_fields(cli):
     async def body():
         for mode in ("auto", "legacy"):  # the 2026 per-request era, and the initialize handshake
             async with server(cli, mode) as client:
                 tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-                assert sorted(tools) == ["lobster_resume", "lobster_run"]
+                assert sorted(tools) == ["lobster_pending", "lobster_resume", "lobster_run"]
                 for name, tool in tools.items():
                     action = TOOLS[name][0]
                     assert tool.input_schema == input_schema(action)
-                    assert set(tool.input_schema["properties"]) == set(
-                        protocol.REQUEST_FIELDS[action])
+                    assert set(tool.input_schema["properties"]) == set(request_fields(action))
                     assert all(p["description"] for p in tool.input_schema["properties"].values())
                 assert tools["lobster_run"].input_schema["required"] == ["pipeline"]
                 assert tools["lobster_resume"].input_schema["required"] == []
+                assert tools["lobster_pending"].input_schema["required"] == []
+                assert set(request_fields("run")) == set(protocol.REQUEST_FIELDS["run"])
 
     anyio.run(body)
 
@@ -86,9 +87,9 @@ class Recording(dict):
 
 READS = [
     {"action": "run", "pipeline": "exec --json --shell 'echo [1]'", "argsJson": "{}", "cwd": ".",
-     "timeoutMs": 5000, "maxStdoutBytes": 100000},
+     "timeoutMs": 5000, "maxStdoutBytes": 100000, "checkpointTtl": "1h"},
     {"action": "resume", "token": "x", "approve": True, "timeoutMs": 5000,
-     "maxStdoutBytes": 100000},
+     "maxStdoutBytes": 100000, "checkpointTtl": 60000},
     {"action": "resume", "approvalId": "x", "responseJson": "1"},
     {"action": "resume", "token": "x", "cancel": True},
 ]
@@ -194,6 +195,33 @@ def test_two_calls_run_at_the_same_time(cli):
                 group.start_soon(one, "opens", opens)
         assert_ok(results["waits"], [1])
         assert_ok(results["opens"], [2])
+
+    anyio.run(body)
+
+
+def test_pending_lists_what_waits_until_it_is_resumed(cli):
+    async def body():
+        async with server(cli) as client:
+            assert await call(client, "lobster_pending") == {
+                "protocolVersion": 1, "ok": True, "status": "ok", "checkpoints": []}
+            halted = (await call(client, "lobster_run", pipeline=APPROVE,
+                                 checkpointTtl="1h"))["requiresApproval"]
+            asked = (await call(client, "lobster_run", pipeline=ASK))["requiresInput"]
+            listed = (await call(client, "lobster_pending"))["checkpoints"]
+            assert [(e["status"], e["kind"], e["prompt"], e["approvalId"], e["source"])
+                    for e in listed] == [
+                ("waiting", "approval", "Send?", halted["approvalId"], "<pipeline>"),
+                ("waiting", "input", "How many?", None, "<pipeline>")]
+            assert listed[0]["expiresAt"] > listed[0]["createdAt"]
+            assert listed[1]["expiresAt"] is None
+            assert (await call(client, "lobster_pending", olderThan="1d"))["checkpoints"] == []
+            assert_error(await call(client, "lobster_pending", olderThan="soon"), "parse_error",
+                         "olderThan must be a duration such as 30m, 12h or 7d, got 'soon'",
+                         "E001")
+            assert_ok(await call(client, "lobster_resume", approvalId=halted["approvalId"],
+                                 approve=True), [1, 2])
+            await call(client, "lobster_resume", token=asked["resumeToken"], cancel=True)
+            assert (await call(client, "lobster_pending"))["checkpoints"] == []
 
     anyio.run(body)
 

@@ -3,6 +3,7 @@ earlier versions, claim record files. What every store promises is in test_store
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 
@@ -113,10 +114,12 @@ def test_a_claim_record_replaces_the_frame_file_until_finished(tmp_path):
     store = Store(str(tmp_path))
     store.save_frame("k", b"frame")
     assert store.claim_frame("k", Claimant("approval", "0badcafe", pid=7, host="h"))
-    assert os.listdir(tmp_path / "runs") == ["k.claimed"]
-    record = json.loads((tmp_path / "runs" / "k.claimed").read_text())
+    (name,) = os.listdir(tmp_path / "runs")  # k.<record>.claimed: the record is in the name
+    key, record, suffix = name.split(".")
+    assert (key, suffix) == ("k", "claimed")
+    record = json.loads(base64.urlsafe_b64decode(record + "=" * (-len(record) % 4)))
     assert record["claimant"] == {"kind": "approval", "haltId": "0badcafe", "pid": 7, "host": "h"}
-    assert os.stat(tmp_path / "runs" / "k.claimed").st_mode & 0o777 == 0o600
+    assert os.stat(tmp_path / "runs" / name).st_mode & 0o777 == 0o600
     store.finish_claim("k")
     assert os.listdir(tmp_path / "runs") == []
 

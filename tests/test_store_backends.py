@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 
 import pytest
 from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
@@ -280,3 +281,33 @@ def test_approval_ids_without_a_frame_are_leftovers_once_old_enough(store):
     for name in ("../key", "runs/../key", "approval:" + kept, "key", f"runs/{kept}.approval"):
         assert store.remove_leftover(name) is False
     assert store.lookup_approval_id(kept) == "pipeline_resume_kept"
+
+
+def test_a_directory_claim_is_one_rename_whose_name_holds_the_record(tmp_path):
+    store = Store(str(tmp_path))
+    long = Claimant("input", "s" * 300, pid=9, host="h" * 200)
+    store.save_frame("k", b"frame")
+    assert store.claim_frame("k", long) is True
+    (name,) = os.listdir(tmp_path / "runs")
+    assert len(name) <= 255 and name.startswith("k.") and name.endswith(".claimed")
+    (record,) = Store(str(tmp_path)).in_doubt()  # another process reads it from the name
+    assert (record.state_key, record.claimant.pid, record.claimant.kind) == ("k", 9, "input")
+    assert Store(str(tmp_path)).claim_record("k") == record
+    Store(str(tmp_path)).finish_claim("k")  # not this process's claim: found by its key
+    assert os.listdir(tmp_path / "runs") == []
+
+
+def test_a_claim_record_of_an_earlier_version_is_still_read_and_cleared(tmp_path):
+    store = Store(str(tmp_path))
+    store.save_frame("k", b"frame")
+    os.rename(store.frame_path("k"), store.claim_path("k"))
+    with open(store.claim_path("k"), "w") as fh:
+        fh.write('{"claimedAt": 5.0, "claimant": {"kind": "approval", "haltId": "0badcafe", '
+                 '"pid": 3, "host": "h"}}')
+    (record,) = store.in_doubt()
+    assert (record.claimed_at, record.claimant.halt_id) == (5.0, "0badcafe")
+    approval_id = store.new_approval_id("k")
+    assert store.leftovers(time.time() + 3600) == []  # its approval id leads to the claim
+    store.finish_claim("k")
+    assert store.in_doubt() == [] and store.claim_record("k") is None
+    assert store.leftovers(time.time() + 3600) == [f"runs/{approval_id}.approval"]

@@ -290,7 +290,8 @@ def test_schema_document_is_valid_draft_2020_12_and_describes_every_field() -> N
     schema = workflow_schema()
     Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert set(schema["properties"]) == {"name", "description", "args", "env", "cwd", "steps", "cost_limit"}
+    assert set(schema["properties"]) == {"name", "description", "args", "env", "cwd", "steps", "cost_limit",
+                                         "checkpoint_ttl"}
     step = schema["$defs"]["step"]["properties"]
     assert {
         "id", "run", "command", "pipeline", "workflow", "workflow_args", "parallel", "for_each", "steps",

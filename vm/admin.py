@@ -64,6 +64,35 @@ def pending(options: Options, now: float | None = None) -> list[dict[str, Any]]:
     return entries
 
 
+# The `lobster_pending` request's fields, as protocol.REQUEST_FIELDS (`lobster mcp` publishes
+# them as its schema): name -> (JSON Schema of the value, what it is).
+PENDING_FIELDS: dict[str, tuple[dict, str]] = {
+    "olderThan": ({"type": "string"},
+                  "only the checkpoints at least this old: a duration such as 30m, 12h or 7d"),
+}
+
+
+def pending_request(request: dict[str, Any], options: Options) -> dict[str, Any]:
+    """`pending` as a request: `{"olderThan"?: duration}` -> `{"protocolVersion": 1, "ok": true,
+    "status": "ok", "checkpoints": [...]}` (the entries of `pending`), or an error envelope."""
+    from vm.protocol import PROTOCOL_VERSION, StoreError, duration_ms, store_error
+
+    older = request.get("olderThan")
+    if older is not None:
+        seconds = duration_ms(older) if isinstance(older, str) else None
+        if seconds is None:
+            return RequestError(f"olderThan must be a duration such as 30m, 12h or 7d, got "
+                                f"{older!r}").envelope
+    try:
+        entries = pending(options)
+    except StoreError as exc:
+        return store_error(exc)
+    if older is not None:
+        entries = [e for e in entries if e["ageSeconds"] * 1000 >= seconds]
+    return {"protocolVersion": PROTOCOL_VERSION, "ok": True, "status": "ok",
+            "checkpoints": entries}
+
+
 def _source_name(store: StateStore, program_hash: str, memo: dict[str, str | None]) -> str | None:
     if program_hash not in memo:
         try:

@@ -24,7 +24,8 @@ USAGE = """\
 lobster - run tool pipelines as one call, with durable approval and input checkpoints
 
 usage:
-  lobster run [--mode tool|human] [--args-json J] [--dry-run] (PIPELINE | FILE | --file FILE)
+  lobster run [--mode tool|human] [--args-json J] [--dry-run] [--checkpoint-ttl 7d]
+              (PIPELINE | FILE | --file FILE)
   lobster PIPELINE                       the same as `lobster run PIPELINE`, in human mode
   lobster resume (--token T | --id ID) (--approve yes|no | --response-json J | --cancel)
   lobster tool [REQUEST | -]             one tool call: request JSON in, envelope out
@@ -73,7 +74,7 @@ def _flag(argv: list[str], i: int, name: str) -> tuple[str | None, int]:
 
 # run ----------------------------------------------------------------------------------------
 def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
-    mode, file, args_json, dry_run = "human", None, None, False
+    mode, file, args_json, dry_run, ttl = "human", None, None, False, None
     rest: list[str] = []
     i = 0
     while i < len(argv):
@@ -91,6 +92,8 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
             args_json, i = _flag(argv, i, "args-json")
         elif name == "dry-run":
             dry_run, i = True, i + 1
+        elif name == "checkpoint-ttl":
+            ttl, i = _flag(argv, i, "checkpoint-ttl")
         else:
             rest.append(word)
             i += 1
@@ -117,7 +120,8 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
                       frontend=frontend)
     if dry_run:
         return _dry_run(pipeline, options, workflow, args_json)
-    envelope = protocol.run(pipeline, options, args_json=args_json, file=workflow)
+    envelope = protocol.run(pipeline, options, args_json=args_json, file=workflow,
+                            checkpoint_ttl=ttl)
     if mode == "tool":
         _print_json(envelope)
         return protocol.exit_code(envelope)
@@ -224,7 +228,7 @@ def cmd_resume(argv: list[str]) -> int:
     while i < len(argv):
         word = argv[i]
         name = word[2:].split("=", 1)[0] if word.startswith("--") else ""
-        if name in ("token", "id", "approve", "decision", "response-json"):
+        if name in ("token", "id", "approve", "decision", "response-json", "checkpoint-ttl"):
             values[name], i = _flag(argv, i, name)
         elif name == "cancel":
             if "=" in word:
@@ -272,9 +276,10 @@ def _resume(values: dict) -> dict:
             raise RequestError("resume requires --approve yes|no, --response-json, or --cancel")
         decision = Decision(cancel=True)
     options = Options(mode="tool", log=sys.stderr.write)
+    ttl = values.get("checkpoint-ttl")
     if approval_id:
-        return protocol.resume(options, decision, approval_id=approval_id)
-    return protocol.resume(options, decision, token=token)
+        return protocol.resume(options, decision, approval_id=approval_id, checkpoint_ttl=ttl)
+    return protocol.resume(options, decision, token=token, checkpoint_ttl=ttl)
 
 
 # graph --------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
                           source_name, source_sha256, program_hash},
                  constants: [Const], code: [[op, a, b, c]], steps: [StepInfo],
                  halts: [HaltSite], source_map: [[file, line, col, end_line, end_col] | nil],
-                 registers: int, files: [str]}
+                 registers: int, files: [str], checkpoint_ttl_ms: int | nil}
   Const  := Value | {"$type": <payload class name>, field: value, ...}
           | {"$type": "json", "value": map}        (a plain map that has a "$type" key)
   frame  := map {format, program_hash, pc, registers: [Value], results: {str: Value},
@@ -173,9 +173,7 @@ def seal(program: Program) -> Program:
     header = converter.structure(
         {**converter.unstructure(program.header), "program_hash": program_hash(program)}, Header
     )
-    return Program(header=header, constants=program.constants, code=program.code,
-                   steps=program.steps, halts=program.halts, source_map=program.source_map,
-                   registers=program.registers, files=program.files)
+    return attrs.evolve(program, header=header)
 
 
 def dump_program(program: Program) -> bytes:

@@ -136,6 +136,8 @@ def disassemble(program: Program, source_text: str | None = None) -> str:
            f"; program sha256:{h.program_hash}"]
     if len(program.files) > 1:
         out.append(f"; files   {' '.join(program.files)}")
+    if program.checkpoint_ttl_ms is not None:
+        out.append(f"; checkpoint_ttl {program.checkpoint_ttl_ms}ms")
     lines = source_text.splitlines() if source_text is not None else None
     labels, headers = _blocks(program)
     widths: list[int] = []  # per block, so that a long label moves no other block's columns

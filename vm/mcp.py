@@ -21,7 +21,8 @@ USAGE = """\
 usage: lobster mcp
 
 Serve Lobster as an MCP server over stdin/stdout: the tools lobster_run and lobster_resume
-take the fields of `lobster tool`'s run and resume requests and return its envelope.
+take the fields of `lobster tool`'s run and resume requests and return its envelope;
+lobster_pending lists the checkpoints that wait, as `lobster pending --format json` does.
 Runs start in the directory the server was started in; state lives in LOBSTER_STATE_DIR
 (or LOBSTER_STORE), as for every lobster command. Needs the extra: pip install 'lobster[mcp]'.
 """
@@ -41,17 +42,32 @@ TOOLS: dict[str, tuple[str, str]] = {
         "Continue a halted run: give token (or approvalId) and exactly one of approve, "
         "responseJson (JSON text matching the input request's responseSchema) or cancel=true. "
         "A rejected answer leaves the checkpoint intact. Returns the run's next envelope."),
+    "lobster_pending": (
+        "pending",
+        "List the checkpoints that wait for a decision (status waiting, or expired past their "
+        "expiry) and the claims whose resume did not finish (in_doubt) or still runs "
+        "(running): approvalId, stateKey, kind, prompt, step, source, createdAt, ageSeconds, "
+        "expiresAt. Resume one with lobster_resume (approvalId), or end it with cancel=true."),
 }
 
 
+def request_fields(action: str) -> dict[str, tuple[dict, str]]:
+    """An action's request fields: `protocol.REQUEST_FIELDS`, or `admin.PENDING_FIELDS`."""
+    if action == "pending":
+        from vm.admin import PENDING_FIELDS
+
+        return PENDING_FIELDS
+    return protocol.REQUEST_FIELDS[action]
+
+
 def input_schema(action: str) -> dict[str, Any]:
-    """The JSON Schema of one action's request, from `protocol.REQUEST_FIELDS` (the action
-    itself is the tool's, not an argument)."""
-    fields = protocol.REQUEST_FIELDS[action]
+    """The JSON Schema of one action's request, from the fields the request is read by (the
+    action itself is the tool's, not an argument)."""
+    fields = request_fields(action)
     return {"type": "object",
             "properties": {name: {**schema, "description": text}
                            for name, (schema, text) in fields.items()},
-            "required": list(protocol.REQUIRED_FIELDS[action]),
+            "required": list(protocol.REQUIRED_FIELDS.get(action, ())),
             "additionalProperties": False}
 
 
@@ -59,6 +75,10 @@ def call(name: str, arguments: dict[str, Any] | None, options: protocol.Options,
          scope=None) -> dict:
     """One tool call -> its envelope (blocking: the server runs it in a worker thread)."""
     action = TOOLS[name][0]
+    if action == "pending":
+        from vm.admin import pending_request
+
+        return pending_request(arguments or {}, options)
     return protocol.handle({**(arguments or {}), "action": action}, options, scope=scope)
 
 

@@ -7,6 +7,8 @@ FORMAT_VERSION changelog:
      (vm/ops.py); halt sites carry typed gate fields instead of a loose config map; a file
      table, source map entries [file, line, col, end_line, end_col] and StepInfo.file as an
      index into it.
+  3  checkpoint_ttl_ms: a workflow's `checkpoint_ttl` (how long its checkpoints stay
+     resumable), None when the file sets none (always None for a pipeline).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from attrs import field, frozen
 
 from vm.ops import HaltSite
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MAGIC = "LBC"
 
 Loc = tuple[int, int, int, int, int]  # file index, line, col, end_line, end_col
@@ -68,6 +70,7 @@ class Program:
     source_map: tuple[Loc | None, ...] = field(converter=_as_tuple)
     registers: int = 1
     files: tuple[str, ...] = field(default=(), converter=_as_tuple)  # 0: the main source
+    checkpoint_ttl_ms: int | None = None  # the workflow's checkpoint_ttl; None: not set
 
     @property
     def hash(self) -> str:

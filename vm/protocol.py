@@ -133,6 +133,7 @@ class Settings:
     mode: str
     timeout_ms: int | None = None
     max_stdout_bytes: int | None = None  # caps each child's output and the envelope
+    checkpoint_ttl_ms: int | None = None  # this call's own TTL, before the workflow's
 
     @classmethod
     def of(cls, options: Options) -> Settings:
@@ -146,7 +147,8 @@ class Settings:
         max_stdout_bytes = _positive(request, "maxStdoutBytes",
                                      options.max_stdout_bytes or DEFAULT_MAX_STDOUT_BYTES,
                                      floor=1024)
-        return cls(options.cwd, options.mode, timeout_ms, max_stdout_bytes)
+        return cls(options.cwd, options.mode, timeout_ms, max_stdout_bytes,
+                   request_ttl_ms(request.get("checkpointTtl"), "checkpointTtl"))
 
     def output_cap(self, env: Mapping[str, str]) -> int | None:
         caps = [c for c in (self.max_stdout_bytes, _env_int(env, "LOBSTER_MAX_OUTPUT_BYTES"))
@@ -174,6 +176,10 @@ _BOUNDS = {
     "maxStdoutBytes": ({"type": "number", "exclusiveMinimum": 0},
                        f"cap on the envelope and on each child's output in bytes (default "
                        f"{DEFAULT_MAX_STDOUT_BYTES}, at least 1024)"),
+    "checkpointTtl": ({"type": ["string", "integer"]},
+                      "how long a checkpoint this call parks stays resumable: a duration (30m, "
+                      "12h, 7d) or ms; before the workflow's checkpoint_ttl and "
+                      "LOBSTER_CHECKPOINT_TTL"),
 }
 # A tool request's fields per action: name -> (JSON Schema of the value, what it is). `handle`
 # reads these and no others (a test holds it to that); `lobster mcp` publishes them as schemas.
@@ -324,11 +330,18 @@ def parse_args_json(args_json: str | None, command: str = "run") -> dict:
 
 
 def run(pipeline: str, options: Options, *, args_json: str | None = None,
-        program: Program | None = None, file: bool = False, scope: Scope | None = None) -> dict:
+        program: Program | None = None, file: bool = False, scope: Scope | None = None,
+        checkpoint_ttl: str | int | None = None) -> dict:
     """Compile (unless given a program) and run to the end or the first halt, bounded by the
     options. `pipeline` is inline text, or a workflow file path (always one when `file` is
-    set)."""
-    return _run(pipeline, options, Settings.of(options), scope or Scope(), args_json=args_json,
+    set). `checkpoint_ttl` (a duration such as "30m", or ms) is how long a checkpoint of this
+    call stays resumable, before the workflow's own and the options' default."""
+    try:
+        settings = evolve(Settings.of(options),
+                          checkpoint_ttl_ms=request_ttl_ms(checkpoint_ttl, "checkpoint_ttl"))
+    except RequestError as exc:
+        return exc.envelope
+    return _run(pipeline, options, settings, scope or Scope(), args_json=args_json,
                 program=program, file=file)
 
 
@@ -368,7 +381,7 @@ def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
     if isinstance(outcome, machine.Finished):
         envelope = ok_envelope("ok", outcome.output)
     else:
-        envelope = _cap_subject(_park(program, outcome.frame, options), options.env)
+        envelope = _cap_subject(_park(program, outcome.frame, options, settings), options.env)
     cap = settings.max_stdout_bytes
     if cap is not None and len(js.json_pretty(envelope).encode("utf-8")) > cap:
         return error_envelope("runtime_error", "lobster runtime result exceeded maxStdoutBytes",
@@ -388,7 +401,7 @@ def _cap_subject(envelope: dict, env: Mapping[str, str]) -> dict:
     return envelope
 
 
-def _park(program: Program, frame: Frame, options: Options) -> dict:
+def _park(program: Program, frame: Frame, options: Options, settings: Settings) -> dict:
     store = options.store()
     store.save_program(program.hash, lambda: codec.dump_program(program),
                        intact=lambda blob: codec.intact(blob, program.hash))
@@ -398,7 +411,7 @@ def _park(program: Program, frame: Frame, options: Options) -> dict:
     if pending.kind == "approval":
         # the id goes into the frame, so it is published before the frame is written
         pending.approval_id = store.new_approval_id(state_key)
-    ttl = checkpoint_ttl_ms(options)
+    ttl = settings.checkpoint_ttl_ms or program.checkpoint_ttl_ms or checkpoint_ttl_ms(options)
     store.save_frame(state_key, codec.dump_frame(frame),
                      expires_at=None if ttl is None else time.time() + ttl / 1000)
     token = tokens.issue(kind, state_key, store.key())
@@ -434,10 +447,17 @@ class Decision:
 
 
 def resume(options: Options, decision: Decision, *, token: str | None = None,
-           approval_id: str | None = None, scope: Scope | None = None) -> dict:
+           approval_id: str | None = None, scope: Scope | None = None,
+           checkpoint_ttl: str | int | None = None) -> dict:
     """Continue a parked run: check the token, load, check the decision, claim, step on. The
-    resumed run is bounded by the options, as `run` is."""
-    return _resume(options, Settings.of(options), scope or Scope(), decision, token=token,
+    resumed run is bounded by the options, as `run` is; `checkpoint_ttl` is as for `run`, for
+    the checkpoint the resumed run may reach next."""
+    try:
+        settings = evolve(Settings.of(options),
+                          checkpoint_ttl_ms=request_ttl_ms(checkpoint_ttl, "checkpoint_ttl"))
+    except RequestError as exc:
+        return exc.envelope
+    return _resume(options, settings, scope or Scope(), decision, token=token,
                    approval_id=approval_id)
 
 
@@ -588,9 +608,25 @@ def duration_ms(text: str) -> int | None:
     return sum(int(n) * _UNIT_MS[u] for n, u in parts)
 
 
+def request_ttl_ms(value: Any, name: str) -> int | None:
+    """A call's own checkpoint TTL (`checkpointTtl`, `--checkpoint-ttl`): a duration such as
+    30m, 12h or 7d, or a positive integer of ms; None when not given. Else a parse error."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        ttl = duration_ms(value)
+        if ttl:
+            return ttl
+    elif isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    raise RequestError(f"{name} must be a duration such as 30m, 12h or 7d, or a positive number "
+                       f"of milliseconds, got {value!r}")
+
+
 def checkpoint_ttl_ms(options: Options) -> int | None:
-    """How long a new checkpoint stays resumable: `Options.checkpoint_ttl_ms`, else
-    LOBSTER_CHECKPOINT_TTL, else forever. A bad value is a RequestError (E004)."""
+    """How long a new checkpoint stays resumable by default (under a call's own TTL and the
+    workflow's `checkpoint_ttl`): `Options.checkpoint_ttl_ms`, else LOBSTER_CHECKPOINT_TTL,
+    else forever. A bad value is a RequestError (E004)."""
     ttl = options.checkpoint_ttl_ms
     if ttl is not None:
         if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 from typing import Any
 
@@ -46,3 +48,47 @@ class ClaimRecord:
     state_key: str
     claimed_at: float  # unix seconds
     claimant: Claimant | None
+
+
+# The state directory's claim record is the name of the claimed frame file:
+# `<state_key>.<record>.claimed`, the record being base64url (no padding) of the JSON
+# {"claimedAt": unix seconds, "claimant": Claimant.to_json()}. One rename takes the frame and
+# writes the record, and one directory sync makes both durable.
+CLAIM_SUFFIX = ".claimed"
+_NAME_MAX = 255
+
+
+def _b64(data: dict) -> str:
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=True)
+    return base64.urlsafe_b64encode(text.encode("ascii")).decode("ascii").rstrip("=")
+
+
+def claim_file_name(state_key: str, claimant: Claimant, claimed_at: float) -> str:
+    """The file name a frame is renamed to when `claimant` claims it. Within a name's 255
+    bytes: a long halt id is left out, then the host name shortened (the pid stays)."""
+    who = claimant.to_json()
+    for _ in range(3):
+        name = f"{state_key}.{_b64({'claimedAt': claimed_at, 'claimant': who})}{CLAIM_SUFFIX}"
+        if len(name) <= _NAME_MAX:
+            return name
+        if who["haltId"]:
+            who = {**who, "haltId": ""}
+        else:
+            who = {**who, "host": who["host"][:32]}
+    return f"{state_key}.{_b64({'claimedAt': claimed_at})}{CLAIM_SUFFIX}"
+
+
+def parse_claim_file_name(name: str) -> tuple[str, ClaimRecord | None] | None:
+    """(state key, its record) for a claim file name, the record None for the name of an
+    earlier version (`<state_key>.claimed`, its record in the file); None for any other name."""
+    if not name.endswith(CLAIM_SUFFIX) or name.startswith("."):
+        return None
+    state_key, dot, encoded = name[:-len(CLAIM_SUFFIX)].partition(".")
+    if not dot:
+        return state_key, None
+    try:
+        data = json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+        return state_key, ClaimRecord(state_key, float(data["claimedAt"]),
+                                      Claimant.from_json(data.get("claimant")))
+    except (ValueError, TypeError, KeyError):
+        return None

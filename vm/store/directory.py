@@ -10,7 +10,13 @@ rename, fsync of the dir), except cache entries, which are hints and are not syn
   <state>/runs/<id>.approval       approval id -> state key: a symlink whose target is the key,
                                    published exclusively beside its frame (one directory sync
                                    makes both durable); earlier versions kept approvals/<id>
-  <state>/runs/<state_key>.claimed a claim record (JSON: claimedAt, claimant) until finish_claim
+  <state>/runs/<state_key>.<record>.claimed
+                                   a claimed frame until finish_claim: the claim renames the
+                                   frame file to a name that holds its record (base64url JSON:
+                                   claimedAt, claimant; vm/store/claims.py), so one directory
+                                   sync makes the claim and its record durable. Earlier
+                                   versions renamed to <state_key>.claimed and wrote the record
+                                   (JSON) into it; those are still read
   <state>/values/<key>.json        state.get / state.set / diff.last values (pretty JSON)
   <state>/cache/<key>.json         compile cache entries (kind "compile")
   <state>/cache/<kind>/<key>.json  other cache entries
@@ -128,6 +134,7 @@ class Store:
     def __init__(self, root: str) -> None:
         self.root = os.fspath(root)
         self.runs = os.path.join(self.root, "runs")
+        self._claimed: dict[str, str] = {}  # state key -> claim file, of this store's claims
 
     @property
     def location(self) -> str:
@@ -250,34 +257,70 @@ class Store:
 
     def claim_frame(self, state_key: str, claimant: Claimant | None = None) -> bool:
         """Take the frame for this resume (read it first): exactly one concurrent caller
-        removes the file (or, with a claimant, renames it to its claim record), and only that
-        one goes on. A claim record is durable when this returns."""
+        removes the file (or, with a claimant, renames it to a name that holds its claim
+        record), and only that one goes on. A claim record is durable when this returns: the
+        rename is the record, and one directory sync covers it."""
         if claimant is None:
             return _remove(self.frame_path(state_key))
-        record = self.claim_path(state_key)
+        from vm.store.claims import claim_file_name
+
+        record = os.path.join(self.runs, claim_file_name(state_key, claimant, time.time()))
         try:
             os.rename(self.frame_path(state_key), record)
         except FileNotFoundError:
             return False
-        entry = {"claimedAt": time.time(), "claimant": claimant.to_json()}
-        atomic_write(record, json.dumps(entry).encode("utf-8"))  # the frame's bytes replaced
+        _fsync_dir(self.runs)
+        self._claimed[state_key] = record
         return True
 
     def claim_path(self, state_key: str) -> str:
+        """Where an earlier version kept the claim record of `state_key`."""
         return os.path.join(self.runs, f"{state_key}.claimed")
 
+    def _claims(self, state_key: str | None = None) -> list[tuple[str, ClaimRecord | None]]:
+        """(path, record) of every claim file (of `state_key` only, if given); the record is
+        None for a file of an earlier version (its record is inside)."""
+        from vm.store.claims import parse_claim_file_name
+
+        found = []
+        for entry in _scan(self.runs):
+            parsed = parse_claim_file_name(entry.name)
+            if parsed is None or not STATE_KEY.fullmatch(parsed[0]) \
+                    or (state_key is not None and parsed[0] != state_key):
+                continue
+            found.append((entry.path, parsed[1]))
+        return found
+
     def finish_claim(self, state_key: str) -> None:
-        _remove(self.claim_path(state_key))
+        record = self._claimed.pop(state_key, None)
+        if record is not None and _remove(record):
+            return
+        for path, _ in self._claims(state_key):
+            _remove(path)
 
     def in_doubt(self) -> list[ClaimRecord]:
-        records = [r for r in map(self.claim_record, self._keys("claimed")) if r is not None]
+        records = []
+        for path, record in self._claims():
+            if record is None:
+                state_key = os.path.basename(path)[:-len(".claimed")]
+                record = self._legacy_claim_record(state_key)
+            if record is not None:
+                records.append(record)
         return sorted(records, key=lambda r: (r.claimed_at, r.state_key))
 
     def claim_record(self, state_key: str) -> ClaimRecord | None:
-        from vm.store.claims import Claimant, ClaimRecord
-
         if not STATE_KEY.fullmatch(state_key):
             return None
+        for _, record in self._claims(state_key):
+            if record is not None:
+                return record
+        return self._legacy_claim_record(state_key)
+
+    def _legacy_claim_record(self, state_key: str) -> ClaimRecord | None:
+        """The record an earlier version wrote into `<state_key>.claimed`, or the claim of a
+        crash before that record was written (the file still holds the frame's bytes)."""
+        from vm.store.claims import Claimant, ClaimRecord
+
         path = self.claim_path(state_key)
         blob = _read(path)
         if blob is None:
@@ -400,10 +443,11 @@ class Store:
     # what interrupted writes leave -----------------------------------------------------------
     def leftovers(self, older_than: float) -> list[str]:
         found = []
+        claimed = self._claimed_keys()
         for directory, _dirs, files in os.walk(self.root):
             for name in files:
                 path = os.path.join(directory, name)
-                if not self._is_leftover(path):
+                if not self._is_leftover(path, claimed):
                     continue
                 try:
                     if os.lstat(path).st_mtime < older_than:
@@ -412,7 +456,10 @@ class Store:
                     continue
         return sorted(found)
 
-    def _is_leftover(self, path: str) -> bool:
+    def _claimed_keys(self) -> set[str]:
+        return {os.path.basename(path).partition(".")[0] for path, _ in self._claims()}
+
+    def _is_leftover(self, path: str, claimed: set[str] | None = None) -> bool:
         directory, name = os.path.split(path)
         if name.startswith(".") and name.endswith(".tmp"):
             return True
@@ -425,8 +472,9 @@ class Store:
             return False
         if not STATE_KEY.fullmatch(state_key):
             return True  # leads nowhere a run could be
-        return not (os.path.lexists(self.frame_path(state_key))
-                    or os.path.lexists(self.claim_path(state_key)))
+        if claimed is None:
+            claimed = self._claimed_keys()
+        return not (os.path.lexists(self.frame_path(state_key)) or state_key in claimed)
 
     def remove_leftover(self, name: str) -> bool:
         root = os.path.normpath(self.root)
