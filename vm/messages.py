@@ -23,6 +23,8 @@ class RunRequest(TypedDict):
     """Wall-clock limit of this call in milliseconds (at least 200)."""
     maxStdoutBytes: NotRequired[int]
     """Cap on the envelope and on each child's output, in bytes (at least 1024)."""
+    checkpointTtl: NotRequired[str | int]
+    """How long a checkpoint this call parks stays resumable: a duration (`30m`, `7d`) or ms."""
 
 
 class ResumeRequest(TypedDict):
@@ -42,6 +44,8 @@ class ResumeRequest(TypedDict):
     """End the halted run `cancelled`, whatever it waits for."""
     timeoutMs: NotRequired[int]
     maxStdoutBytes: NotRequired[int]
+    checkpointTtl: NotRequired[str | int]
+    """The expiry of the next checkpoint the resumed run parks, if it parks again."""
 
 
 Request = Union[RunRequest, ResumeRequest]
