@@ -643,6 +643,10 @@ def _check_approver(pending, env: Mapping[str, str]) -> str | None:
                            "E513")
     if required and approved_by != required:
         raise RequestError(f"{who} requires approver '{required}', got '{approved_by}'", "E513")
+    if different and not identity.get("initiatedBy"):  # fail closed: anyone could be the initiator
+        raise RequestError(f"{who} requires an approver other than its initiator, but no "
+                           "initiator was recorded (set LOBSTER_APPROVAL_INITIATED_BY or "
+                           "initiated_by when running); refused", "E513")
     if different and approved_by == identity.get("initiatedBy"):
         raise RequestError(f"{who} must be granted by someone other than "
                            f"'{identity.get('initiatedBy')}'", "E513")
