@@ -450,6 +450,8 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
             return _unparked(store, state_key, decision, not_found, approval_id)
         if decision.cancel:
             return _cancel_parked(store, parked, approval_id, not_found)
+        if not parked.authentic(store.existing_key()):  # first: its expiry is not covered
+            raise RequestError(NOT_AUTHENTIC, "T434", kind="runtime_error")
         _refuse_expired(parked.expires_at)
         checkpoint_ttl_ms(options)  # a bad TTL is refused before anything runs
         frame, program = _load(store, parked)
