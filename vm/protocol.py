@@ -631,11 +631,9 @@ NOT_AUTHENTIC = ("Resume state was not written by this state store (a frame or p
 
 
 def _load(store: StateStore, parked) -> tuple[Frame, Program]:
-    """The parked frame and its program, each checked: the frame's MAC (the bytes this store
-    wrote under this key), the program's content hash (the one the frame names), then the
-    frame against its program. Refusals consume nothing."""
-    if not parked.authentic(store.existing_key()):
-        raise RequestError(NOT_AUTHENTIC, "T434", kind="runtime_error")
+    """The parked frame (its MAC already checked: the bytes this store wrote under this key)
+    and its program, each checked: the program's content hash (the one the frame names), then
+    the frame against its program. Refusals consume nothing."""
     try:
         frame = codec.load_frame(parked.blob)
         program_blob = store.load_program_bytes(frame.program_hash)
