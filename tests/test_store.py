@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import struct
 
 import pytest
 
@@ -179,12 +180,33 @@ def test_temp_files_of_interrupted_writes_are_leftovers_once_a_minute_old(tmp_pa
     assert store.remove_leftover(str(fresh)) is False  # absolute: refused
 
 
-def test_a_frame_with_an_expiry_starts_with_its_header(tmp_path):
+def test_a_frame_starts_with_its_mac_and_expiry(tmp_path):
     store = Store(str(tmp_path))
     store.save_frame("k", b"\x81frame", expires_at=2.0)
+    store.save_frame("n", b"\x81frame")
     raw = (tmp_path / "runs" / "k.frame").read_bytes()
-    assert raw.startswith(b"LBXP") and raw.endswith(b"\x81frame")
-    assert store.read_parked("k").expires_at == 2.0
+    assert raw.startswith(b"LBXA") and raw.endswith(b"\x81frame") and len(raw) == 4 + 32 + 8 + 6
+    parked = store.read_parked("k")
+    assert parked.expires_at == 2.0 and parked.blob == b"\x81frame"
+    assert parked.authentic(store.key()) and not parked.authentic(b"another key")
+    assert store.read_parked("n").expires_at is None and store.read_parked("n").authentic(store.key())
+    # moved to another key, or edited: no longer what this store wrote under that key
+    os.rename(tmp_path / "runs" / "k.frame", tmp_path / "runs" / "m.frame")
+    assert not store.read_parked("m").authentic(store.key())
+    (tmp_path / "runs" / "n.frame").write_bytes(raw[:-1] + b"F")
+    assert not store.read_parked("n").authentic(store.key())
+
+
+def test_frames_of_the_first_format_are_read_but_never_authentic(tmp_path):
+    store = Store(str(tmp_path))
+    store.key()
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "a.frame").write_bytes(b"\x81frame")
+    (tmp_path / "runs" / "b.frame").write_bytes(b"LBXP" + struct.pack(">d", 2.0) + b"\x81frame")
+    a, b = store.read_parked("a"), store.read_parked("b")
+    assert (a.blob, a.expires_at, a.mac) == (b"\x81frame", None, None)
+    assert (b.blob, b.expires_at, b.mac) == (b"\x81frame", 2.0, None)
+    assert not a.authentic(store.key()) and not b.authentic(store.key())
 
 
 def test_a_claim_whose_record_is_being_written_reads_as_not_found_not_in_doubt(tmp_path):

@@ -138,15 +138,25 @@ def _untag(value: Any) -> Any:
     return converter.structure(fields, cls)
 
 
+class NotAuthentic(LoadError):
+    """Bytes that decode, but are not the program or frame they claim to be."""
+
+
+class Unstorable(Exception):
+    """A frame that cannot be saved so that it loads again (too large, or not encodable)."""
+
+
 def _pack(value: Any) -> bytes:
-    return msgpack.packb(value, use_bin_type=True)
+    # surrogatepass: a lone surrogate (JSON text may hold one: "\ud83d") is stored as it is
+    return msgpack.packb(value, use_bin_type=True, unicode_errors="surrogatepass")
 
 
 def _unpack(blob: bytes) -> Any:
     if len(blob) > MAX_BLOB:
         raise LoadError("blob too large")
     try:
-        return msgpack.unpackb(blob, raw=False, strict_map_key=True)
+        return msgpack.unpackb(blob, raw=False, strict_map_key=True,
+                               unicode_errors="surrogatepass")
     except Exception as exc:  # msgpack raises several types outside UnpackException
         raise LoadError(f"not msgpack: {exc}") from None
 
@@ -225,7 +235,7 @@ def _decode_program(blob: bytes) -> Program:
     except Exception as exc:
         raise LoadError(f"malformed program: {exc}") from None
     if program_hash(program) != program.header.program_hash:
-        raise LoadError("program hash mismatch")
+        raise NotAuthentic("program hash mismatch")
     from vm.verify import VerifyError, verify
 
     try:
@@ -236,7 +246,15 @@ def _decode_program(blob: bytes) -> Program:
 
 
 def dump_frame(frame: Frame) -> bytes:
-    return _pack(converter.unstructure(frame))
+    """The frame's bytes; Unstorable when they could not be loaded again (over MAX_BLOB, or a
+    value msgpack cannot hold), so that nothing is parked that resume would refuse."""
+    try:
+        blob = _pack(converter.unstructure(frame))
+    except (ValueError, OverflowError, UnicodeError) as exc:  # a TypeError is our bug
+        raise Unstorable(f"a value in it cannot be stored ({exc})") from None
+    if len(blob) > MAX_BLOB:
+        raise Unstorable(f"it is {len(blob)} bytes, over the limit of {MAX_BLOB}")
+    return blob
 
 
 def load_frame(blob: bytes, program: Program | None = None) -> Frame:

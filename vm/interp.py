@@ -149,11 +149,15 @@ class Run:
                 delay = _retry_delay(retry, entry.attempt - 1)
                 self.host.log(f"[RETRY] Step '{step}' failed (attempt {entry.attempt}/"
                               f"{retry.max}): {message}. Retrying in {delay}ms...\n")
-                time.sleep(delay / 1000)
-                entry.attempt += 1
-                self.deadlines[-1] = _deadline(policy)
-                frame.pc = entry.site + 1
-                return None
+                try:
+                    wait(self.host.ctx, delay)
+                except CommandError as stopped:  # the run's deadline or cancellation came first
+                    message, error_code, run_over = stopped.message, stopped.code, True
+                else:
+                    entry.attempt += 1
+                    self.deadlines[-1] = _deadline(policy)
+                    frame.pc = entry.site + 1
+                    return None
             self.pop_try()
             if policy.on_error == "stop" or run_over or error_code == "T422":
                 continue
@@ -447,7 +451,7 @@ def op_loop_next(run: Run, ins: Instr) -> None:
     loop.index += 1
     if loop.index < len(loop.items):
         if spec.pause_ms and loop.index % max(spec.batch_size, 1) == 0:
-            time.sleep(spec.pause_ms / 1000)
+            wait(run.ctx, spec.pause_ms)
         _enter_iteration(frame, loop, spec)
         frame.pc = ins.b
         return
@@ -511,6 +515,29 @@ def op_end_try(run: Run, ins: Instr) -> None:
 def _deadline(policy: Policy) -> float | None:
     timeout = policy.timeout_ms
     return None if timeout is None else time.monotonic() + timeout / 1000
+
+
+WAIT_SLICE_S = 0.05  # how often a wait looks at its scope's cancellation
+
+
+def wait(ctx: Context, ms: float) -> None:
+    """Sleep `ms` milliseconds, but never past `ctx`'s deadline or its scope's cancellation:
+    either ends the wait at once with the trap a child would give (T420, T422)."""
+    end = time.monotonic() + ms / 1000
+    deadline = ctx.deadline
+    while True:
+        scope = ctx.scope
+        while scope is not None:
+            if scope.cancelled:
+                raise CommandError("lobster run cancelled", code="T422", retryable=False)
+            scope = scope.parent
+        now = time.monotonic()
+        if deadline is not None and deadline <= end and now >= deadline - 0.001:
+            raise CommandError("lobster runtime timed out", code="T420", retryable=False)
+        if now >= end:
+            return
+        stop = end if deadline is None else min(end, deadline)
+        time.sleep(max(0.0, min(stop - now, WAIT_SLICE_S)))
 
 
 def _retry_delay(retry: Retry, k: int) -> int:

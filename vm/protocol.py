@@ -381,12 +381,16 @@ def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
     if isinstance(outcome, machine.Finished):
         envelope = ok_envelope("ok", outcome.output)
     else:
-        envelope = _cap_subject(_park(program, outcome.frame, options, settings), options.env)
+        envelope = _park(program, outcome.frame, options, settings)
+    _check_envelope_size(envelope, settings)
+    return envelope
+
+
+def _check_envelope_size(envelope: dict, settings: Settings) -> None:
     cap = settings.max_stdout_bytes
     if cap is not None and len(js.json_pretty(envelope).encode("utf-8")) > cap:
-        return error_envelope("runtime_error", "lobster runtime result exceeded maxStdoutBytes",
-                              "T423")
-    return envelope
+        raise RequestError("lobster runtime result exceeded maxStdoutBytes", "T423",
+                           kind="runtime_error")
 
 
 def _cap_subject(envelope: dict, env: Mapping[str, str]) -> dict:
@@ -402,19 +406,36 @@ def _cap_subject(envelope: dict, env: Mapping[str, str]) -> dict:
 
 
 def _park(program: Program, frame: Frame, options: Options, settings: Settings) -> dict:
+    """Save the halted run and return its envelope. Every limit is checked first (the frame
+    stores and loads again, the envelope fits maxStdoutBytes): a checkpoint is saved only when
+    its token is handed out and resume or cancel can take it."""
     store = options.store()
-    store.save_program(program.hash, lambda: codec.dump_program(program),
-                       intact=lambda blob: codec.intact(blob, program.hash))
     pending = frame.pending
     state_key = f"{frame.origin}_resume_{secrets.token_hex(16)}"
     kind = "pipeline-resume" if frame.origin == "pipeline" else "workflow-file"
+    ttl = settings.checkpoint_ttl_ms or program.checkpoint_ttl_ms or checkpoint_ttl_ms(options)
     if pending.kind == "approval":
         # the id goes into the frame, so it is published before the frame is written
         pending.approval_id = store.new_approval_id(state_key)
-    ttl = settings.checkpoint_ttl_ms or program.checkpoint_ttl_ms or checkpoint_ttl_ms(options)
-    store.save_frame(state_key, codec.dump_frame(frame),
-                     expires_at=None if ttl is None else time.time() + ttl / 1000)
-    token = tokens.issue(kind, state_key, store.key())
+    try:
+        try:
+            blob = codec.dump_frame(frame)
+        except codec.Unstorable as exc:
+            raise RequestError(f"lobster runtime checkpoint cannot be stored: {exc}", "T424",
+                               kind="runtime_error") from None
+        envelope = _cap_subject(_halt_envelope(pending, tokens.issue(kind, state_key,
+                                                                     store.key())), options.env)
+        _check_envelope_size(envelope, settings)
+    except RequestError:
+        store.remove_approval_id(pending.approval_id)
+        raise
+    store.save_program(program.hash, lambda: codec.dump_program(program),
+                       intact=lambda blob: codec.intact(blob, program.hash))
+    store.save_frame(state_key, blob, expires_at=None if ttl is None else time.time() + ttl / 1000)
+    return envelope
+
+
+def _halt_envelope(pending, token: str) -> dict:
     if pending.kind == "approval":
         request: dict[str, Any] = {"type": "approval_request", "prompt": pending.prompt,
                                    "items": pending.items}
@@ -481,15 +502,16 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
         parked = store.read_parked(state_key)
         if parked is None:
             return _unparked(store, state_key, decision, not_found, approval_id)
-        if not decision.cancel:
-            _refuse_expired(parked.expires_at)
-            checkpoint_ttl_ms(options)  # a bad TTL is refused before anything runs
-        frame, program = _load(store, parked.blob)
+        if decision.cancel:
+            return _cancel_parked(store, parked, approval_id, not_found)
+        if not parked.authentic(store.existing_key()):  # first: its expiry is not covered
+            raise RequestError(NOT_AUTHENTIC, "T434", kind="runtime_error")
+        _refuse_expired(parked.expires_at)
+        checkpoint_ttl_ms(options)  # a bad TTL is refused before anything runs
+        frame, program = _load(store, parked)
         pending = frame.pending
-        approved_by = None
-        if not decision.cancel:
-            approved_by = _check_decision(frame, decision, options.env)
-        ends = decision.cancel or decision.approve is False
+        approved_by = _check_decision(frame, decision, options.env)
+        ends = decision.approve is False
         if not store.claim_frame(state_key, None if ends else _claimant(pending)):
             raise RequestError(not_found, "T430", kind="runtime_error")
         if ends:
@@ -508,6 +530,23 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
         return exc.envelope
     except StoreError as exc:
         return store_error(exc)
+
+
+def _cancel_parked(store: StateStore, parked, approval_id: str | None, not_found: str) -> dict:
+    """End a parked checkpoint. Nothing in it runs, so nothing limits this: a frame too large,
+    unreadable or not authentic is cancelled too. Its approval id goes with it (the frame's
+    own only when this store wrote the frame; an id left behind is collected by `gc`)."""
+    ids = {approval_id}
+    if parked.authentic(store.existing_key()):
+        try:
+            ids.add(codec.load_frame(parked.blob).pending.approval_id)
+        except (LoadError, AttributeError):
+            pass
+    if not store.claim_frame(parked.state_key):
+        raise RequestError(not_found, "T430", kind="runtime_error")
+    for halt_id in ids:
+        store.remove_approval_id(halt_id)
+    return ok_envelope("cancelled", [])
 
 
 def cancel_state(options: Options, state_key: str) -> dict:
@@ -657,16 +696,27 @@ def _checked_token(token: str | None, store: StateStore) -> tokens.Token:
     return parsed
 
 
-def _load(store: StateStore, blob: bytes) -> tuple[Frame, Program]:
+NOT_AUTHENTIC = ("Resume state was not written by this state store (a frame or program "
+                 "planted, edited or from an earlier version); refused: a cancel removes it")
+
+
+def _load(store: StateStore, parked) -> tuple[Frame, Program]:
+    """The parked frame (its MAC already checked: the bytes this store wrote under this key)
+    and its program, each checked: the program's content hash (the one the frame names), then
+    the frame against its program. Refusals consume nothing."""
     try:
-        frame = codec.load_frame(blob)
+        frame = codec.load_frame(parked.blob)
         program_blob = store.load_program_bytes(frame.program_hash)
         if program_blob is None:
             raise LoadError(f"program {frame.program_hash} is missing from the state directory")
         program = codec.load_program(program_blob)
+    except codec.NotAuthentic:
+        raise RequestError(NOT_AUTHENTIC, "T434", kind="runtime_error") from None
     except LoadError as exc:
         raise RequestError(f"Resume state is corrupt: {exc}", "T431", kind="runtime_error") from None
-    if program.hash != frame.program_hash or frame.pending is None:
+    if program.hash != frame.program_hash:
+        raise RequestError(NOT_AUTHENTIC, "T434", kind="runtime_error")
+    if frame.pending is None:
         raise RequestError("Resume state is corrupt: frame does not match its program", "T431",
                            kind="runtime_error")
     try:
@@ -713,6 +763,10 @@ def _check_approver(pending, env: Mapping[str, str]) -> str | None:
                            "E513")
     if required and approved_by != required:
         raise RequestError(f"{who} requires approver '{required}', got '{approved_by}'", "E513")
+    if different and not identity.get("initiatedBy"):  # fail closed: anyone could be the initiator
+        raise RequestError(f"{who} requires an approver other than its initiator, but no "
+                           "initiator was recorded (set LOBSTER_APPROVAL_INITIATED_BY or "
+                           "initiated_by when running); refused", "E513")
     if different and approved_by == identity.get("initiatedBy"):
         raise RequestError(f"{who} must be granted by someone other than "
                            f"'{identity.get('initiatedBy')}'", "E513")

@@ -95,9 +95,15 @@ def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Conte
         timeout = ctx.deadline - time.monotonic()
         if timeout <= 0:
             raise CommandError("lobster runtime timed out", code="T420")
+    # a credential goes to the URL's own host and nowhere else: no proxy, no redirect
+    opener = _credential_opener() if token else urllib.request.build_opener()
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with opener.open(request, timeout=timeout) as response:
             text = response.read().decode("utf-8", "replace")
+    except RedirectRefused as exc:
+        raise CommandError(f"{name} refused to follow a redirect ({exc.status}) to "
+                           f"{exc.host or 'an unnamed host'}: a request that carries a "
+                           "credential follows no redirect", retryable=False) from None
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode("utf-8", "replace")[:400]
         raise CommandError(f"{name} failed ({exc.code}): {detail}", retryable=False) from None
@@ -111,3 +117,28 @@ def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Conte
         return js.json_loads(text)
     except ValueError:
         raise CommandError(f"{name} expected JSON response", retryable=False) from None
+
+
+class RedirectRefused(Exception):
+    """A response redirected a request that carries a credential; nothing was sent on."""
+
+    def __init__(self, status: int, host: str) -> None:
+        super().__init__(f"redirect ({status}) to {host}")
+        self.status, self.host = status, host
+
+
+def _credential_opener():
+    """An opener for a request that carries a credential: it uses no proxy (HTTP_PROXY and
+    the like are ignored) and follows no redirect (a 3xx answer is RedirectRefused)."""
+    import urllib.request
+
+    class RefuseRedirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            fp.close()
+            try:
+                host = urlsplit(newurl).hostname or ""
+            except ValueError:
+                host = ""
+            raise RedirectRefused(code, host[:253])
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), RefuseRedirects())

@@ -3,6 +3,9 @@ the state directory (`directory.py`) and PostgreSQL (`postgres.py`); claim recor
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import os
 import re
 from collections.abc import Callable
@@ -35,6 +38,13 @@ def value_name(key: str) -> str:
     return name
 
 
+def value_json(value: Any) -> str:
+    """A `state.*` value as stored: pretty JSON. A lone surrogate (a child may print one) is
+    kept as its JSON escape, so the text is always valid UTF-8 and reads back the same."""
+    text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def value_file_name(key: str) -> str:
     return value_name(key) + ".json"
 
@@ -55,12 +65,32 @@ def cache_name(kind: str, key: str) -> tuple[str, str]:
 
 class Parked(NamedTuple):
     """A parked frame as the store holds it: its bytes, when it was parked and when it expires
-    (unix seconds; None: never)."""
+    (unix seconds; None: never), and the MAC the store wrote with it (None: a frame from a
+    version that wrote none)."""
 
     state_key: str
     blob: bytes
     created_at: float
     expires_at: float | None = None
+    mac: bytes | None = None
+
+    def authentic(self, key: bytes | None) -> bool:
+        """Whether this store wrote these bytes under this state key (its MAC matches)."""
+        return key is not None and self.mac is not None \
+            and hmac.compare_digest(self.mac, frame_mac(key, self.state_key, self.blob))
+
+
+FRAME_MAC_SIZE = 32
+
+
+def frame_mac(key: bytes, state_key: str, blob: bytes) -> bytes:
+    """HMAC-SHA256, under the store's signing key, of a frame's bytes and the state key it is
+    parked under (the frame names its program's content hash, so the program is covered too):
+    a frame planted, edited or moved to another key does not match."""
+    mac = hmac.new(key, b"lobster-frame\x001\x00", hashlib.sha256)
+    mac.update(state_key.encode("utf-8") + b"\x00")
+    mac.update(blob)
+    return mac.digest()
 
 
 class CacheEntry(NamedTuple):
@@ -80,6 +110,8 @@ class StateStore(Protocol):
       a frame is durable when save_frame returns;
     - of any number of concurrent claim_frame calls for one frame, exactly one returns True;
     - approval ids are matched exactly (trimmed), and lead only to a plain state key;
+    - a frame is stored with its MAC, so a frame this store did not write is told apart
+      (`Parked.authentic`);
     - cache entries are hints: they may be lost, never half-written.
     """
 
@@ -106,7 +138,8 @@ class StateStore(Protocol):
         """Remove the program unless it was saved at or after `unused_since` (unix seconds)."""
 
     def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None) -> None:
-        """Park a frame (durable when this returns), with its expiry (unix seconds) if any."""
+        """Park a frame (durable when this returns), with its expiry (unix seconds) if any,
+        and its MAC (`frame_mac` under this store's key)."""
 
     def read_frame(self, state_key: str) -> bytes | None:
         """The parked frame, or None when there is none or it has been claimed."""

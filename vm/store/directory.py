@@ -4,9 +4,11 @@ rename, fsync of the dir), except cache entries, which are hints and are not syn
 
   <state>/key                      32 random bytes, mode 0600, created on first use
   <state>/programs/<hash>.lbc      compiled programs (msgpack), written once
-  <state>/runs/<state_key>.frame   parked frames (msgpack); claimed by removing the file; a
-                                   frame with an expiry starts with "LBXP" and the expiry (unix
-                                   seconds, a big-endian double) before the msgpack
+  <state>/runs/<state_key>.frame   parked frames; claimed by removing the file. Since format 2:
+                                   "LBXA", the frame's MAC (32 bytes, base.frame_mac), the expiry
+                                   (unix seconds, a big-endian double; NaN: never), the msgpack.
+                                   Format 1 (read, never authentic): the msgpack alone, or
+                                   "LBXP", the expiry, the msgpack
   <state>/runs/<id>.approval       approval id -> state key: a symlink whose target is the key,
                                    published exclusively beside its frame (one directory sync
                                    makes both durable); earlier versions kept approvals/<id>
@@ -31,6 +33,7 @@ pipeline text and step results, secrets included.
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import struct
@@ -38,8 +41,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from vm.store.base import (STATE_KEY, CacheEntry, Parked, approval_id_form, cache_name,
-                           value_file_name)
+from vm.store.base import (FRAME_MAC_SIZE, STATE_KEY, CacheEntry, Parked, approval_id_form,
+                           cache_name, frame_mac, value_file_name, value_json)
 
 if TYPE_CHECKING:
     from vm.store.claims import Claimant, ClaimRecord
@@ -47,7 +50,9 @@ if TYPE_CHECKING:
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 EXPIRY_MAGIC = b"LBXP"  # a msgpack frame starts with a map byte, never with "L"
+SEALED_MAGIC = b"LBXA"  # format 2: MAC and expiry before the msgpack
 _EXPIRY = struct.Struct(">d")
+_SEALED_HEAD = len(SEALED_MAGIC) + FRAME_MAC_SIZE + _EXPIRY.size
 
 
 def make_private_dirs(directory: str) -> None:
@@ -219,9 +224,9 @@ class Store:
     def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None) -> None:
         """Park a frame. It, and an approval id published for it just before, are durable
         when this returns: they share a directory, and one sync of it covers both."""
-        if expires_at is not None:
-            blob = EXPIRY_MAGIC + _EXPIRY.pack(expires_at) + blob
-        atomic_write(self.frame_path(state_key), blob, sync_dir=False)
+        head = SEALED_MAGIC + frame_mac(self.key(), state_key, blob) \
+            + _EXPIRY.pack(math.nan if expires_at is None else expires_at)
+        atomic_write(self.frame_path(state_key), head + blob, sync_dir=False)
         _fsync_dir(self.runs)
 
     def read_frame(self, state_key: str) -> bytes | None:
@@ -235,12 +240,18 @@ class Store:
                 created_at = os.fstat(fh.fileno()).st_mtime
         except FileNotFoundError:
             return None
-        expires_at = None
-        head = len(EXPIRY_MAGIC) + _EXPIRY.size
-        if data.startswith(EXPIRY_MAGIC) and len(data) >= head:
+        expires_at = mac = None
+        if data.startswith(SEALED_MAGIC) and len(data) >= _SEALED_HEAD:
+            start = len(SEALED_MAGIC)
+            mac = data[start:start + FRAME_MAC_SIZE]
+            (expires_at,) = _EXPIRY.unpack(data[start + FRAME_MAC_SIZE:_SEALED_HEAD])
+            expires_at = None if math.isnan(expires_at) else expires_at
+            data = data[_SEALED_HEAD:]
+        elif data.startswith(EXPIRY_MAGIC) and len(data) >= len(EXPIRY_MAGIC) + _EXPIRY.size:
+            head = len(EXPIRY_MAGIC) + _EXPIRY.size
             (expires_at,) = _EXPIRY.unpack(data[len(EXPIRY_MAGIC):head])
             data = data[head:]
-        return Parked(state_key, data, created_at, expires_at)
+        return Parked(state_key, data, created_at, expires_at, mac)
 
     def _keys(self, suffix: str) -> list[str]:
         """The run keys that have a `runs/<key>.<suffix>` file."""
@@ -397,8 +408,7 @@ class Store:
             return default
 
     def set_value(self, key: str, value) -> None:
-        text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
-        atomic_write(self.value_path(key), text.encode("utf-8"))
+        atomic_write(self.value_path(key), value_json(value).encode("utf-8"))
 
     # cache entries -------------------------------------------------------------------------
     def cache_path(self, kind: str, key: str) -> str:

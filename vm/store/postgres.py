@@ -7,7 +7,7 @@ each in lobster_meta. Tables live in the first schema of the connection's search
   lobster_programs(hash, body, used_at)         compiled programs (msgpack); used_at: last saved
   lobster_frames(state_key, body, created_at,   parked frames; claimed by a DELETE (no claimant)
                  claimed_at, claimant,          or an UPDATE setting claimed_at (a claim record);
-                 expires_at)                    expires_at: NULL, never
+                 expires_at, mac)               expires_at: NULL, never; mac: base.frame_mac
   lobster_approvals(approval_id, state_key)     approval id -> state key
   lobster_values(key, value)                    state.* values (JSON text, key normalised)
   lobster_cache(kind, key, value, created_at)   cache entries (hints)
@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from vm.store.base import (STATE_KEY, CacheEntry, Parked, StoreError, approval_id_form,
-                           cache_name, value_name)
+                           cache_name, frame_mac, value_json, value_name)
 from vm.store.claims import Claimant, ClaimRecord
 
 try:
@@ -58,6 +58,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 2: checkpoint expiry; when a program was last saved (for gc)
         "ALTER TABLE lobster_frames ADD COLUMN expires_at timestamptz",
         "ALTER TABLE lobster_programs ADD COLUMN used_at timestamptz NOT NULL DEFAULT now()",
+    ),
+    (  # 3: each frame's MAC (base.frame_mac); NULL: written before, never authentic
+        "ALTER TABLE lobster_frames ADD COLUMN mac bytea",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -235,12 +238,13 @@ class PostgresStore:
 
     # frames and claims ---------------------------------------------------------------------
     def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None) -> None:
-        self._one("INSERT INTO lobster_frames (state_key, body, expires_at)"
-                  " VALUES (%s, %s, to_timestamp(%s))"
+        mac = frame_mac(self.key(), state_key, blob)
+        self._one("INSERT INTO lobster_frames (state_key, body, expires_at, mac)"
+                  " VALUES (%s, %s, to_timestamp(%s), %s)"
                   " ON CONFLICT (state_key) DO UPDATE SET body = excluded.body,"
                   " created_at = now(), claimed_at = NULL, claimant = NULL,"
-                  " expires_at = excluded.expires_at RETURNING 1",
-                  (state_key, blob, expires_at))
+                  " expires_at = excluded.expires_at, mac = excluded.mac RETURNING 1",
+                  (state_key, blob, expires_at, mac))
 
     def read_frame(self, state_key: str) -> bytes | None:
         row = self._one("SELECT body FROM lobster_frames"
@@ -248,17 +252,17 @@ class PostgresStore:
         return None if row is None else bytes(row[0])
 
     _PARKED = ("SELECT state_key, body, extract(epoch FROM created_at)::float8,"
-               " extract(epoch FROM expires_at)::float8 FROM lobster_frames"
+               " extract(epoch FROM expires_at)::float8, mac FROM lobster_frames"
                " WHERE claimed_at IS NULL")
 
     def read_parked(self, state_key: str) -> Parked | None:
         row = self._one(self._PARKED + " AND state_key = %s", (state_key,))
-        return None if row is None else Parked(row[0], bytes(row[1]), row[2], row[3])
+        return None if row is None else _parked(row)
 
     def list_parked(self) -> list[Parked]:
         with self._connection() as conn:
             rows = conn.execute(self._PARKED + " ORDER BY created_at, state_key").fetchall()
-        return [Parked(key, bytes(body), at, expires) for key, body, at, expires in rows]
+        return [_parked(row) for row in rows]
 
     def claim_frame(self, state_key: str, claimant: Claimant | None = None) -> bool:
         """One statement: of concurrent claims, the row lock lets one through and the others
@@ -328,7 +332,7 @@ class PostgresStore:
             return default
 
     def set_value(self, key: str, value: Any) -> None:
-        text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+        text = value_json(value)
         self._one("INSERT INTO lobster_values (key, value) VALUES (%s, %s)"
                   " ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = now()"
                   " RETURNING 1", (value_name(key), text))
@@ -374,6 +378,11 @@ class PostgresStore:
         row = self._one("DELETE FROM lobster_approvals WHERE approval_id = %s AND "
                         + self._ORPHAN + " RETURNING 1", (approval_id,))
         return row is not None
+
+
+def _parked(row: tuple) -> Parked:
+    key, body, created_at, expires_at, mac = row
+    return Parked(key, bytes(body), created_at, expires_at, None if mac is None else bytes(mac))
 
 
 def _json_or_none(text: str | None) -> Any:
