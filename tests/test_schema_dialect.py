@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vm.schema import first_error, ignored_keywords, schema_error
+from vm.schema import all_errors, first_error, ignored_keywords, schema_error
 
 
 def test_prefix_items_is_ignored_by_the_dialect():
@@ -35,3 +35,61 @@ def test_draft07_schema_is_clean():
         "additionalProperties": False, "definitions": {"x": {"const": 1}}}
     assert ignored_keywords(schema) == []
     assert first_error(schema, {"env": "prd"}) == ("/env", "must be equal to one of the allowed values")
+
+
+# Error order and wording, as the original (2026.9.13, Ajv) gives them; each expectation was
+# recorded from the original: `llm.invoke --output-schema` lists every error, an input gate
+# reports the first one.
+_MIXED = {"type": "object", "maxProperties": 2, "required": ["zz"], "properties": {
+    "s": {"maxLength": 2, "pattern": "^z", "enum": ["a"]},
+    "n": {"maximum": 3, "multipleOf": 2, "not": {"type": "number"}},
+    "arr": {"minItems": 5, "uniqueItems": True, "items": {"type": "integer"}},
+    "e": {"const": "w", "anyOf": [{"type": "number"}, {"type": "boolean"}]}}}
+
+
+def _listed(schema, value) -> str:
+    return "; ".join(f"{pointer} {message}" for pointer, message in all_errors(schema, value))
+
+
+def test_every_error_comes_in_the_originals_order():
+    assert _listed(_MIXED, {"s": "abcdef", "n": 15, "arr": [1, 1, "x"], "e": "q"}) == (
+        "/ must NOT have more than 2 properties; / must have required property 'zz'; "
+        "/s must be equal to one of the allowed values; /s must NOT have more than 2 characters; "
+        "/s must match pattern \"^z\"; /n must NOT be valid; /n must be <= 3; "
+        "/n must be multiple of 2; /arr must NOT have fewer than 5 items; /arr/2 must be integer; "
+        "/arr must NOT have duplicate items (items ## 1 and 0 are identical); "
+        "/e must be equal to constant; /e must be number; /e must be boolean; "
+        "/e must match a schema in anyOf")
+
+
+def test_property_names_extra_properties_and_one_of_are_listed_like_ajv():
+    schema = {"type": "object", "additionalProperties": False,
+              "propertyNames": {"maxLength": 1, "pattern": "^[a-y]"},
+              "properties": {"b": {"uniqueItems": True}, "zz": {"type": "string"}},
+              "patternProperties": {"^y": {"type": "number"}},
+              "oneOf": [{"required": ["q"]}, {"type": "array"}]}
+    value = {"zz": 1, "b": [{"q": 1}, {"q": 1}], "x": 3, "y": "s", "www": 1}
+    assert _listed(schema, value) == (
+        "/ must have required property 'q'; / must be array; "
+        "/ must match exactly one schema in oneOf; / must NOT have more than 1 characters; "
+        "/ must match pattern \"^[a-y]\"; / property name must be valid; "
+        "/ must NOT have more than 1 characters; / property name must be valid; "
+        "/ must NOT have additional properties; / must NOT have additional properties; "
+        "/b must NOT have duplicate items (items ## 0 and 1 are identical); /zz must be string; "
+        "/y must be number")
+
+
+def test_nested_errors_follow_the_schemas_property_order():
+    schema = {"type": "object", "required": ["z"], "properties": {
+        "a": {"type": "string"}, "b": {"type": "object", "properties": {"c": {"type": "string"}}},
+        "d": {"type": "array", "items": {"type": "number"}}}}
+    assert _listed(schema, {"a": 1, "b": {"c": None}, "d": [1, "x"]}) == (
+        "/ must have required property 'z'; /a must be string; /b/c must be string; "
+        "/d/1 must be number")
+
+
+def test_the_first_error_is_a_keyword_of_no_type_before_one_of_the_values_type():
+    schema = {"maxLength": 2, "enum": ["a"], "uniqueItems": True, "items": {"type": "integer"},
+              "not": {"type": "number"}}
+    for value in ("abcdef", [1, 1, "x"], {"a": [2, 2]}):
+        assert first_error(schema, value) == ("/", "must be equal to one of the allowed values")

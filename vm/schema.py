@@ -9,14 +9,15 @@ import json
 from functools import lru_cache
 from typing import Any
 
-# Ajv checks `type` first, then the keywords of the value's type, then the generic ones;
-# with one error reported, that order decides which error a caller sees.
+# Ajv's evaluation order: `type` first, then the keywords of no particular type, then those of
+# numbers, strings, arrays and objects; errors come out depth first in that order (observed
+# against the original with every error reported). `items` is evaluated before `uniqueItems`.
 _KEYWORD_ORDER = [
-    "type", "maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum", "multipleOf",
-    "maxLength", "minLength", "pattern", "format", "maxItems", "minItems", "uniqueItems",
-    "prefixItems", "items", "contains", "maxProperties", "minProperties", "required",
-    "dependentRequired", "propertyNames", "additionalProperties", "properties",
-    "patternProperties", "enum", "const", "not", "anyOf", "oneOf", "allOf", "if",
+    "$ref", "type", "const", "enum", "not", "anyOf", "oneOf", "allOf", "if", "then", "else",
+    "maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum", "multipleOf",
+    "maxLength", "minLength", "pattern", "format", "maxItems", "minItems", "items",
+    "additionalItems", "uniqueItems", "contains", "maxProperties", "minProperties", "required",
+    "dependencies", "propertyNames", "additionalProperties", "properties", "patternProperties",
 ]
 _RANK = {k: i for i, k in enumerate(_KEYWORD_ORDER)}
 
@@ -95,16 +96,110 @@ def _validator(schema_text: str):
 
 def first_error(schema: Any, value: Any) -> tuple[str, str] | None:
     """(instance path as a JSON pointer, '/' for the root; message) of the error Ajv would
-    report first, or None when `value` is valid."""
-    validator = _validator(json.dumps(schema, sort_keys=True))
-    errors = list(validator.iter_errors(value))
+    report first, or None when `value` is valid. A failed `anyOf`/`oneOf` is reported as
+    itself, not by the error of one of its branches."""
+    validator = _validator(json.dumps(schema))
+    errors = sorted(validator.iter_errors(value), key=lambda e: _order(e, schema, value))
     if not errors:
         return None
-    error = min(errors, key=lambda e: (len(e.absolute_path), _RANK.get(e.validator, 99)))
+    error = errors[0]
     while error.context and error.validator not in ("anyOf", "oneOf"):
         error = error.context[0]
-    pointer = "".join(f"/{p}" for p in error.absolute_path) or "/"
-    return pointer, _message(error)
+    return _pointer(error), _message(error)
+
+
+def all_errors(schema: Any, value: Any) -> list[tuple[str, str]]:
+    """Every error, as Ajv reports them with `allErrors` (what `llm.invoke --output-schema`
+    lists): depth first in evaluation order, a failed `anyOf`/`oneOf` after its branches'."""
+    validator = _validator(json.dumps(schema))
+    out: list[tuple[str, str]] = []
+
+    def emit(errors, root: Any) -> None:
+        ordered = sorted(errors, key=lambda e: _order(e, root, value))
+        for at, error in enumerate(ordered):
+            if error.validator in ("anyOf", "oneOf") and error.context:
+                for branch, sub in enumerate(error.validator_value):
+                    emit([e for e in error.context if e.relative_schema_path[0] == branch],
+                         {"$branch": sub})
+            out.extend([(_pointer(error), _message(error))] * _extra_properties(error))
+            if _names_property(error) and not (
+                    at + 1 < len(ordered) and _names_property(ordered[at + 1])
+                    and ordered[at + 1].instance == error.instance):
+                out.append((_pointer(error), "property name must be valid"))
+
+    emit(validator.iter_errors(value), schema)
+    return out
+
+
+def _extra_properties(error) -> int:
+    """How many errors Ajv gives for this one: `additionalProperties` reports each extra
+    property on its own, jsonschema all of them in one error."""
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+        return 1
+    import re
+
+    schema = error.schema
+    patterns = [re.compile(p) for p in schema.get("patternProperties") or {}]
+    extra = [k for k in error.instance if k not in (schema.get("properties") or {})
+             and not any(p.search(k) for p in patterns)]
+    return max(1, len(extra))
+
+
+def _names_property(error) -> bool:
+    path = error.relative_schema_path
+    return bool(path) and path[0] == "propertyNames"
+
+
+def _pointer(error) -> str:
+    return "".join(f"/{p}" for p in error.absolute_path) or "/"
+
+
+def _order(error, schema: Any, value: Any = None) -> list:
+    """A sort key following Ajv's evaluation: keyword rank, then property (in the schema's
+    order) or array index, level by level down the error's schema path."""
+    path, data = list(error.relative_schema_path), list(error.relative_path)
+    node: Any = schema
+    key: list = []
+    if isinstance(node, dict) and "$branch" in node:  # a branch of anyOf/oneOf
+        key.append(path.pop(0))
+        node = node["$branch"]
+    while path:
+        keyword = path.pop(0)
+        key.append(_RANK.get(keyword, len(_RANK)))
+        child = node.get(keyword) if isinstance(node, dict) else None
+        if keyword in ("properties", "patternProperties") and path and isinstance(child, dict):
+            name = path.pop(0)
+            key.append(list(child).index(name) if name in child else len(child))
+            node = child.get(name)
+            if data:
+                data.pop(0)
+        elif keyword in ("allOf", "anyOf", "oneOf") and path and isinstance(path[0], int):
+            index = path.pop(0)
+            key.append(index)
+            node = child[index] if isinstance(child, list) and index < len(child) else None
+        elif keyword == "items" and isinstance(child, list) and path and isinstance(path[0], int):
+            index = path.pop(0)
+            key.append(index)
+            node = child[index] if index < len(child) else None
+            if data:
+                data.pop(0)
+        elif keyword == "propertyNames":
+            owner = value
+            for part in error.absolute_path:
+                owner = owner[part] if isinstance(owner, (dict, list)) else None
+            names = list(owner) if isinstance(owner, dict) else []
+            key.append(names.index(error.instance) if error.instance in names else -1)
+            node = child
+        elif keyword in ("items", "additionalItems", "contains", "additionalProperties") \
+                and path:
+            step = data.pop(0) if data else ""
+            key.append(step if isinstance(step, int) else -1)
+            node = child
+        elif keyword in ("not", "if", "then", "else", "dependencies") and path:
+            node = child
+        else:
+            break
+    return key
 
 
 def _message(error) -> str:
@@ -129,8 +224,35 @@ def _message(error) -> str:
         "enum": "must be equal to one of the allowed values",
         "const": "must be equal to constant",
         "additionalProperties": "must NOT have additional properties",
-        "uniqueItems": "must NOT have duplicate items",
         "not": "must NOT be valid", "anyOf": "must match a schema in anyOf",
         "oneOf": "must match exactly one schema in oneOf",
     }
+    if kw == "uniqueItems":
+        return f"must NOT have duplicate items ({_duplicates(error)})"
     return simple.get(kw, error.message)
+
+
+def _duplicates(error) -> str:
+    """Ajv's pair of duplicate positions: scalars (items typed as such) are found scanning from
+    the end, any items by comparing each with those before it, also from the end."""
+    data = error.instance
+    item_type = (error.schema.get("items") or {}).get("type") \
+        if isinstance(error.schema.get("items"), dict) else None
+    types = [item_type] if isinstance(item_type, str) else item_type or []
+    if types and not any(t in ("object", "array") for t in types):
+        seen: dict = {}
+        for i in range(len(data) - 1, -1, -1):
+            marker = json.dumps(data[i], sort_keys=True)
+            if marker in seen:
+                return f"items ## {seen[marker]} and {i} are identical"
+            seen[marker] = i
+    for i in range(len(data) - 1, -1, -1):
+        for j in range(i - 1, -1, -1):
+            if _equal(data[i], data[j]):
+                return f"items ## {j} and {i} are identical"
+    return "items are identical"
+
+
+def _equal(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) \
+        and isinstance(a, bool) == isinstance(b, bool)

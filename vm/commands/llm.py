@@ -412,11 +412,11 @@ def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
             raise CommandError(f"{name} remote error: {message}", retryable=False)
         out = [_item(name, envelope, request, provider, attempt)]
         if output_schema is not None:
-            from vm.schema import first_error
+            from vm.schema import all_errors
 
-            found = first_error(output_schema, out[0]["output"]["data"])
-            if found is not None:
-                errors = [f"{found[0]} {found[1]}"]
+            found = all_errors(output_schema, out[0]["output"]["data"])
+            if found:
+                errors = [f"{pointer} {message}" for pointer, message in found]
                 if attempt >= retries + 1:
                     raise CommandError(f"{name} output failed schema validation: "
                                        f"{'; '.join(errors)}", retryable=False)
