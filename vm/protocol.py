@@ -430,7 +430,12 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
         if not decision.cancel:
             _refuse_expired(parked.expires_at)
             checkpoint_ttl_ms(options)  # a bad TTL is refused before anything runs
-        frame, program = _load(store, parked.blob)
+        try:
+            frame, program = _load(store, parked.blob)
+        except RequestError:
+            if not decision.cancel:
+                raise
+            return _cancel_corrupt(store, state_key, approval_id, not_found)
         pending = frame.pending
         approved_by = None
         if not decision.cancel:
@@ -454,6 +459,16 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
         return exc.envelope
     except StoreError as exc:
         return store_error(exc)
+
+
+def _cancel_corrupt(store: StateStore, state_key: str, approval_id: str | None,
+                    not_found: str) -> dict:
+    """A checkpoint that cannot be loaded can still be ended. Its approval id is removed when
+    the request named it; otherwise its link is left to `gc` (a link whose frame is gone)."""
+    if not store.claim_frame(state_key):
+        raise RequestError(not_found, "T430", kind="runtime_error")
+    store.remove_approval_id(approval_id)
+    return ok_envelope("cancelled", [])
 
 
 def cancel_state(options: Options, state_key: str) -> dict:
