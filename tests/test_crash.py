@@ -2,7 +2,7 @@
 checked (tests/crash_helpers.py has the machinery and the promises; tests/CRASH.md explains).
 
 CI runs a fixed sample of kill points (`SAMPLE`). Every kill point of every phase, each found by
-tracing the phase once (about 140 here, a few minutes on 2 cores):
+tracing the phase once (123 here, several minutes on 2 cores):
 
     LOBSTER_CRASH_FULL=1 .venv/bin/python -m pytest -q -s tests/test_crash.py
 
