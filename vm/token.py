@@ -51,6 +51,11 @@ def issue(kind: str, state_key: str, key: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+def _is_one(value) -> bool:
+    """The number 1, as the reference's `=== 1` sees it (not `true`, which Python calls 1)."""
+    return not isinstance(value, bool) and value == 1
+
+
 def decode(text: str) -> Token:
     """Parse a token's shape (errors worded as the reference words them); no signature check."""
     try:
@@ -60,12 +65,12 @@ def decode(text: str) -> Token:
         raise TokenError("Invalid token") from None
     if not isinstance(data, dict):
         raise TokenError("Invalid token")
-    if data.get("protocolVersion") != 1:
+    if not _is_one(data.get("protocolVersion")):
         raise TokenError("Unsupported protocol version")
-    if data.get("v") != 1:
+    if not _is_one(data.get("v")):
         raise TokenError("Unsupported token version")
     kind, state_key = data.get("kind"), data.get("stateKey")
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         raise TokenError("Invalid token")
     if not isinstance(state_key, str) or not _STATE_KEY.match(state_key) \
             or not state_key.startswith(KINDS[kind]):
@@ -78,6 +83,9 @@ def decode(text: str) -> Token:
 
 
 def verify(token: Token, key: bytes | None) -> None:
-    if key is None or not hmac.compare_digest(token.sig, _sign(token.kind, token.state_key, key)):
+    expected = None if key is None else _sign(token.kind, token.state_key, key)
+    # bytes: compare_digest refuses str with non-ASCII characters (a forged sig may have them)
+    if expected is None or not hmac.compare_digest(token.sig.encode("utf-8", "surrogatepass"),
+                                                   expected.encode("ascii")):
         raise TokenError("Invalid token: signature does not match this state directory",
                          code="E502")
