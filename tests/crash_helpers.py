@@ -260,7 +260,8 @@ def check_files(state: Path) -> None:
     """Every file of the state dir decodes; temporary files are only those gc removes."""
     from vm import codec
     from vm.store.base import STATE_KEY
-    from vm.store.directory import EXPIRY_MAGIC, Store
+    from vm.store.claims import parse_claim_file_name
+    from vm.store.directory import Store, split_frame_file
 
     store = Store(str(state))
     leftovers = set(store.leftovers(older_than=float("inf")))
@@ -275,7 +276,7 @@ def check_files(state: Path) -> None:
             target = os.readlink(path)
             assert STATE_KEY.fullmatch(target), f"{rel} -> {target}"
             if not ((state / "runs" / f"{target}.frame").exists()
-                    or (state / "runs" / f"{target}.claimed").exists()):
+                    or claim_files(state / "runs", target)):
                 assert rel in leftovers, f"dangling approval link gc would not remove: {rel}"
             continue
         blob = path.read_bytes()
@@ -284,15 +285,20 @@ def check_files(state: Path) -> None:
         elif rel.startswith("programs/"):
             assert name.endswith(".lbc") and codec.intact(blob, name[:-4]), f"torn {rel}"
         elif rel.startswith("runs/") and name.endswith(".frame"):
-            if blob.startswith(EXPIRY_MAGIC):
-                blob = blob[12:]
-            codec.load_frame(blob)
+            mac, _, frame = split_frame_file(blob)
+            assert mac is not None, f"unsealed frame {rel}"
+            codec.load_frame(frame)
         elif rel.startswith("runs/") and name.endswith(".claimed"):
-            try:
-                entry = json.loads(blob)
-                assert isinstance(entry, dict) and "claimedAt" in entry, rel
-            except ValueError:
-                codec.load_frame(blob)  # claimed, its record not written yet: the frame
+            parsed = parse_claim_file_name(name)
+            assert parsed is not None, rel
+            if parsed[1] is None:  # an earlier version's claim file: its record, or the frame
+                try:
+                    entry = json.loads(blob)
+                    assert isinstance(entry, dict) and "claimedAt" in entry, rel
+                    continue
+                except ValueError:
+                    pass
+            codec.load_frame(split_frame_file(blob)[2])  # the claimed frame, whole
         elif rel.startswith(("values/", "cache/")) and name.endswith(".json"):
             json.loads(blob)
         else:
@@ -368,6 +374,12 @@ def check_after_kill(world: World, phase: int, killed: bool, answer: dict | None
     return outcome
 
 
+def claim_files(runs: Path, state_key: str) -> list[Path]:
+    """The claim files of one checkpoint: `<key>.<record>.claimed`, or an earlier version's
+    `<key>.claimed`."""
+    return [*runs.glob(f"{state_key}.*.claimed"), *runs.glob(f"{state_key}.claimed")]
+
+
 def _at_most_once(world: World) -> None:
     twice = {line: n for line, n in world.effects().items() if n > 1}
     assert not twice, f"side effects ran more than once: {twice}"
@@ -382,7 +394,7 @@ def _check_target(world: World, token: str, outcome: Outcome) -> bool:
     runs = world.state / "runs"
     if (runs / f"{state_key}.frame").exists():
         return False
-    if not (runs / f"{state_key}.claimed").exists():
+    if not claim_files(runs, state_key):
         return False  # check_after_kill decides whether that resume finished
     listed = {e["stateKey"]: e for e in pending(world)}
     entry = listed.get(state_key)

@@ -55,6 +55,22 @@ _EXPIRY = struct.Struct(">d")
 _SEALED_HEAD = len(SEALED_MAGIC) + FRAME_MAC_SIZE + _EXPIRY.size
 
 
+def split_frame_file(data: bytes) -> tuple[bytes | None, float | None, bytes]:
+    """A frame file's (MAC, expiry, frame bytes), in any of its formats (header above)."""
+    expires_at = mac = None
+    if data.startswith(SEALED_MAGIC) and len(data) >= _SEALED_HEAD:
+        start = len(SEALED_MAGIC)
+        mac = data[start:start + FRAME_MAC_SIZE]
+        (expires_at,) = _EXPIRY.unpack(data[start + FRAME_MAC_SIZE:_SEALED_HEAD])
+        expires_at = None if math.isnan(expires_at) else expires_at
+        data = data[_SEALED_HEAD:]
+    elif data.startswith(EXPIRY_MAGIC) and len(data) >= len(EXPIRY_MAGIC) + _EXPIRY.size:
+        head = len(EXPIRY_MAGIC) + _EXPIRY.size
+        (expires_at,) = _EXPIRY.unpack(data[len(EXPIRY_MAGIC):head])
+        data = data[head:]
+    return mac, expires_at, data
+
+
 def make_private_dirs(directory: str) -> None:
     """Create `directory` and its missing parents, each exactly 0700 whatever the umask."""
     missing = []
@@ -240,18 +256,8 @@ class Store:
                 created_at = os.fstat(fh.fileno()).st_mtime
         except FileNotFoundError:
             return None
-        expires_at = mac = None
-        if data.startswith(SEALED_MAGIC) and len(data) >= _SEALED_HEAD:
-            start = len(SEALED_MAGIC)
-            mac = data[start:start + FRAME_MAC_SIZE]
-            (expires_at,) = _EXPIRY.unpack(data[start + FRAME_MAC_SIZE:_SEALED_HEAD])
-            expires_at = None if math.isnan(expires_at) else expires_at
-            data = data[_SEALED_HEAD:]
-        elif data.startswith(EXPIRY_MAGIC) and len(data) >= len(EXPIRY_MAGIC) + _EXPIRY.size:
-            head = len(EXPIRY_MAGIC) + _EXPIRY.size
-            (expires_at,) = _EXPIRY.unpack(data[len(EXPIRY_MAGIC):head])
-            data = data[head:]
-        return Parked(state_key, data, created_at, expires_at, mac)
+        mac, expires_at, blob = split_frame_file(data)
+        return Parked(state_key, blob, created_at, expires_at, mac)
 
     def _keys(self, suffix: str) -> list[str]:
         """The run keys that have a `runs/<key>.<suffix>` file."""
