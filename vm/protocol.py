@@ -27,6 +27,7 @@ from vm.store import StateStore, StoreError, open_store
 from vm.store.base import approval_id_form
 
 if TYPE_CHECKING:
+    from vm.events import Event
     from vm.frontend import Frontend
 
 PROTOCOL_VERSION = 1
@@ -89,6 +90,9 @@ class Options:
     frontend: Frontend | None = None  # the compiler; None: the installed one, found on first use
     checkpoint_ttl_ms: int | None = None  # a halt's checkpoint expires after this; None:
     # LOBSTER_CHECKPOINT_TTL, else never
+    # hears every run's events (vm/events.py) on a thread of its own; they never change the
+    # envelope. One callback per request: `handle(request, evolve(options, on_event=cb))`
+    on_event: Callable[[Event], None] | None = None
 
     def store(self) -> StateStore:
         """The store at `state_dir` (a directory, or a `postgresql://` URL), else the one
@@ -323,8 +327,22 @@ def _run(pipeline: str, options: Options, settings: Settings, scope: Scope, *,
 
 def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
            scope: Scope) -> dict:
+    if options.on_event is None:
+        return _drive_with(program, frame, options, settings, scope, None)
+    from vm.events import Emitter
+
+    events = Emitter(options.on_event, options.log)
+    try:
+        return _drive_with(program, frame, options, settings, Scope(scope, listener=events),
+                           events)
+    finally:
+        events.close()
+
+
+def _drive_with(program: Program, frame: Frame, options: Options, settings: Settings,
+                scope: Scope, events) -> dict:
     host = machine.Host(ctx=settings.context(options, scope), write=options.write,
-                        ask_line=options.ask_line, log=options.log)
+                        ask_line=options.ask_line, log=options.log, events=events)
     outcome = machine.run(program, frame, host)
     if isinstance(outcome, machine.Failed):
         if options.report is not None:
@@ -338,6 +356,10 @@ def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
         envelope = ok_envelope("ok", outcome.output)
     else:
         envelope = _cap_subject(_park(program, outcome.frame, options), options.env)
+        if events is not None:
+            pending = outcome.frame.pending
+            events.halted(outcome.frame.pc - 1, pending.kind, pending.approval_id,
+                          pending.prompt)
     cap = settings.max_stdout_bytes
     if cap is not None and len(js.json_pretty(envelope).encode("utf-8")) > cap:
         return error_envelope("runtime_error", "lobster runtime result exceeded maxStdoutBytes",
