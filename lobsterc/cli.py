@@ -143,17 +143,18 @@ def _lint_stdin(ns) -> int:
     kind = ns.stdin_kind or ("workflow" if re.search(r"^\s*[\"']?steps[\"']?\s*:", text, re.M)
                              else "pipeline")
     suffix = ".lobster" if kind == "workflow" else ".pipeline"
-    try:  # beside the current directory's files, so a `workflow:` path resolves as from it
-        holder = tempfile.TemporaryDirectory(prefix=".lobsterc-stdin-", dir=os.getcwd())
+    out, err = io.StringIO(), io.StringIO()
+    try:  # in the current directory, so a `workflow:` path in it resolves from there
+        fd, path = tempfile.mkstemp(prefix=".lobsterc-stdin-", suffix=suffix, dir=os.getcwd())
     except OSError:
-        holder = tempfile.TemporaryDirectory(prefix="lobsterc-stdin-")
-    with holder as tmp:
-        path = os.path.join(tmp, "stdin" + suffix)
-        with open(path, "w", encoding="utf-8", newline="") as fh:
+        fd, path = tempfile.mkstemp(prefix="lobsterc-stdin-", suffix=suffix)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
-        out, err = io.StringIO(), io.StringIO()
         code = run_lint([path], fmt=ns.format, require_approval=ns.require_approval,
                         strict=ns.strict, out=out, err=err)
+    finally:
+        os.unlink(path)
     for stream, buffer in ((sys.stdout, out), (sys.stderr, err)):
         value = buffer.getvalue()
         value = value.replace(json_string(path)[1:-1], STDIN_NAME).replace(path, STDIN_NAME)
