@@ -76,6 +76,7 @@ def _flag(argv: list[str], i: int, name: str) -> tuple[str | None, int]:
 
 
 # run ----------------------------------------------------------------------------------------
+NO_VALUE = "\0"  # a flag given as the last word, without its value
 RUN_FLAGS = ("mode", "file", "args-json", "dry-run", "quiet", "events", "timeout")
 RUN_SWITCHES = ("dry-run", "quiet")
 MODES = ("tool", "human")
@@ -101,6 +102,8 @@ class RunArgs:
             setattr(self, name.replace("-", "_"), True)
             return i + 1
         value, i = _flag(argv, i, name)
+        if value is None and name in ("mode", "events", "timeout"):
+            value = NO_VALUE  # given without one: refused, never taken as not given
         setattr(self, name.replace("-", "_"), value)
         return i
 
@@ -216,7 +219,7 @@ def _usage_error(exc: RequestError) -> int:
 
 
 def _shown(value: str | None) -> str:
-    return "nothing" if value is None else repr(value)
+    return "nothing" if value is None or value == NO_VALUE else repr(value)
 
 
 def _timeout(text: str | None, command: str) -> int | None:
@@ -412,6 +415,8 @@ def cmd_resume(argv: list[str]) -> int:
         name = word[2:].split("=", 1)[0] if word.startswith("--") else ""
         if name in ("token", "id", "approve", "decision", "response-json", "timeout", "events"):
             values[name], i = _flag(argv, i, name)
+            if values[name] is None and name in ("timeout", "events"):
+                values[name] = NO_VALUE
         elif name == "cancel":
             if "=" in word:
                 values["cancel"], i = word.split("=", 1)[1], i + 1
