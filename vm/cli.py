@@ -372,10 +372,14 @@ def _rendered(options: Options, reported: list, pipeline: str, workflow: bool) -
 def _asker(progress):
     def ask_line(prompt: str) -> str:
         if progress is not None:
-            progress.close()  # the prompt starts a line of its own
-        sys.stderr.write(prompt)
-        sys.stderr.flush()
-        return sys.stdin.readline()
+            progress.pause()  # the prompt has the line to itself
+        try:
+            sys.stderr.write(prompt)
+            sys.stderr.flush()
+            return sys.stdin.readline()
+        finally:
+            if progress is not None:
+                progress.resume()
 
     return ask_line
 

@@ -265,12 +265,15 @@ def jsonl_writer(write: Callable[[str], None], flush: Callable[[], None] | None 
 
 class Progress:
     """The human display of events on a stream: on a terminal, one line rewritten in place
-    (cleared when the run ends); otherwise one plain line per step event."""
+    (cleared when the run ends, and while the run asks a question); otherwise one plain line
+    per step event."""
 
     def __init__(self, stream: Any, terminal: bool) -> None:
         self.stream = stream
         self.terminal = terminal
         self.shown = False
+        self.paused = False
+        self._lock = threading.Lock()
 
     def __call__(self, event: Event) -> None:
         text = describe(event)
@@ -278,20 +281,35 @@ class Progress:
             text = f"lobster: step {event.get('step')} | {event.get('line', '')}"
         if text is None:
             return
-        if self.terminal:
-            width = 78
-            line = text if len(text) <= width else text[: width - 1] + "…"
-            self.stream.write("\r\x1b[K" + line)
-            self.shown = True
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
+        with self._lock:
+            if self.terminal:
+                if self.paused:
+                    return
+                width = 78
+                line = text if len(text) <= width else text[: width - 1] + "…"
+                self.stream.write("\r\x1b[K" + line)
+                self.shown = True
+            else:
+                self.stream.write(text + "\n")
+            self.stream.flush()
 
     def close(self) -> None:
-        if self.terminal and self.shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self.shown = False
+        """Clear the terminal line (a plain stream keeps its lines)."""
+        with self._lock:
+            if self.terminal and self.shown:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+                self.shown = False
+
+    def pause(self) -> None:
+        """Clear the line and show nothing on the terminal until `resume` (a prompt)."""
+        self.close()
+        with self._lock:
+            self.paused = True
+
+    def resume(self) -> None:
+        with self._lock:
+            self.paused = False
 
 
 def describe(event: Event) -> str | None:
