@@ -115,8 +115,57 @@ def _read(path: str) -> str | None:
 def cmd_lint(ns) -> int:
     from lobsterc.lint import run_lint
 
+    if "-" in ns.files:
+        return _lint_stdin(ns)
     return run_lint(ns.files, fmt=ns.format, require_approval=ns.require_approval,
                     strict=ns.strict)
+
+
+STDIN_NAME = "<stdin>"
+
+
+def _lint_stdin(ns) -> int:
+    """`lobsterc lint -`: the text on stdin, linted as a workflow file when it reads as one
+    (a YAML or JSON mapping with `steps`) or `--stdin-kind workflow` says so, else as a
+    pipeline. Findings name it `<stdin>`; a sub-workflow path in it is found from the
+    current directory."""
+    import io
+    import os
+    import re
+    import tempfile
+
+    from lobsterc.lint import run_lint
+
+    if ns.files != ["-"]:
+        sys.stderr.write("lobsterc: lint - reads stdin alone: name no other file with it\n")
+        return 2
+    text = sys.stdin.read()
+    kind = ns.stdin_kind or ("workflow" if re.search(r"^\s*[\"']?steps[\"']?\s*:", text, re.M)
+                             else "pipeline")
+    suffix = ".lobster" if kind == "workflow" else ".pipeline"
+    out, err = io.StringIO(), io.StringIO()
+    try:  # in the current directory, so a `workflow:` path in it resolves from there
+        fd, path = tempfile.mkstemp(prefix=".lobsterc-stdin-", suffix=suffix, dir=os.getcwd())
+    except OSError:
+        fd, path = tempfile.mkstemp(prefix="lobsterc-stdin-", suffix=suffix)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        code = run_lint([path], fmt=ns.format, require_approval=ns.require_approval,
+                        strict=ns.strict, out=out, err=err)
+    finally:
+        os.unlink(path)
+    for stream, buffer in ((sys.stdout, out), (sys.stderr, err)):
+        value = buffer.getvalue()
+        value = value.replace(json_string(path)[1:-1], STDIN_NAME).replace(path, STDIN_NAME)
+        stream.write(value)
+    return code
+
+
+def json_string(text: str) -> str:
+    import json
+
+    return json.dumps(text)
 
 
 def cmd_graph(ns) -> int:
@@ -149,7 +198,14 @@ def cmd_schema(ns) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lobsterc", description="The Lobster compiler.")
+    from vm import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="lobsterc", description="The Lobster compiler: pipeline and workflow sources to "
+        "bytecode, its disassembly, lint findings, graphs and the workflow file schema.",
+        epilog="`lobsterc COMMAND --help` describes one command. Exit codes: 0 ok, 1 findings "
+        "(compile errors, lint findings, golden drift), 2 usage error.")
+    parser.add_argument("--version", action="version", version=f"lobsterc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("compile", help="compile a source to a .lbc program")
     p.add_argument("file")
@@ -161,7 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare with golden file(s); exit 1 with a unified diff on drift")
     p.set_defaults(run=cmd_dis)
     p = sub.add_parser("lint", help="report every problem of pipeline and workflow files")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("files", nargs="+", metavar="FILE", help="source files; - reads stdin")
+    p.add_argument("--stdin-kind", choices=("pipeline", "workflow"),
+                   help="with -: what stdin holds (default: a workflow when it has `steps:`)")
     p.add_argument("--format", default="text", choices=("text", "json"))
     p.add_argument("--require-approval", action="store_true",
                    help="prove every writes_state / network step follows an approval gate")

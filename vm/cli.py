@@ -24,18 +24,21 @@ USAGE = """\
 lobster - run tool pipelines as one call, with durable approval and input checkpoints
 
 usage:
-  lobster run [--mode tool|human] [--args-json J] [--dry-run] [--checkpoint-ttl 7d]
-              (PIPELINE | FILE | --file FILE)
+  lobster run [--mode tool|human] [--args-json J] [--dry-run] [--timeout T] [--quiet]
+              [--events jsonl] [--checkpoint-ttl 7d] (PIPELINE | FILE | --file FILE)
   lobster PIPELINE                       the same as `lobster run PIPELINE`, in human mode
   lobster resume (--token T | --id ID) (--approve yes|no | --response-json J | --cancel)
+              [--timeout T] [--events jsonl]
   lobster tool [REQUEST | -]             one tool call: request JSON in, envelope out
   lobster pending [--format json] [--older-than 7d [--cancel]]   checkpoints waiting, in doubt
   lobster cancel --id ID                 end one checkpoint (approval id or state key)
   lobster gc [--dry-run]                 remove what no checkpoint needs
   lobster mcp                            serve run and resume as MCP tools over stdio
   lobster graph [--file] FILE [--format mermaid|dot|ascii] [--args-json J]
-  lobster help [COMMAND]                 this text, or one pipeline command's help
+  lobster help [COMMAND]                 this text, `run`/`resume` in full, or a pipeline
+                                         command's help
   lobster doctor                         check that this installation runs pipelines
+  lobster completion bash|zsh            a shell completion script (source it)
   lobster version
 
 examples:
@@ -73,35 +76,92 @@ def _flag(argv: list[str], i: int, name: str) -> tuple[str | None, int]:
 
 
 # run ----------------------------------------------------------------------------------------
-def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
-    mode, file, args_json, dry_run, ttl = "human", None, None, False, None
-    rest: list[str] = []
+NO_VALUE = "\0"  # a flag given as the last word, without its value
+RUN_FLAGS = ("mode", "file", "args-json", "dry-run", "quiet", "events", "timeout",
+             "checkpoint-ttl")
+RUN_SWITCHES = ("dry-run", "quiet")
+MODES = ("tool", "human")
+
+
+class RunArgs:
+    """`lobster run`'s own flags, and the words that make the pipeline."""
+
+    def __init__(self) -> None:
+        self.mode, self.file, self.args_json, self.dry_run = None, None, None, False
+        self.quiet, self.events, self.timeout = False, None, None
+        self.checkpoint_ttl: str | None = None
+        self.rest: list[str] = []
+
+    def take(self, argv: list[str], i: int) -> int | None:
+        """Read the flag at argv[i] into self; the index after it, or None: not one of ours."""
+        word = argv[i]
+        if not word.startswith("--"):
+            return None
+        name = word[2:].split("=", 1)[0]
+        if name not in RUN_FLAGS:
+            return None
+        if name in RUN_SWITCHES:
+            setattr(self, name.replace("-", "_"), True)
+            return i + 1
+        value, i = _flag(argv, i, name)
+        if value is None and name in ("mode", "events", "timeout", "checkpoint-ttl"):
+            value = NO_VALUE  # given without one: refused, never taken as not given
+        setattr(self, name.replace("-", "_"), value)
+        return i
+
+
+def parse_run(argv: list[str]) -> RunArgs:
+    """Our flags before the first pipeline word; after a single one (a workflow or pipeline
+    file, or a whole quoted pipeline) too, when every word left is one of our flags:
+    `lobster run FILE --args-json J --mode tool`. Anything else belongs to the pipeline."""
+    ns = RunArgs()
     i = 0
     while i < len(argv):
-        word = argv[i]
-        if rest or not word.startswith("--"):
-            rest.append(word)
+        after = None if ns.rest else ns.take(argv, i)
+        if after is None:
+            ns.rest.append(argv[i])
             i += 1
-            continue
-        name = word[2:].split("=", 1)[0]
-        if name == "mode":
-            mode, i = _flag(argv, i, "mode")
-        elif name == "file":
-            file, i = _flag(argv, i, "file")
-        elif name == "args-json":
-            args_json, i = _flag(argv, i, "args-json")
-        elif name == "dry-run":
-            dry_run, i = True, i + 1
-        elif name == "checkpoint-ttl":
-            ttl, i = _flag(argv, i, "checkpoint-ttl")
         else:
-            rest.append(word)
-            i += 1
-    mode = "tool" if mode == "tool" else "human"
-    if (not dry_run and file is None and len(rest) == 2 and rest[1] == "--dry-run"
-            and protocol.is_workflow_path(rest[0], os.getcwd())):
-        dry_run, rest = True, rest[:1]  # `lobster run wf.lobster --dry-run`
+            i = after
+    if len(ns.rest) > 1:
+        trial, j = RunArgs(), 1
+        words = ns.rest
+        while j < len(words):
+            after = trial.take(words, j)
+            if after is None:
+                break
+            j = after
+        else:  # all of them ours
+            # (`--dry-run` after a pipeline belongs to it, as in the original)
+            if not trial.dry_run or _names_file(words[0]):
+                for name in ("mode", "file", "args_json", "events", "timeout", "checkpoint_ttl"):
+                    if getattr(trial, name) is not None:
+                        setattr(ns, name, getattr(trial, name))
+                ns.dry_run = ns.dry_run or trial.dry_run
+                ns.quiet = ns.quiet or trial.quiet
+                ns.rest = words[:1]
+    return ns
+
+
+def _names_file(word: str) -> bool:
+    return (protocol.is_workflow_path(word, os.getcwd())
+            or (word.lower().endswith((".lbc", ".pipeline")) and os.path.isfile(word)))
+
+
+def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
+    ns = parse_run(argv)
+    ns.mode = "human" if ns.mode is None else ns.mode
+    if ns.mode not in MODES:
+        return _usage_error(RequestError(f"run --mode must be tool or human (got "
+                                         f"{_shown(ns.mode)})", code="E020"))
+    mode, file, args_json, dry_run, rest = ns.mode, ns.file, ns.args_json, ns.dry_run, ns.rest
+    try:
+        timeout_ms = _timeout(ns.timeout, "run")
+        on_event, progress = _listener(ns.events, "run", mode == "human" and not ns.quiet)
+    except RequestError as exc:
+        return _print_json(exc.envelope) or 2 if mode == "tool" else _usage_error(exc)
     workflow = file is not None
+    program = None
     if file is not None:
         problem = _file_problem(file)
         if problem is not None:
@@ -109,6 +169,14 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
         pipeline = file
     elif len(rest) == 1:
         pipeline = rest[0]
+        try:
+            loaded = _program_file(pipeline)
+        except RequestError as exc:
+            return _print_json(exc.envelope) or 2 if mode == "tool" else _usage_error(exc)
+        if isinstance(loaded, str):
+            pipeline = loaded  # a .pipeline file's text
+        elif loaded is not None:
+            program, workflow = loaded
     else:
         pipeline = " ".join(_quote(word) for word in rest)
     if not pipeline.strip() and file is None:
@@ -116,12 +184,16 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
     rendered: list[str] = []
     reported: list = []
     options = Options(mode=mode, write=rendered.append, stdin_is_tty=sys.stdin.isatty(),
-                      ask_line=_ask_line, log=sys.stderr.write, report=reported.append,
-                      frontend=frontend)
+                      ask_line=_asker(progress), log=sys.stderr.write, report=reported.append,
+                      frontend=frontend, timeout_ms=timeout_ms, on_event=on_event)
     if dry_run:
         return _dry_run(pipeline, options, workflow, args_json)
-    envelope = protocol.run(pipeline, options, args_json=args_json, file=workflow,
-                            checkpoint_ttl=ttl)
+    try:
+        envelope = protocol.run(pipeline, options, args_json=args_json, file=workflow,
+                                program=program, checkpoint_ttl=ns.checkpoint_ttl)
+    finally:
+        if progress is not None:
+            progress.close()
     if mode == "tool":
         _print_json(envelope)
         return protocol.exit_code(envelope)
@@ -135,7 +207,117 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
     else:
         _print_json({k: envelope[k] for k in ("status", "output", "requiresApproval",
                                               "requiresInput")})
+        if not ns.quiet:
+            sys.stdout.flush()
+            sys.stderr.write(f"lobster: to continue: {resume_command(envelope)}\n")
     return 0
+
+
+def _usage_error(exc: RequestError) -> int:
+    """A refused command line, in human mode: one `lobster: error[CODE]: message` line."""
+    error = exc.envelope["error"]
+    sys.stderr.write(f"lobster: error[{error['code']}]: {error['message']}\n")
+    return 2
+
+
+def _shown(value: str | None) -> str:
+    return "nothing" if value is None or value == NO_VALUE else repr(value)
+
+
+def _timeout(text: str | None, command: str) -> int | None:
+    """`--timeout 30000` (ms) or `--timeout 30s` (a duration) -> ms; None when not given."""
+    if text is None:
+        return None
+    raw = text.strip()
+    ms = int(raw) if raw.isdigit() else protocol.duration_ms(raw) if raw else None
+    if not ms:
+        raise RequestError(f"{command} --timeout must be a number of milliseconds or a "
+                           f"duration such as 30s (got {_shown(text)})", code="E021")
+    return ms
+
+
+def _listener(events: str | None, command: str, human: bool):
+    """The event callback a command's flags ask for: `--events jsonl` (JSON lines on stderr),
+    else the progress display in human mode; and the display, to clear it at the end."""
+    if events is not None:
+        if events.strip().lower() != "jsonl":
+            raise RequestError(f"{command} --events must be jsonl (got {_shown(events)})",
+                               code="E022")
+        from vm.events import jsonl_writer
+
+        return jsonl_writer(sys.stderr.write, sys.stderr.flush), None
+    if not human:
+        return None, None
+    from vm.events import Progress
+
+    progress = Progress(sys.stderr, _is_terminal(sys.stderr))
+    return progress, progress
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _program_file(path: str):
+    """`lobster run x.lbc`: (the compiled program, whether it came from a workflow file);
+    `lobster run x.pipeline`: the file's pipeline text; None for anything else."""
+    lowered = path.lower()
+    if not lowered.endswith((".lbc", ".pipeline")) or "|" in path or not os.path.isfile(path):
+        return None
+    if lowered.endswith(".pipeline"):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return fh.read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RequestError(f"cannot read {path}: {exc}", code="E023") from None
+    from vm import codec
+
+    try:
+        with open(path, "rb") as fh:
+            program = codec.load_program(fh.read())
+    except OSError as exc:
+        raise RequestError(f"cannot read {path}: {exc.strerror}", code="E023") from None
+    except codec.LoadError as exc:
+        raise RequestError(f"{path} is not a compiled Lobster program: {exc}",
+                           code="E023") from None
+    source = program.header.source_name.lower()
+    return program, source.endswith(protocol.WORKFLOW_EXTENSIONS)
+
+
+def resume_command(envelope: dict) -> str:
+    """The `lobster resume ...` line that continues a halted run."""
+    import shlex
+
+    approval = envelope.get("requiresApproval")
+    if approval:
+        where = (f"--id {approval['approvalId']}" if approval.get("approvalId")
+                 else f"--token {approval['resumeToken']}")
+        return f"lobster resume {where} --approve yes   (or --approve no)"
+    request = envelope.get("requiresInput") or {}
+    answer = request.get("defaults") if "defaults" in request else example_answer(
+        request.get("responseSchema"))
+    return (f"lobster resume --token {request.get('resumeToken')} --response-json "
+            f"{shlex.quote(js.json_compact(answer))}")
+
+
+def example_answer(schema) -> object:
+    """A value of the schema's shape to edit: required properties with empty values."""
+    if not isinstance(schema, dict):
+        return None
+    if "default" in schema:
+        return schema["default"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        required = [n for n in schema.get("required") or [] if isinstance(n, str)]
+        return {name: example_answer(props.get(name)) for name in required}
+    return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": []}.get(kind)
 
 
 def _file_problem(path: str) -> str | None:
@@ -189,10 +371,19 @@ def _rendered(options: Options, reported: list, pipeline: str, workflow: bool) -
     return render_trap(problem, source=Source("<pipeline>", pipeline))
 
 
-def _ask_line(prompt: str) -> str:
-    sys.stderr.write(prompt)
-    sys.stderr.flush()
-    return sys.stdin.readline()
+def _asker(progress):
+    def ask_line(prompt: str) -> str:
+        if progress is not None:
+            progress.pause()  # the prompt has the line to itself
+        try:
+            sys.stderr.write(prompt)
+            sys.stderr.flush()
+            return sys.stdin.readline()
+        finally:
+            if progress is not None:
+                progress.resume()
+
+    return ask_line
 
 
 def _fail(mode: str, exc: RequestError) -> int:
@@ -228,8 +419,11 @@ def cmd_resume(argv: list[str]) -> int:
     while i < len(argv):
         word = argv[i]
         name = word[2:].split("=", 1)[0] if word.startswith("--") else ""
-        if name in ("token", "id", "approve", "decision", "response-json", "checkpoint-ttl"):
+        if name in ("token", "id", "approve", "decision", "response-json", "timeout", "events",
+                    "checkpoint-ttl"):
             values[name], i = _flag(argv, i, name)
+            if values[name] is None and name in ("timeout", "events"):
+                values[name] = NO_VALUE
         elif name == "cancel":
             if "=" in word:
                 values["cancel"], i = word.split("=", 1)[1], i + 1
@@ -260,9 +454,9 @@ def _resume(values: dict) -> dict:
         raise RequestError("resume requires --approve yes|no, --response-json, or --cancel")
     if approve is not None:
         answer = approve.strip().lower()
-        if answer not in ("yes", "y", "no", "n"):
+        if answer not in ("yes", "y", "no", "n", "true", "false"):
             raise RequestError("resume --approve must be yes or no")
-        decision = Decision(approve=answer in ("yes", "y"))
+        decision = Decision(approve=answer in ("yes", "y", "true"))
     elif values.get("response-json") is not None:
         try:
             decision = Decision(response=json.loads(values["response-json"]), has_response=True)
@@ -275,11 +469,166 @@ def _resume(values: dict) -> dict:
         if cancel == "false":
             raise RequestError("resume requires --approve yes|no, --response-json, or --cancel")
         decision = Decision(cancel=True)
-    options = Options(mode="tool", log=sys.stderr.write)
+    on_event, _ = _listener(values.get("events"), "resume", human=False)
+    options = Options(mode="tool", log=sys.stderr.write,
+                      timeout_ms=_timeout(values.get("timeout"), "resume"), on_event=on_event)
     ttl = values.get("checkpoint-ttl")
     if approval_id:
         return protocol.resume(options, decision, approval_id=approval_id, checkpoint_ttl=ttl)
     return protocol.resume(options, decision, token=token, checkpoint_ttl=ttl)
+
+
+RUN_HELP = """\
+usage: lobster run [options] (PIPELINE | FILE | --file FILE)
+       lobster PIPELINE
+
+Run a pipeline, or a workflow file, to its end or to its first approval or input gate.
+
+what to run:
+  PIPELINE           pipeline text, one argument ('exec --json --shell "ls" | head --n 2') or
+                     several words joined
+  FILE               a workflow file (.lobster, .yaml, .yml, .json), a compiled program
+                     (.lbc, from `lobsterc compile`) or a file of pipeline text (.pipeline)
+  --file FILE        a workflow file, whatever its name looks like
+
+options (before the pipeline, or after a single FILE or quoted PIPELINE):
+  --mode human|tool  human (default): the output as text, progress on stderr;
+                     tool: one JSON envelope on stdout
+  --args-json J      a JSON object of the workflow's args (over its defaults)
+  --dry-run          print what would run, and run nothing
+  --timeout T        stop the run after T: milliseconds (30000) or a duration (30s, 2m)
+  --quiet            human mode: no progress lines and no resume hint on stderr
+  --events jsonl     every run event as one JSON line on stderr (either mode)
+  --checkpoint-ttl D a checkpoint this run parks expires after D (30m, 12h, 7d)
+
+At a gate the run stops and saves its state: human mode prints the `lobster resume`
+command that continues it. Exit codes: 0 (also when waiting at a gate), 1 runtime error,
+2 bad input.
+"""
+
+RESUME_HELP = """\
+usage: lobster resume (--token T | --id ID) (--approve yes|no | --response-json J | --cancel)
+                      [--timeout T] [--events jsonl] [--checkpoint-ttl D]
+
+Continue a run that stopped at a gate, and print its envelope (as `--mode tool` does).
+
+which run:
+  --token T          the resumeToken of the envelope that stopped
+  --id ID            the approvalId of an approval request (8 hex digits), instead
+the answer (exactly one):
+  --approve yes|no   the decision on an approval request (also y/n, true/false); `no`
+                     ends the run, cancelled
+  --response-json J  the answer to an input request: JSON valid under its responseSchema
+  --cancel           end the run without answering
+options:
+  --timeout T        stop the resumed run after T: milliseconds or a duration (30s)
+  --events jsonl     every run event as one JSON line on stderr
+  --checkpoint-ttl D the next checkpoint of the resumed run expires after D
+
+A wrong answer is refused and the checkpoint stays; a token works once.
+"""
+
+SUBCOMMAND_HELP = {"run": RUN_HELP, "resume": RESUME_HELP}
+
+
+# completion ---------------------------------------------------------------------------------
+COMMANDS = ("run", "resume", "tool", "pending", "cancel", "gc", "mcp", "graph", "help",
+            "doctor", "completion", "version")
+COMMAND_FLAGS = {
+    "run": "--mode --args-json --dry-run --file --timeout --quiet --events --checkpoint-ttl "
+           "--help",
+    "resume": "--token --id --approve --response-json --cancel --timeout --events "
+              "--checkpoint-ttl --help",
+    "pending": "--format --older-than --cancel --help",
+    "cancel": "--id --format --help",
+    "gc": "--dry-run --format --grace --help",
+    "graph": "--file --format --args-json --help",
+}
+FLAG_VALUES = {"--mode": "tool human", "--approve": "yes no", "--events": "jsonl",
+               "--format": "json text mermaid dot ascii"}
+
+BASH_COMPLETION = """\
+# lobster completion for bash: source <(lobster completion bash)
+_lobster() {
+    local cur prev sub words
+    cur="${COMP_WORDS[COMP_CWORD]}"
+    prev="${COMP_WORDS[COMP_CWORD-1]}"
+    sub="${COMP_WORDS[1]}"
+    COMPREPLY=()
+    if [ "$COMP_CWORD" -eq 1 ]; then
+        COMPREPLY=( $(compgen -W "@COMMANDS@" -- "$cur") )
+        return 0
+    fi
+    case "$prev" in
+@VALUES@
+        --file) COMPREPLY=( $(compgen -f -- "$cur") ); return 0 ;;
+    esac
+    case "$sub" in
+        help) [ "$COMP_CWORD" -eq 2 ] && COMPREPLY=( $(compgen -W "run resume" -- "$cur") ); return 0 ;;
+        completion) COMPREPLY=( $(compgen -W "bash zsh" -- "$cur") ); return 0 ;;
+@FLAGS@
+        *) words="" ;;
+    esac
+    if [[ "$cur" == -* ]]; then
+        COMPREPLY=( $(compgen -W "$words" -- "$cur") )
+    else
+        COMPREPLY=( $(compgen -f -- "$cur") )
+    fi
+    return 0
+}
+complete -o filenames -F _lobster lobster
+"""
+
+ZSH_COMPLETION = """\
+#compdef lobster
+# lobster completion for zsh: source <(lobster completion zsh), or save as _lobster in $fpath
+_lobster() {
+    local sub="${words[2]}" prev="${words[CURRENT-1]}"
+    if (( CURRENT == 2 )); then
+        compadd -- @COMMANDS@
+        return
+    fi
+    case "$prev" in
+@VALUES@
+        --file) _files; return ;;
+    esac
+    case "$sub" in
+        help) (( CURRENT == 3 )) && compadd -- run resume; return ;;
+        completion) compadd -- bash zsh; return ;;
+@FLAGS@
+    esac
+    _files
+}
+if [[ "$funcstack[1]" == _lobster ]]; then _lobster "$@"; else compdef _lobster lobster; fi
+"""
+
+
+def completion_script(shell: str) -> str:
+    """The completion script for `shell` (bash or zsh), made from the tables above."""
+    if shell == "bash":
+        values = "\n".join(f"        {flag}) COMPREPLY=( $(compgen -W \"{words}\" -- \"$cur\") );"
+                           f" return 0 ;;" for flag, words in FLAG_VALUES.items())
+        flags = "\n".join(f"        {sub}) words=\"{words}\" ;;"
+                          for sub, words in COMMAND_FLAGS.items())
+        template = BASH_COMPLETION
+    else:
+        values = "\n".join(f"        {flag}) compadd -- {words}; return ;;"
+                           for flag, words in FLAG_VALUES.items())
+        flags = "\n".join(f"        {sub}) [[ $PREFIX == -* ]] && {{ compadd -- {words}; "
+                          f"return; }} ;;" for sub, words in COMMAND_FLAGS.items())
+        template = ZSH_COMPLETION
+    return (template.replace("@COMMANDS@", " ".join(COMMANDS)).replace("@VALUES@", values)
+            .replace("@FLAGS@", flags))
+
+
+def cmd_completion(argv: list[str]) -> int:
+    shell = argv[0] if len(argv) == 1 else None
+    if shell not in ("bash", "zsh"):
+        return _usage_error(RequestError(f"completion takes bash or zsh (got "
+                                         f"{_shown(' '.join(argv) if argv else None)})",
+                                         code="E024"))
+    sys.stdout.write(completion_script(shell))
+    return 0
 
 
 # graph --------------------------------------------------------------------------------------
@@ -377,6 +726,9 @@ def cmd_help(argv: list[str]) -> int:
     if not argv:
         sys.stdout.write(USAGE)
         return 0
+    if argv[0] in SUBCOMMAND_HELP:
+        sys.stdout.write(SUBCOMMAND_HELP[argv[0]])
+        return 0
     from vm.commands import lookup
 
     cmd = lookup(argv[0])
@@ -414,12 +766,14 @@ def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) ->
         return cmd_help(rest)
     if head == "graph":
         return cmd_graph(rest, frontend)
+    if head == "completion":
+        return cmd_completion(rest)
     if head in ("pending", "cancel", "gc"):
         from vm import cli_admin
 
         return getattr(cli_admin, f"cmd_{head}")(rest)
     if "-h" in rest or "--help" in rest:
-        return cmd_help([])
+        return cmd_help([head] if head in SUBCOMMAND_HELP else [])
     if head == "resume":
         return cmd_resume(rest)
     if head == "mcp":

@@ -27,6 +27,12 @@ CODES: dict[str, Code] = {
     "E003": Code("no compiler installed", RUNTIME),
     "E004": Code("invalid checkpoint TTL or duration", RUNTIME),
     "E005": Code("--file names no workflow file", PARSE),
+    # the lobster command line
+    "E020": Code("unknown --mode", PARSE),
+    "E021": Code("invalid --timeout", PARSE),
+    "E022": Code("unknown --events format", PARSE),
+    "E023": Code("a .lbc or .pipeline file that cannot be read or loaded", PARSE),
+    "E024": Code("unknown shell for completion", PARSE),
     # pipeline syntax
     "E101": Code("empty pipeline", PARSE),
     "E102": Code("unclosed quote", PARSE),

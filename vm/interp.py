@@ -45,6 +45,9 @@ class Run:
             None if entry.remaining_ms is None else now + entry.remaining_ms / 1000
             for entry in frame.tries]
         self.ctx: Context = host.ctx
+        self.events = host.events  # a vm.events.Emitter, or None: no one listens
+        if self.events is not None:
+            self.events.bind(program)
 
     # contexts --------------------------------------------------------------------------------
     def context(self) -> Context:
@@ -90,11 +93,13 @@ class Run:
     def stdin(self, reference: Any) -> Any:
         return refs.resolve_input(reference, self.frame.args, self.frame.results)
 
-    def record(self, step: str, result: dict) -> None:
+    def record(self, step: str, result: dict, done: bool = True) -> None:
         self.frame.results[step] = result
         self.frame.last_step = step
         if "limit" in self.frame.cost:
             self.bill(step, result)
+        if done and self.events is not None:
+            self.events.finished(step)
 
     def bill(self, step: str, result: dict) -> None:
         """Add the step's LLM usage to the run's ledger; warn or stop at the cost limit."""
@@ -147,6 +152,9 @@ class Run:
             if retry is not None and entry.attempt < retry.max and not run_over \
                     and error_code != "T422" and exc.retryable:
                 delay = _retry_delay(retry, entry.attempt - 1)
+                if self.events is not None:
+                    self.events.retried(step, attempt=entry.attempt, max=retry.max,
+                                        delayMs=delay, code=error_code, message=message)
                 self.host.log(f"[RETRY] Step '{step}' failed (attempt {entry.attempt}/"
                               f"{retry.max}): {message}. Retrying in {delay}ms...\n")
                 try:
@@ -162,6 +170,8 @@ class Run:
             if policy.on_error == "stop" or run_over or error_code == "T422":
                 continue
             frame.results[step] = {"id": step, "error": True, "errorMessage": message}
+            if self.events is not None:
+                self.events.failed(step, frame.pc - 1, error_code, message, policy.on_error)
             if policy.on_error == "continue":
                 frame.pc = code[try_ins.c].b
                 return None
@@ -225,28 +235,41 @@ def execute(program: Program, frame: Frame, host, *, budget: int | None = None,
         run.suspend()
 
 
+_NO_STEPS: dict[int, int] = {}
+
+
 def _loop(run: Run, code: tuple[Instr, ...], budget: int | None) -> Outcome:
-    frame = run.frame
+    frame, events = run.frame, run.events
+    # with no listener both are empty, and the loop pays one dict lookup per instruction
+    starts = events.starts if events is not None else _NO_STEPS
+    ends = events.ends if events is not None else _NO_STEPS
     while True:
         if budget is not None:
             if budget <= 0:
                 return Parked(frame)
             budget -= 1
-        ins = code[frame.pc]
-        frame.pc += 1
+        pc = frame.pc
+        ins = code[pc]
+        frame.pc = pc + 1
         try:
+            if pc in starts:
+                events.started(starts[pc])
             ctx = run.ctx = run.context()
             if ctx.deadline is not None and time.monotonic() > ctx.deadline:
                 raise CommandError("lobster runtime timed out", code="T420")
             done = HANDLERS[ins.op](run, ins)
             if done is not None:
                 return done
+            if pc in ends:
+                events.stage_finished(ends[pc])
         except CommandError as exc:
             handled = run.fail(exc)
             if handled is None:
                 continue
             if isinstance(handled, Finished):
                 return handled
+            if events is not None and not run.branch:
+                events.failed(None, frame.pc - 1, handled.code, handled.message)
             file, span = location(run.program, frame.pc - 1)
             return Failed(handled.code, handled.message, file, span)
 
@@ -354,7 +377,9 @@ def op_store_pipeline(run: Run, ins: Instr) -> None:
 
 def op_set_result(run: Run, ins: Instr) -> None:
     step = run.K[ins.a]
-    run.record(step, steps.value_result(step, run.stdin(run.K[ins.b])))
+    code, pc = run.program.code, run.frame.pc
+    gate = pc < len(code) and code[pc].op in (Op.HALT_APPROVE, Op.HALT_INPUT)  # gate steps
+    run.record(step, steps.value_result(step, run.stdin(run.K[ins.b])), done=not gate)
 
 
 def op_init_args(run: Run, ins: Instr) -> None:
@@ -383,6 +408,8 @@ def op_eval_cond(run: Run, ins: Instr) -> None:
 def op_skip_step(run: Run, ins: Instr) -> None:
     step = run.K[ins.a]
     run.frame.results[step] = {"id": step, "skipped": True}
+    if run.events is not None:
+        run.events.skipped(run.frame.pc - 1, "condition false")
 
 
 def op_halt_approve(run: Run, ins: Instr) -> Parked | None:

@@ -30,6 +30,7 @@ class Host:
     write: Callable[[str], None] = field(default=lambda text: None)  # human-mode renderer output
     ask_line: Callable[[str], str] | None = None  # interactive prompt, when there is a terminal
     log: Callable[[str], None] = field(default=lambda text: None)  # [RETRY] lines and warnings
+    events: Any = None  # a vm.events.Emitter when someone listens to the run's events
 
 
 def new_frame(program: Program, *, cwd: str, mode: str, args: dict | None = None) -> Frame:

@@ -12,7 +12,8 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from attrs import frozen
 
@@ -136,14 +137,17 @@ class Scope:
     `cancel()` kills the process group of every child live in this scope or in a scope made
     from it by `child()`, and makes every later `run_process` in them raise Cancelled at once.
     Other scopes are untouched: concurrent runs in one process never cancel each other.
+    `listener` (else the nearest enclosing scope's) hears each child's stderr lines and exit:
+    an object with `stderr_line(text)` and `exited(code, stdout_bytes, stderr_bytes)`.
     """
 
-    __slots__ = ("parent", "cancelled", "_live")
+    __slots__ = ("parent", "cancelled", "_live", "listener")
 
-    def __init__(self, parent: Scope | None = None) -> None:
+    def __init__(self, parent: Scope | None = None, listener: Any = None) -> None:
         self.parent = parent
         self.cancelled = False
         self._live: dict[int, _Child] = {}
+        self.listener = listener
 
     def child(self) -> Scope:
         """A nested scope: cancelled with this one, or on its own."""
@@ -159,6 +163,14 @@ class Scope:
                 child.cancelled = True
         for child in children:
             _killpg(child.pgid, sig)
+
+    def heard_by(self) -> Any:
+        scope: Scope | None = self
+        while scope is not None:
+            if scope.listener is not None:
+                return scope.listener
+            scope = scope.parent
+        return None
 
     def _chain(self) -> list[Scope]:
         scopes, scope = [], self
@@ -271,6 +283,7 @@ def run_process(
         raise ProcessTimeout()
 
     scopes = scope._chain() if scope is not None else []
+    listener = scope.heard_by() if scope is not None else None
     with _lock:
         if any(s.cancelled for s in scopes):
             raise Cancelled()
@@ -288,7 +301,8 @@ def run_process(
             _killpg(child.pgid, signal.SIGKILL)
             raise Cancelled()
         try:
-            stdout, stderr = _communicate(proc, child, stdin, deadline, max_output_bytes)
+            stdout, stderr = _communicate(proc, child, stdin, deadline, max_output_bytes,
+                                          None if listener is None else _LineSplitter(listener))
         except OutputLimitExceeded as exc:
             if env_cap is not None and max_output_bytes == env_cap:  # the variable's cap hit
                 raise OutputLimitExceeded(exc.stream, f"Process output exceeded {env_cap} bytes") from None
@@ -297,7 +311,10 @@ def run_process(
         finished = True
         if child.cancelled:
             raise Cancelled()
-        return ProcessResult(code=_exit_code(returncode), stdout=stdout, stderr=stderr)
+        result = ProcessResult(code=_exit_code(returncode), stdout=stdout, stderr=stderr)
+        if listener is not None:
+            _tell(listener.exited, result.code, len(stdout), len(stderr))
+        return result
     finally:
         if not finished:
             _killpg(child.pgid, signal.SIGKILL)
@@ -312,6 +329,35 @@ def run_process(
             _live.pop(child.pgid, None)
             for s in scopes:
                 s._live.pop(child.pgid, None)
+
+
+def _tell(call: Callable[..., Any], *args: Any) -> None:
+    """A report to a listener, which never breaks the run."""
+    try:
+        call(*args)
+    except Exception:
+        pass
+
+
+class _LineSplitter:
+    """Stderr chunks -> whole lines for a listener (the last one flushed at EOF)."""
+
+    __slots__ = ("listener", "rest")
+
+    def __init__(self, listener: Any) -> None:
+        self.listener = listener
+        self.rest = b""
+
+    def feed(self, data: bytes) -> None:
+        lines = (self.rest + data).split(b"\n")
+        self.rest = lines.pop()
+        for line in lines:
+            _tell(self.listener.stderr_line, line.rstrip(b"\r").decode("utf-8", "replace"))
+
+    def flush(self) -> None:
+        if self.rest:
+            line, self.rest = self.rest, b""
+            _tell(self.listener.stderr_line, line.decode("utf-8", "replace"))
 
 
 def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
@@ -340,6 +386,7 @@ def _communicate(
     stdin: bytes | None,
     deadline: float | None,
     limit: int | None,
+    lines: _LineSplitter | None = None,
 ) -> tuple[bytes, bytes]:
     assert proc.stdout is not None and proc.stderr is not None
     out_fd = proc.stdout.fileno()
@@ -402,12 +449,16 @@ def _communicate(
                 data = os.read(fd, _READ_CHUNK)
                 if not data:
                     sel.unregister(fd)
+                    if lines is not None and fd == err_fd:
+                        lines.flush()
                     continue
                 sizes[fd] += len(data)
                 if limit is not None and sizes[fd] > limit:
                     _killpg(child.pgid, signal.SIGKILL)
                     raise OutputLimitExceeded(names[fd])
                 chunks[fd].append(data)
+                if lines is not None and fd == err_fd:
+                    lines.feed(data)
         if child.cancelled:
             raise Cancelled()
     return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])

@@ -27,6 +27,7 @@ from vm.store import StateStore, StoreError, open_store
 from vm.store.base import approval_id_form
 
 if TYPE_CHECKING:
+    from vm.events import Event
     from vm.frontend import Frontend
     from vm.messages import Envelope, Request
 
@@ -98,6 +99,10 @@ class Options:
       through the `lobster.frontend` entry point on first use.
     - `checkpoint_ttl_ms`: a new checkpoint expires this many ms after its halt; None:
       `LOBSTER_CHECKPOINT_TTL`, else never.
+    - `on_event`: hears every run's events (`vm.events.Event`: step started, finished,
+      retried, skipped, halted, failed, child stderr lines) on a thread of its own; events
+      never change the envelope. For one request: `handle(request, evolve(options,
+      on_event=cb))`.
     """
 
     env: Mapping[str, str] = field(factory=lambda: os.environ)
@@ -113,6 +118,7 @@ class Options:
     report: Callable[[Any], None] | None = None
     frontend: Frontend | None = None
     checkpoint_ttl_ms: int | None = None
+    on_event: Callable[[Event], None] | None = None
 
     def store(self) -> StateStore:
         """The store at `state_dir` (a directory, or a `postgresql://` URL), else the one
@@ -367,8 +373,22 @@ def _run(pipeline: str, options: Options, settings: Settings, scope: Scope, *,
 
 def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
            scope: Scope) -> dict:
+    if options.on_event is None:
+        return _drive_with(program, frame, options, settings, scope, None)
+    from vm.events import Emitter
+
+    events = Emitter(options.on_event, options.log)
+    try:
+        return _drive_with(program, frame, options, settings, Scope(scope, listener=events),
+                           events)
+    finally:
+        events.close()
+
+
+def _drive_with(program: Program, frame: Frame, options: Options, settings: Settings,
+                scope: Scope, events) -> dict:
     host = machine.Host(ctx=settings.context(options, scope), write=options.write,
-                        ask_line=options.ask_line, log=options.log)
+                        ask_line=options.ask_line, log=options.log, events=events)
     outcome = machine.run(program, frame, host)
     if isinstance(outcome, machine.Failed):
         if options.report is not None:
@@ -382,6 +402,10 @@ def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
         envelope = ok_envelope("ok", outcome.output)
     else:
         envelope = _park(program, outcome.frame, options, settings)
+        if events is not None:
+            pending = outcome.frame.pending
+            events.halted(outcome.frame.pc - 1, pending.kind, pending.approval_id,
+                          pending.prompt)
     _check_envelope_size(envelope, settings)
     return envelope
 

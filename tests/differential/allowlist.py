@@ -90,6 +90,14 @@ def _undescribed(value):
     return value
 
 
+def _unknown_mode(case, i, ref, ours) -> bool:
+    argv = ours.get("argv") or []
+    modes = [argv[k + 1] for k, w in enumerate(argv[:-1]) if w == "--mode"]
+    modes += [w.split("=", 1)[1] for w in argv if w.startswith("--mode=")]
+    return (any(m not in ("tool", "human") for m in modes) and ours.get("exitCode") == 2
+            and "error[E020]: run --mode must be tool or human" in (ours.get("stderr") or ""))
+
+
 def _command_set(case, i, ref, ours) -> bool:
     argv = ours.get("argv") or []
     if (argv in ([], ["help"]) or argv[:1] == ["--help"]) and ref.get("exitCode") == ours.get("exitCode") == 0:
@@ -153,6 +161,9 @@ ENTRIES: tuple[Entry, ...] = (
           "as an alias of groupBy; commands.list entries carry our own descriptions and extra "
           "fields (flags, aliases, positionals, our effect class), and workflows.list describes "
           "the same built-in workflows and argument schemas in our own words.", _command_set),
+    Entry("A20", "an unknown --mode is refused", "README deliberate difference (for SPEC §9)",
+          "`lobster run --mode X` with X other than tool or human is a usage error (E020, exit "
+          "2); the original runs it in human mode.", _unknown_mode),
     Entry("A9", "a workflow: path is literal", "SPEC §9.9",
           "Sub-workflows are compiled into the caller's program, so `workflow: ${w}.lobster` is "
           "refused; the original templates the path at run time.", _literal_workflow_path),

@@ -32,7 +32,9 @@ WORKFLOW_PARSE = (
 # Lines of our diagnostic rendering in human mode (file:line:col, the excerpt, the caret,
 # help): the same additive information as `error.location`.
 OUR_RENDERING = re.compile(
-    r"\S+:\d+:\d+: (error|warning)\[[A-Z]\d+\]: .*|\s*\d+ \| .*|\s+\|.*|  help: .*|  at \S+:\d+:\d+")
+    r"\S+:\d+:\d+: (error|warning)\[[A-Z]\d+\]: .*|\s*\d+ \| .*|\s+\|.*|  help: .*|  at \S+:\d+:\d+"
+    r"|lobster: step \S+ (started|finished|skipped|halted|failed)\b.*"  # progress (human mode)
+    r"|lobster: to continue: lobster resume .*")
 VERSION_ARGV = (["version"], ["--version"], ["-v"])
 
 COMPARED = ("exitCode", "stdoutJson", "stdout", "stderr")
