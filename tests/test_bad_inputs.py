@@ -123,7 +123,7 @@ def reported(result: dict) -> tuple[str | None, str | None]:
     if isinstance(envelope, dict) and isinstance(envelope.get("error"), dict):
         return envelope["error"].get("code"), envelope["error"].get("message")
     lines = [line for line in result["stderr"].splitlines() if line.strip()]
-    for line in lines:
+    for line in lines + result["stdout"].splitlines():  # (`lobsterc lint` reports on stdout)
         match = _HUMAN_ERROR.search(line)
         if match:
             return match.group(1), match.group(2)

@@ -370,6 +370,9 @@ def cmd_tool(argv: list[str], frontend: Frontend | None = None) -> int:
 def cmd_doctor(argv: list[str], frontend: Frontend | None = None) -> int:
     envelope = protocol.run("exec --json --shell 'echo [1]'",
                             Options(mode="tool", frontend=frontend))
+    problem = protocol.store_problem(Options(mode="tool", frontend=frontend))
+    if problem is not None:
+        envelope = protocol.error_envelope("runtime_error", problem, "T450")
     if not envelope.get("ok") or envelope.get("output") != [1]:
         message = envelope.get("error", {}).get("message", "unexpected output")
         _print_json(protocol.error_envelope("doctor_error", message, "T499"))

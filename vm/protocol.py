@@ -439,7 +439,13 @@ def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
     if isinstance(outcome, machine.Finished):
         envelope = ok_envelope("ok", outcome.output)
     else:
-        envelope = _cap_subject(_park(program, outcome.frame, options), options.env)
+        try:
+            parked = _park(program, outcome.frame, options)
+        except OSError as exc:  # the state dir is a file, read-only, full...
+            return error_envelope("runtime_error", f"The state store at "
+                                  f"{options.store().location} cannot be written: "
+                                  f"{exc.strerror or exc}", "T450")
+        envelope = _cap_subject(parked, options.env)
     cap = settings.max_stdout_bytes
     if cap is not None and len(js.json_pretty(envelope).encode("utf-8")) > cap:
         return error_envelope("runtime_error", "lobster runtime result exceeded maxStdoutBytes",
@@ -676,6 +682,19 @@ def checkpoint_ttl_ms(options: Options) -> int | None:
         raise RequestError(f"LOBSTER_CHECKPOINT_TTL must be a duration such as 7d, 12h or 30m, "
                            f"got {raw!r}", "E004", kind="runtime_error")
     return ttl
+
+
+def store_problem(options: Options) -> str | None:
+    """Why the state store cannot hold a checkpoint, or None: `lobster doctor` asks."""
+    try:
+        store = options.store()
+        location = getattr(store, "location", "")
+        if location and "://" not in location and os.path.exists(location) and not os.path.isdir(location):
+            return f"the state directory {location} is not a directory"
+        store.key()  # reads, or creates, the signing key: the store is there and writable
+    except (OSError, StoreError) as exc:
+        return f"the state store cannot be used: {getattr(exc, 'strerror', None) or exc}"
+    return None
 
 
 def store_error(exc: StoreError) -> dict:

@@ -79,7 +79,48 @@ def schema_fault(schema: Any) -> Any:
     complaint about it (a jsonschema error: `message`, `json_path`, `absolute_path`)."""
     cls = _validator_class()
     meta = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
-    return next(iter(meta.iter_errors(schema)), None)
+    fault = next(iter(meta.iter_errors(schema)), None)
+    return fault if fault is not None else _unresolved_ref(schema)
+
+
+class RefFault:
+    """A `$ref` that names nothing in its schema: shaped as a jsonschema error."""
+
+    def __init__(self, ref: str, path: tuple) -> None:
+        self.message = f"$ref {ref!r} does not resolve (only references inside the schema do)"
+        self.absolute_path = path
+        self.json_path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def _refs(schema: Any, path: tuple = ()):
+    if isinstance(schema, dict):
+        if isinstance(schema.get("$ref"), str):
+            yield schema["$ref"], (*path, "$ref")
+        for key, value in schema.items():
+            if key not in ("const", "enum", "default", "examples"):
+                yield from _refs(value, (*path, key))
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            yield from _refs(value, (*path, index))
+
+
+def _unresolved_ref(schema: Any) -> RefFault | None:
+    """The first `$ref` that does not resolve against the schema itself (nothing is fetched:
+    a remote reference does not resolve either), else None."""
+    refs = list(_refs(schema))
+    if not refs:
+        return None
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT7
+
+    resolver = Registry().with_resource("", DRAFT7.create_resource(schema)).resolver()
+    for ref, path in refs:
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            return RefFault(ref, path)
+    return None
 
 
 def schema_error(schema: Any) -> str | None:
@@ -97,7 +138,12 @@ def first_error(schema: Any, value: Any) -> tuple[str, str] | None:
     """(instance path as a JSON pointer, '/' for the root; message) of the error Ajv would
     report first, or None when `value` is valid."""
     validator = _validator(json.dumps(schema, sort_keys=True))
-    errors = list(validator.iter_errors(value))
+    from referencing.exceptions import Unresolvable
+
+    try:
+        errors = list(validator.iter_errors(value))
+    except Unresolvable as exc:  # a schema stored before $refs were checked: refused, not a crash
+        return "/", f"the response schema cannot be applied: {exc}"
     if not errors:
         return None
     error = min(errors, key=lambda e: (len(e.absolute_path), _RANK.get(e.validator, 99)))
