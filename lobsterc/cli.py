@@ -250,6 +250,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except codec.LoadError as exc:
         sys.stderr.write(f"lobsterc: {ns.file}: {exc}\n")
         return 1
+    except UnicodeDecodeError as exc:
+        name = getattr(ns, "file", None) or " ".join(getattr(ns, "files", None) or [])
+        sys.stderr.write(f"lobsterc: error[E009]: {name}: not UTF-8 text ({exc.reason} at "
+                         f"byte {exc.start})\n")
+        return 1
+    except Exception as exc:  # noqa: BLE001 - the last resort: a bug, never a traceback
+        from vm.protocol import internal_error
+
+        sys.stderr.write(f"lobsterc: error[T498]: {internal_error(exc)['error']['message']}\n")
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -131,6 +131,8 @@ def _number(token: str) -> int | float:
     """A JavaScript number: -0 stays distinct from 0; integers beyond 2**53 become floats."""
     if "." in token or token.strip("-0") == "" and token.startswith("-"):
         return float(token)
+    if len(token.lstrip("-")) > 16:
+        return float(token)  # past 2**53 anyway; and int() refuses thousands of digits
     value = int(token)
     return value if abs(value) <= 2**53 else float(value)
 

@@ -5,7 +5,6 @@ Exit codes: 0 (also needs_approval, needs_input, cancelled), 1 runtime error, 2 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -458,10 +457,8 @@ def _resume(values: dict) -> dict:
             raise RequestError("resume --approve must be yes or no")
         decision = Decision(approve=answer in ("yes", "y", "true"))
     elif values.get("response-json") is not None:
-        try:
-            decision = Decision(response=json.loads(values["response-json"]), has_response=True)
-        except ValueError:
-            raise RequestError("resume --response-json must be valid JSON") from None
+        decision = Decision(response=protocol.parse_response_json(
+            values["response-json"], "resume --response-json"), has_response=True)
     else:
         cancel = values["cancel"].strip().lower()
         if cancel not in ("true", "false"):
@@ -695,12 +692,30 @@ def cmd_graph(argv: list[str], frontend: Frontend | None = None) -> int:
 
 # tool, doctor, help, version ----------------------------------------------------------------
 def cmd_tool(argv: list[str], frontend: Frontend | None = None) -> int:
-    text = argv[0] if argv and argv[0] != "-" else sys.stdin.read()
-    try:
-        request = json.loads(text)
-    except ValueError:
-        envelope = protocol.error_envelope("parse_error", "tool request must be valid JSON", "E002")
+    """One request: at most MAX_REQUEST_BYTES of JSON text, nested at most MAX_JSON_DEPTH."""
+    limit = protocol.MAX_REQUEST_BYTES
+    if argv and argv[0] != "-":
+        text = argv[0]
+        oversize = len(text.encode("utf-8", "surrogateescape")) > limit
     else:
+        data = sys.stdin.buffer.read(limit + 1)
+        oversize = len(data) > limit
+        text = data.decode("utf-8", "replace")
+    envelope = None
+    if oversize:
+        envelope = protocol.error_envelope(
+            "parse_error", f"tool request is over the limit of {limit} bytes", "E006")
+    else:
+        try:
+            request = js.json_loads(text)
+        except js.JSONTooDeep:
+            envelope = protocol.error_envelope(
+                "parse_error", f"tool request is nested deeper than {js.MAX_JSON_DEPTH} levels",
+                "E007")
+        except ValueError:
+            envelope = protocol.error_envelope("parse_error", "tool request must be valid JSON",
+                                               "E002")
+    if envelope is None:
         envelope = protocol.handle(request, Options(mode="tool", frontend=frontend))
     _print_json(envelope)
     return protocol.exit_code(envelope)
@@ -709,6 +724,9 @@ def cmd_tool(argv: list[str], frontend: Frontend | None = None) -> int:
 def cmd_doctor(argv: list[str], frontend: Frontend | None = None) -> int:
     envelope = protocol.run("exec --json --shell 'echo [1]'",
                             Options(mode="tool", frontend=frontend))
+    problem = protocol.store_problem(Options(mode="tool", frontend=frontend))
+    if problem is not None:
+        envelope = protocol.error_envelope("runtime_error", problem, "T450")
     if not envelope.get("ok") or envelope.get("output") != [1]:
         message = envelope.get("error", {}).get("message", "unexpected output")
         _print_json(protocol.error_envelope("doctor_error", message, "T499"))
@@ -753,9 +771,31 @@ def cmd_help(argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) -> int:
     """`frontend` is the compiler (lobsterc's `lobster` script passes itself); without one,
-    the installed compiler is looked up when a command first needs to compile."""
+    the installed compiler is looked up when a command first needs to compile. An exception
+    nothing else caught is a bug: one line (T498) and exit 1, never a traceback."""
     args = list(sys.argv[1:] if argv is None else argv)
     _install_signal_handlers()
+    try:
+        return _dispatch(args, frontend)
+    except Exception as exc:  # noqa: BLE001 - the last resort
+        envelope = protocol.internal_error(exc)
+        if _tool_mode(args):
+            _print_json(envelope)
+        else:
+            sys.stderr.write(f"lobster: error[T498]: {envelope['error']['message']}\n")
+        return 1
+
+
+def _tool_mode(args: list[str]) -> bool:
+    """Whether this command answers with envelopes on stdout."""
+    head = args[0] if args else ""
+    if head in ("tool", "resume", "doctor"):
+        return True
+    return "--mode=tool" in args or any(a == "--mode" and b == "tool"
+                                        for a, b in zip(args, args[1:]))
+
+
+def _dispatch(args: list[str], frontend: Frontend | None) -> int:
     if not args or args[0] in ("-h", "--help"):
         return cmd_help([])
     head, rest = args[0], args[1:]

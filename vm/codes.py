@@ -27,6 +27,10 @@ CODES: dict[str, Code] = {
     "E003": Code("no compiler installed", RUNTIME),
     "E004": Code("invalid checkpoint TTL or duration", RUNTIME),
     "E005": Code("--file names no workflow file", PARSE),
+    "E006": Code("request over the size limit", PARSE),
+    "E007": Code("JSON nested too deep", PARSE),
+    "E008": Code("unknown tool request field", PARSE),
+    "E009": Code("text that is not Unicode (a lone surrogate or bytes that are not UTF-8)", PARSE),
     # the lobster command line
     "E020": Code("unknown --mode", PARSE),
     "E021": Code("invalid --timeout", PARSE),
@@ -38,6 +42,7 @@ CODES: dict[str, Code] = {
     "E102": Code("unclosed quote", PARSE),
     "E103": Code("empty command stage", PARSE),
     "E104": Code("invalid pipeline syntax", PARSE),
+    "E105": Code("pipeline text over the size limit", PARSE),
     # compile checks (the original reports these while running, as runtime errors)
     "E201": Code("unknown command", RUNTIME),
     "E202": Code("unknown flag", RUNTIME),
@@ -50,6 +55,7 @@ CODES: dict[str, Code] = {
     "E214": Code("gate inside a workflow pipeline step", RUNTIME),
     "E215": Code("sub-workflow path is not literal", RUNTIME),
     "E216": Code("sub-workflow cycle", RUNTIME),
+    "E230": Code("workflow file over a resource limit", RUNTIME),
     # lint warnings
     "W301": Code("reference spliced into a shell line", LINT),
     "W302": Code("step without a timeout", LINT),
@@ -78,6 +84,7 @@ CODES: dict[str, Code] = {
     "T441": Code("for_each source is not an array", RUNTIME),
     "T450": Code("state store failed", RUNTIME),
     "T460": Code("cost limit reached", RUNTIME),
+    "T498": Code("internal error (a bug in Lobster; nothing was consumed by it)", RUNTIME),
     "T499": Code("environment check failed", DOCTOR),
     # tokens and resume decisions
     "E501": Code("invalid resume token", PARSE),

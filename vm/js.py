@@ -13,7 +13,7 @@ from typing import Any
 __all__ = [
     "UNDEFINED", "compare", "format_number", "get_path", "get_prop", "get_value_path",
     "is_array_index", "js_object", "js_parse_int", "js_trim", "js_type", "json_compact",
-    "json_loads", "json_pretty", "loose_eq", "to_number", "to_string", "truthy", "utf16_len",
+    "json_loads", "json_pretty", "JSONTooDeep", "MAX_JSON_DEPTH", "loose_eq", "to_number", "to_string", "truthy", "utf16_len",
     "utf16_lt",
 ]
 
@@ -460,9 +460,12 @@ def to_text(v: Any) -> str:
 
 
 def parse_args_json(text: str, command: str) -> dict:
-    """`--args-json` / `argsJson`: a JSON object. ValueError with the original's wording."""
+    """`--args-json` / `argsJson`: a JSON object. ValueError with the original's wording
+    (JSONTooDeep, with its own, for a text nested deeper than MAX_JSON_DEPTH)."""
     try:
         value = json_loads(text)
+    except JSONTooDeep as exc:
+        raise JSONTooDeep(f"{command} --args-json: {exc}") from None
     except ValueError:
         raise ValueError(f"{command} --args-json must be valid JSON") from None
     if not isinstance(value, dict):
@@ -502,11 +505,44 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"Unexpected token {name[0]!r}: {name} is not valid JSON")
 
 
+# JSON text nested deeper than this is refused wherever Lobster reads it (requests, args,
+# answers, tokens, a child's stdout): deeper values could not be stored in a checkpoint.
+MAX_JSON_DEPTH = 256
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+class JSONTooDeep(ValueError):
+    """JSON text nested deeper than MAX_JSON_DEPTH."""
+
+    def __init__(self, message: str = f"JSON nested deeper than {MAX_JSON_DEPTH} levels") -> None:
+        super().__init__(message)
+
+
+def json_depth_over(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether JSON text opens more than `limit` arrays or objects inside each other (strings
+    are skipped; a text that is not JSON at all gives some answer, and is refused later)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for bracket in _BRACKETS.findall(_JSON_STRING.sub("", text)):
+        if bracket in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
 def json_loads(text: str | bytes) -> Any:
     """`JSON.parse`: integral numbers below 2**53 become int, larger ones float (as JS would
-    hold them), NaN/Infinity literals are rejected, object keys take JS property order."""
+    hold them), NaN/Infinity literals are rejected, object keys take JS property order. Text
+    nested deeper than MAX_JSON_DEPTH is refused (JSONTooDeep, a ValueError)."""
     if isinstance(text, (bytes, bytearray)):
         text = text.decode("utf-8")
+    if json_depth_over(text):
+        raise JSONTooDeep()
     hooks: dict[str, Any] = {"parse_float": _parse_float, "parse_constant": _reject_constant}
     big, index_keys = _text_shape(text)
     if big:

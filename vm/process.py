@@ -240,6 +240,8 @@ def _spawn(
         if exc.errno in (errno.ENOENT, errno.EACCES, errno.ENOTDIR, errno.EISDIR):
             raise CommandNotFound(argv[0], shell=shell) from exc
         raise ProcessError(f"exec could not start {argv[0]}: {exc.strerror or exc}") from exc
+    except ValueError as exc:  # a NUL byte in argv, cwd or env, or an env name holding `=`
+        raise ProcessError(f"exec could not start {argv[0][:200]!r}: {exc}") from exc
 
 
 def _exit_code(returncode: int) -> int:
@@ -252,7 +254,7 @@ def env_output_cap(env: Mapping[str, str]) -> int | None:
     raw = (env.get("LOBSTER_MAX_OUTPUT_BYTES") or "").strip()
     if not raw:
         return None
-    if not raw.isdigit() or not 0 < int(raw) <= 2**53 - 1:
+    if not raw.isdigit() or len(raw) > 16 or not 0 < int(raw) <= 2**53 - 1:
         raise ProcessError("LOBSTER_MAX_OUTPUT_BYTES must be a positive safe integer (bytes)")
     return int(raw)
 
@@ -431,7 +433,7 @@ def _communicate(
                 timeout = deadline - time.monotonic()
                 if timeout <= 0:
                     raise ProcessTimeout()
-            events = sel.select(timeout)
+            events = sel.select(None if timeout is None else min(timeout, 86400.0))
             for key, _ in events:
                 fd = key.fd
                 if fd == in_fd:

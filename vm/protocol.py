@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT_MS = 20000
 DEFAULT_MAX_STDOUT_BYTES = 512000
+# Limits on what a request may ask for (README "Limits"): each refuses with its own code.
+MAX_TIMEOUT_MS = 2**31 - 1  # about 24.8 days: the longest wait a timer can hold (E001)
+MAX_STDOUT_BYTES_LIMIT = 2**53  # the largest integer a JSON number holds exactly (E001)
+MAX_REQUEST_BYTES = 4 * 1024 * 1024  # one tool request's JSON text (E006)
+MAX_PIPELINE_BYTES = 64 * 1024  # inline pipeline text, in UTF-8 bytes (E105)
 
 
 # envelopes ----------------------------------------------------------------------------------
@@ -172,14 +177,19 @@ class Settings:
 
 def _env_int(env: Mapping[str, str], name: str) -> int | None:
     raw = (env.get(name) or "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else None
+    if not (raw.isascii() and raw.isdigit()):
+        return None
+    if len(raw) > 18:  # more than any machine could hold: no cap in practice
+        return 10**18
+    return int(raw) or None
 
 
 # the embedding API --------------------------------------------------------------------------
 _BOUNDS = {
-    "timeoutMs": ({"type": "number", "exclusiveMinimum": 0},
+    "timeoutMs": ({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIMEOUT_MS},
                   f"wall-clock limit of this call in ms (default {DEFAULT_TIMEOUT_MS}, at least 200)"),
-    "maxStdoutBytes": ({"type": "number", "exclusiveMinimum": 0},
+    "maxStdoutBytes": ({"type": "number", "exclusiveMinimum": 0,
+                        "maximum": MAX_STDOUT_BYTES_LIMIT},
                        f"cap on the envelope and on each child's output in bytes (default "
                        f"{DEFAULT_MAX_STDOUT_BYTES}, at least 1024)"),
     "checkpointTtl": ({"type": ["string", "integer"]},
@@ -212,8 +222,9 @@ def handle(request: Request | Mapping[str, Any], options: Options | None = None,
            scope: Scope | None = None) -> Envelope:
     """One tool call: a `vm.messages.Request` (`{"action": "run" | "resume", ...}`, a plain
     dict) -> its `vm.messages.Envelope`. The run's children live in `scope` (a fresh one
-    unless given), so the caller can cancel this run alone. Never raises for bad input: every
-    refusal is an error envelope with a stable code, and nothing is consumed by it."""
+    unless given), so the caller can cancel this run alone. Never raises: whatever goes wrong
+    becomes an error envelope (a bad request its own code, a bug T498), and nothing is
+    consumed by a refusal."""
     return cast("Envelope", _handle(request, options, scope))
 
 
@@ -224,13 +235,63 @@ def _handle(request: Any, options: Options | None, scope: Scope | None) -> dict:
         if not isinstance(request, dict):
             raise RequestError("request must be a JSON object")
         action = request.get("action")
+        if action not in REQUEST_FIELDS:
+            raise RequestError("action must be run or resume")
+        _refuse_unknown_fields(request, action)
+        check_unicode(request, "the request")
         if action == "run":
             return _run_request(request, options, scope)
-        if action == "resume":
-            return _resume_request(request, options, scope)
-        raise RequestError("action must be run or resume")
+        return _resume_request(request, options, scope)
     except RequestError as exc:
         return exc.envelope
+    except Exception as exc:  # noqa: BLE001 - the last resort: no request ends in a traceback
+        return internal_error(exc)
+
+
+def internal_error(exc: BaseException) -> dict:
+    """The envelope of an exception nothing else caught: a bug of ours. It is raised before a
+    checkpoint is claimed or after its claim is recorded, so nothing is silently consumed (a
+    claimed checkpoint reads as in doubt, T432)."""
+    if isinstance(exc, RecursionError):
+        what = "input nested too deeply"
+    elif isinstance(exc, MemoryError):
+        what = "out of memory"
+    else:
+        what = f"{type(exc).__name__}: {exc}"
+    message = f"internal error ({what[:500]}); this is a bug in Lobster, please report it"
+    return error_envelope("runtime_error", message, "T498")
+
+
+def _refuse_unknown_fields(request: dict, action: str) -> None:
+    """A field the action does not take is refused by name (a typo is not silently ignored)."""
+    known = REQUEST_FIELDS[action]
+    for name in request:
+        if name == "action" or name in known:
+            continue
+        shown = name if isinstance(name, str) and len(name) <= 64 else f"{str(name)[:64]}..."
+        other = next((a for a, fields in REQUEST_FIELDS.items() if name in fields), None)
+        if other is not None:
+            hint = f" (it belongs to a {other} request)"
+        else:
+            import difflib
+
+            close = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise RequestError(f"unknown field {shown!r} in a {action} request{hint}; "
+                           f"{action} takes: {', '.join(known)}", "E008")
+
+
+def check_unicode(value: Any, what: str) -> None:
+    """Refuse a string holding a lone UTF-16 surrogate (JSON's `\\ud83d` alone): it is not
+    Unicode text, and could be neither run nor stored."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise RequestError(f"{what} holds a lone UTF-16 surrogate, which is not Unicode text",
+                           "E009") from None
+    except RecursionError:
+        raise RequestError(f"{what} is nested deeper than {js.MAX_JSON_DEPTH} levels",
+                           "E007") from None
 
 
 def _run_request(request: dict, options: Options, scope: Scope) -> dict:
@@ -241,22 +302,29 @@ def _run_request(request: dict, options: Options, scope: Scope) -> dict:
     if request.get("cwd") is not None:
         settings = evolve(settings, cwd=contained_cwd(request["cwd"], options.cwd))
     args_json = request.get("argsJson")
-    return _run(pipeline, options, settings, scope,
-                args_json=args_json if isinstance(args_json, str) else None)
+    if args_json is not None and not isinstance(args_json, str):
+        raise RequestError("argsJson must be a string: the args object as JSON text")
+    return _run(pipeline, options, settings, scope, args_json=args_json)
 
 
 def _positive(request: dict, name: str, default: int, floor: int) -> int:
     value = request.get(name)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or value != value
+            or value <= 0):
         raise RequestError(f"{name} must be a positive number")
+    limit = MAX_TIMEOUT_MS if name == "timeoutMs" else MAX_STDOUT_BYTES_LIMIT
+    if value > limit:
+        raise RequestError(f"{name} must be at most {limit}")
     return max(int(value), floor)
 
 
 def contained_cwd(cwd: Any, base: str) -> str:
     if not isinstance(cwd, str) or os.path.isabs(cwd):
         raise RequestError("cwd must be a relative path")
+    if "\0" in cwd:
+        raise RequestError("cwd must not contain a NUL byte")
     root = os.path.realpath(base)
     target = os.path.realpath(os.path.join(root, cwd))
     if target != root and not target.startswith(root + os.sep):
@@ -280,16 +348,29 @@ def _resume_request(request: dict, options: Options, scope: Scope) -> dict:
             raise RequestError("approve must be a boolean")
         decision = Decision(approve=request["approve"])
     elif "responseJson" in given:
-        try:
-            decision = Decision(response=json.loads(request["responseJson"]), has_response=True)
-        except (TypeError, ValueError):
-            raise RequestError("responseJson must be valid JSON") from None
+        decision = Decision(response=parse_response_json(request["responseJson"],
+                                                         "responseJson"), has_response=True)
     else:
         decision = Decision(cancel=True)
     settings = Settings.of_request(request, options)
     if isinstance(approval_id, str) and approval_id:
         return _resume(options, settings, scope, decision, approval_id=approval_id)
     return _resume(options, settings, scope, decision, token=token)
+
+
+def parse_response_json(text: Any, name: str) -> Any:
+    """The answer to an input request, given as JSON text (`responseJson`, `--response-json`)."""
+    if not isinstance(text, str):
+        raise RequestError(f"{name} must be valid JSON")
+    try:
+        value = js.json_loads(text)
+    except js.JSONTooDeep:
+        raise RequestError(f"{name} is nested deeper than {js.MAX_JSON_DEPTH} levels",
+                           "E007") from None
+    except ValueError:
+        raise RequestError(f"{name} must be valid JSON") from None
+    check_unicode(value, name)
+    return value
 
 
 # run ----------------------------------------------------------------------------------------
@@ -330,9 +411,13 @@ def parse_args_json(args_json: str | None, command: str = "run") -> dict:
     if args_json is None:
         return {}
     try:
-        return js.parse_args_json(args_json, command)
+        args = js.parse_args_json(args_json, command)
+    except js.JSONTooDeep as exc:
+        raise RequestError(str(exc), "E007") from None
     except ValueError as exc:
         raise RequestError(str(exc)) from None
+    check_unicode(args, f"{command} --args-json")
+    return args
 
 
 def run(pipeline: str, options: Options, *, args_json: str | None = None,
@@ -345,10 +430,12 @@ def run(pipeline: str, options: Options, *, args_json: str | None = None,
     try:
         settings = evolve(Settings.of(options),
                           checkpoint_ttl_ms=request_ttl_ms(checkpoint_ttl, "checkpoint_ttl"))
+        return _run(pipeline, options, settings, scope or Scope(), args_json=args_json,
+                    program=program, file=file)
     except RequestError as exc:
         return exc.envelope
-    return _run(pipeline, options, settings, scope or Scope(), args_json=args_json,
-                program=program, file=file)
+    except Exception as exc:  # noqa: BLE001 - the last resort, as in `handle`
+        return internal_error(exc)
 
 
 def _run(pipeline: str, options: Options, settings: Settings, scope: Scope, *,
@@ -357,6 +444,8 @@ def _run(pipeline: str, options: Options, settings: Settings, scope: Scope, *,
     try:
         checkpoint_ttl_ms(options)  # a bad TTL is refused before anything runs
         workflow = file or is_workflow_path(pipeline, settings.cwd)
+        if not workflow:
+            check_pipeline_text(pipeline)
         args = parse_args_json(args_json)  # checked always, used by workflow files only
         if not workflow:
             args = {}
@@ -369,6 +458,18 @@ def _run(pipeline: str, options: Options, settings: Settings, scope: Scope, *,
         return exc.envelope
     except StoreError as exc:
         return store_error(exc)
+
+
+def check_pipeline_text(pipeline: str) -> None:
+    """Inline pipeline text: at most MAX_PIPELINE_BYTES, Unicode, no NUL byte."""
+    try:
+        size = len(pipeline.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise RequestError("pipeline holds a lone UTF-16 surrogate, which is not Unicode text",
+                           "E009") from None
+    if size > MAX_PIPELINE_BYTES:
+        raise RequestError(f"pipeline text is {size} bytes, over the limit of "
+                           f"{MAX_PIPELINE_BYTES}", "E105")
 
 
 def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
@@ -401,7 +502,12 @@ def _drive_with(program: Program, frame: Frame, options: Options, settings: Sett
     if isinstance(outcome, machine.Finished):
         envelope = ok_envelope("ok", outcome.output)
     else:
-        envelope = _park(program, outcome.frame, options, settings)
+        try:
+            envelope = _park(program, outcome.frame, options, settings)
+        except OSError as exc:  # the state dir is a file, read-only, full...
+            return error_envelope("runtime_error", f"The state store at "
+                                  f"{options.store().location} cannot be written: "
+                                  f"{exc.strerror or exc}", "T450")
         if events is not None:
             pending = outcome.frame.pending
             events.halted(outcome.frame.pc - 1, pending.kind, pending.approval_id,
@@ -500,10 +606,12 @@ def resume(options: Options, decision: Decision, *, token: str | None = None,
     try:
         settings = evolve(Settings.of(options),
                           checkpoint_ttl_ms=request_ttl_ms(checkpoint_ttl, "checkpoint_ttl"))
+        return _resume(options, settings, scope or Scope(), decision, token=token,
+                       approval_id=approval_id)
     except RequestError as exc:
         return exc.envelope
-    return _resume(options, settings, scope or Scope(), decision, token=token,
-                   approval_id=approval_id)
+    except Exception as exc:  # noqa: BLE001 - the last resort, as in `handle`
+        return internal_error(exc)
 
 
 def _resume(options: Options, settings: Settings, scope: Scope, decision: Decision, *,
@@ -704,6 +812,19 @@ def checkpoint_ttl_ms(options: Options) -> int | None:
         raise RequestError(f"LOBSTER_CHECKPOINT_TTL must be a duration such as 7d, 12h or 30m, "
                            f"got {raw!r}", "E004", kind="runtime_error")
     return ttl
+
+
+def store_problem(options: Options) -> str | None:
+    """Why the state store cannot hold a checkpoint, or None: `lobster doctor` asks."""
+    try:
+        store = options.store()
+        location = getattr(store, "location", "")
+        if location and "://" not in location and os.path.exists(location) and not os.path.isdir(location):
+            return f"the state directory {location} is not a directory"
+        store.key()  # reads, or creates, the signing key: the store is there and writable
+    except (OSError, StoreError) as exc:
+        return f"the state store cannot be used: {getattr(exc, 'strerror', None) or exc}"
+    return None
 
 
 def store_error(exc: StoreError) -> dict:

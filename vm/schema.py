@@ -80,7 +80,48 @@ def schema_fault(schema: Any) -> Any:
     complaint about it (a jsonschema error: `message`, `json_path`, `absolute_path`)."""
     cls = _validator_class()
     meta = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
-    return next(iter(meta.iter_errors(schema)), None)
+    fault = next(iter(meta.iter_errors(schema)), None)
+    return fault if fault is not None else _unresolved_ref(schema)
+
+
+class RefFault:
+    """A `$ref` that names nothing in its schema: shaped as a jsonschema error."""
+
+    def __init__(self, ref: str, path: tuple) -> None:
+        self.message = f"$ref {ref!r} does not resolve (only references inside the schema do)"
+        self.absolute_path = path
+        self.json_path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def _refs(schema: Any, path: tuple = ()):
+    if isinstance(schema, dict):
+        if isinstance(schema.get("$ref"), str):
+            yield schema["$ref"], (*path, "$ref")
+        for key, value in schema.items():
+            if key not in ("const", "enum", "default", "examples"):
+                yield from _refs(value, (*path, key))
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            yield from _refs(value, (*path, index))
+
+
+def _unresolved_ref(schema: Any) -> RefFault | None:
+    """The first `$ref` that does not resolve against the schema itself (nothing is fetched:
+    a remote reference does not resolve either), else None."""
+    refs = list(_refs(schema))
+    if not refs:
+        return None
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT7
+
+    resolver = Registry().with_resource("", DRAFT7.create_resource(schema)).resolver()
+    for ref, path in refs:
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            return RefFault(ref, path)
+    return None
 
 
 def schema_error(schema: Any) -> str | None:
@@ -98,8 +139,10 @@ def first_error(schema: Any, value: Any) -> tuple[str, str] | None:
     """(instance path as a JSON pointer, '/' for the root; message) of the error Ajv would
     report first, or None when `value` is valid. A failed `anyOf`/`oneOf` is reported as
     itself, not by the error of one of its branches."""
-    validator = _validator(json.dumps(schema))
-    errors = sorted(validator.iter_errors(value), key=lambda e: _order(e, schema, value))
+    try:
+        errors = sorted(_iter_errors(schema, value), key=lambda e: _order(e, schema, value))
+    except _Unapplicable as exc:  # a schema stored before $refs were checked: refused
+        return "/", str(exc)
     if not errors:
         return None
     error = errors[0]
@@ -111,7 +154,6 @@ def first_error(schema: Any, value: Any) -> tuple[str, str] | None:
 def all_errors(schema: Any, value: Any) -> list[tuple[str, str]]:
     """Every error, as Ajv reports them with `allErrors` (what `llm.invoke --output-schema`
     lists): depth first in evaluation order, a failed `anyOf`/`oneOf` after its branches'."""
-    validator = _validator(json.dumps(schema))
     out: list[tuple[str, str]] = []
 
     def emit(errors, root: Any) -> None:
@@ -127,8 +169,24 @@ def all_errors(schema: Any, value: Any) -> list[tuple[str, str]]:
                     and ordered[at + 1].instance == error.instance):
                 out.append((_pointer(error), "property name must be valid"))
 
-    emit(validator.iter_errors(value), schema)
+    try:
+        emit(_iter_errors(schema, value), schema)
+    except _Unapplicable as exc:
+        return [("/", str(exc))]
     return out
+
+
+class _Unapplicable(Exception):
+    """The schema has a `$ref` that does not resolve inside it."""
+
+
+def _iter_errors(schema: Any, value: Any) -> list:
+    from referencing.exceptions import Unresolvable
+
+    try:
+        return list(_validator(json.dumps(schema)).iter_errors(value))
+    except Unresolvable as exc:
+        raise _Unapplicable(f"the response schema cannot be applied: {exc}") from None
 
 
 def _extra_properties(error) -> int:

@@ -61,7 +61,7 @@ def decode(text: str) -> Token:
     try:
         padded = text + "=" * (-len(text) % 4)
         data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8"))
-    except (ValueError, UnicodeError):
+    except (ValueError, UnicodeError, RecursionError):  # (nesting: a crafted token)
         raise TokenError("Invalid token") from None
     if not isinstance(data, dict):
         raise TokenError("Invalid token")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from lobsterc.diagnostics import CompileError, Diagnostic
-from lobsterc.load.document import Document, OffsetSpans, Path
+from lobsterc.load.document import MAX_WORKFLOW_BYTES, Document, OffsetSpans, Path
 from lobsterc.source import Source
 from vm.frontend import WORKFLOW_EXTENSIONS as EXTENSIONS
 
@@ -23,6 +23,11 @@ def read_text(path: str) -> str:
     if not os.path.isfile(path):
         raise file_error("Workflow path is not a file")
     try:
+        size = os.path.getsize(path)
+        if size > MAX_WORKFLOW_BYTES:
+            raise CompileError([Diagnostic(
+                code="E230", message=f"Workflow file over a limit: {size} bytes, more than "
+                                     f"{MAX_WORKFLOW_BYTES}")])
         with open(path, encoding="utf-8", newline="") as handle:
             return handle.read()
     except UnicodeDecodeError as exc:

@@ -64,6 +64,13 @@ class OffsetSpans(Mapping):
         return len(self.offsets)
 
 
+# Limits on a workflow file (README "Limits"), each refused with E230 before the text is
+# expanded any further: a small file cannot make the loader build a huge value.
+MAX_WORKFLOW_BYTES = 1024 * 1024  # the file's size
+MAX_DOCUMENT_NODES = 100_000  # values in the loaded document, every alias expansion counted
+MAX_NESTING = 64  # mappings and sequences inside each other
+
+
 class ParseError(Exception):
     """A syntax error at a character offset; the loader words it with line and column."""
 
@@ -73,9 +80,27 @@ class ParseError(Exception):
         self.offset = offset
 
 
+class OverLimit(ParseError):
+    """The text is over one of the limits above (E230)."""
+
+
 def syntax_error(source: Source, what: str, offset: int) -> CompileError:
     line, col = source.position(offset)
     span = source.span(offset, offset + 1)
     message = f"Workflow file parse error: {what} at line {line}, column {col}"
     return CompileError([Diagnostic(code="E210", message=message, span=span)], source)
+
+
+def load_error(source: Source, exc: ParseError) -> CompileError:
+    """The CompileError of a ParseError: a syntax error (E210), or a limit (E230)."""
+    if not isinstance(exc, OverLimit):
+        return syntax_error(source, exc.what, exc.offset)
+    line, col = source.position(exc.offset)
+    message = f"Workflow file over a limit: {exc.what} at line {line}, column {col}"
+    span = source.span(exc.offset, exc.offset + 1)
+    return CompileError([Diagnostic(code="E230", message=message, span=span)], source)
+
+
+def too_deep(offset: int) -> OverLimit:
+    return OverLimit(f"nested deeper than {MAX_NESTING} levels", offset)
 

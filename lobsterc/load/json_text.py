@@ -7,7 +7,9 @@ import json
 import re
 from typing import Any
 
-from lobsterc.load.document import OffsetSpans, ParseError, Path, syntax_error
+from lobsterc.load.document import (MAX_NESTING, OffsetSpans, ParseError, Path, load_error,
+                                     too_deep)
+from vm import js
 from lobsterc.source import Source
 
 _JSON_WS = re.compile(r"[ \t\n\r]*")
@@ -21,9 +23,9 @@ def parse_json(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
     try:
         data = scanner.document()
     except ParseError as exc:
-        raise syntax_error(source, exc.what, exc.offset) from None
+        raise load_error(source, exc) from None
     except RecursionError:
-        raise syntax_error(source, "nesting too deep", scanner.pos) from None
+        raise load_error(source, too_deep(scanner.pos)) from None
     return data, OffsetSpans(source, scanner.spans), OffsetSpans(source, scanner.key_spans)
 
 
@@ -47,6 +49,8 @@ class _JsonScanner:
     def value(self, path: Path) -> Any:
         self.skip()
         start = self.pos
+        if len(path) > MAX_NESTING:
+            raise too_deep(start)
         ch = self.text[start : start + 1]
         if ch == "{":
             value: Any = self.obj(path)
@@ -120,5 +124,5 @@ class _JsonScanner:
         if match is None:
             raise ParseError(f"unexpected token {self.text[self.pos]!r}", self.pos)
         self.pos = match.end()
-        return json.loads(match.group())
+        return js.json_loads(match.group())  # as JSON.parse: a 400-digit integer is a float
 

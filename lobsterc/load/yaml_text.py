@@ -9,7 +9,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from lobsterc.load.document import OffsetSpans, ParseError, Path, syntax_error
+from lobsterc.load.document import (MAX_DOCUMENT_NODES, MAX_NESTING, OffsetSpans, OverLimit,
+                                     ParseError, Path, load_error, syntax_error, too_deep)
 from lobsterc.source import Source
 
 # The events come from libyaml (PyYAML's C parser) when it is installed, else from ruamel.yaml's
@@ -76,7 +77,7 @@ def parse_yaml_ruamel(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
     try:
         composer.run(iter(YAML(typ="safe", pure=True).parse(source.text)))
     except ParseError as exc:
-        raise syntax_error(source, exc.what, exc.offset) from None
+        raise load_error(source, exc) from None
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = exc.problem or exc.context or "invalid YAML"
@@ -84,7 +85,7 @@ def parse_yaml_ruamel(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
     except YAMLError as exc:
         raise syntax_error(source, str(exc).strip() or "invalid YAML", 0) from None
     except RecursionError:
-        raise syntax_error(source, "nesting too deep", 0) from None
+        raise load_error(source, too_deep(0)) from None
     return composer.result()
 
 
@@ -99,6 +100,8 @@ class YamlComposer:
         self.spans: dict[Path, tuple[int, int]] = {(): (0, len(source.text))}
         self.key_spans: dict[Path, tuple[int, int]] = {}
         self.anchors: dict[str, Any] = {}
+        self.anchor_nodes: dict[str, int] = {}  # values in each anchored value
+        self.nodes = 0  # values built so far, alias expansions counted (MAX_DOCUMENT_NODES)
         self.last_end = 0
 
     def result(self) -> tuple[Any, OffsetSpans, OffsetSpans]:
@@ -122,6 +125,10 @@ class YamlComposer:
     def node(self, event: Any, events: Iterator[Any], path: Path) -> Any:
         kind = type(event).__name__
         start = event.start_mark.index
+        if len(path) > MAX_NESTING:
+            raise too_deep(start)
+        before = self.nodes
+        self.count(1, start)
         if self.libyaml and (kind == "AliasEvent" or getattr(event, "anchor", None) is not None
                              or getattr(event, "tag", None) is not None):
             raise Fallback()
@@ -142,16 +149,23 @@ class YamlComposer:
         elif kind == "AliasEvent":
             if event.anchor not in self.anchors:
                 raise ParseError(f"unknown alias *{event.anchor}", start)
+            self.count(self.anchor_nodes[event.anchor], start)  # before the copy is made
             value = json.loads(json.dumps(self.anchors[event.anchor]))
             end = event.end_mark.index
         else:
             raise ParseError(f"unexpected YAML event {kind}", start)
         if not self.libyaml and kind != "AliasEvent" and getattr(event, "anchor", None):
             self.anchors[event.anchor] = value  # (libyaml leaves anchors to ruamel)
+            self.anchor_nodes[event.anchor] = self.nodes - before
         self.spans[path] = (start, end if end > start else start)
         if end > self.last_end:
             self.last_end = end
         return value
+
+    def count(self, nodes: int, offset: int) -> None:
+        self.nodes += nodes
+        if self.nodes > MAX_DOCUMENT_NODES:
+            raise OverLimit(f"more than {MAX_DOCUMENT_NODES} values (aliases expanded)", offset)
 
     def sequence(self, events: Iterator[Any], path: Path, flow: bool) -> tuple[list, int]:
         out: list[Any] = []
@@ -222,11 +236,11 @@ def _resolve_plain(text: str) -> Any:
     if text in _YAML_BOOL:
         return _YAML_BOOL[text]
     if _YAML_INT.match(text):
-        return int(text)
+        return int(text) if len(text) < 300 else float(text)  # as JS holds it: inf past 1e308
     if _YAML_OCT.match(text):
-        return int(text[2:], 8)
+        return int(text[2:], 8) if len(text) < 300 else math.inf
     if _YAML_HEX.match(text):
-        return int(text[2:], 16)
+        return int(text[2:], 16) if len(text) < 300 else math.inf
     if _YAML_FLOAT.match(text):
         return float(text)
     inf = _YAML_INF.match(text)

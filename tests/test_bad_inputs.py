@@ -1,0 +1,169 @@
+"""The bad-input catalogue: every entry of tests/bad_inputs/*.json runs as a real `lobster` or
+`lobsterc` process, and must be refused with its exact exit code, error code and message, and
+no traceback anywhere. The format is described in tests/bad_inputs/README.md.
+
+The processes are independent (each has its own temp dir, state dir and home), so they run
+concurrently, all at once before the first test that needs one; each test then compares one.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import LOBSTER, LOBSTERC
+
+CATALOGUE = Path(__file__).resolve().parent / "bad_inputs"
+ENTRY_KEYS = {"id", "why", "argv", "stdin", "files", "files_b64", "env", "setup", "expect"}
+EXPECT_KEYS = {"exit", "code", "message"}
+SETUP_KEYS = {"argv", "stdin", "env"}
+EXECUTABLES = {"lobster": LOBSTER, "lobsterc": LOBSTERC}
+_REPEAT = re.compile(r"<<(\d+)\*(.*?)>>", re.S)
+_HUMAN_ERROR = re.compile(r"error\[([A-Z]\d{3})\]: (.*)")
+
+
+def _load() -> list[tuple[str, dict]]:
+    entries = []
+    for path in sorted(CATALOGUE.glob("*.json")):
+        for entry in json.loads(path.read_text(encoding="utf-8")):
+            entries.append((path.name, entry))
+    return entries
+
+
+ENTRIES = _load()
+
+
+def expand(text: str | None, found: dict[str, str] | None = None) -> str | None:
+    """`<<N*TEXT>>` is TEXT repeated N times; `{{token}}` / `{{approvalId}}` are the values the
+    setup commands' last envelope carried."""
+    if text is None:
+        return None
+    text = _REPEAT.sub(lambda m: m.group(2) * int(m.group(1)), text)
+    for name, value in (found or {}).items():
+        text = text.replace("{{" + name + "}}", value)
+    return text
+
+
+def _env(home: Path, extra: dict | None) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOBSTER_")}
+    env.update(LOBSTER_STATE_DIR=str(home / "state"), HOME=str(home), TZ="UTC")
+    for name, value in (extra or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = expand(value)
+    return env
+
+
+def _spawn(argv: list[str], cwd: Path, env: dict, stdin: str | None,
+           found: dict[str, str]) -> subprocess.CompletedProcess:
+    words = [expand(word, found) for word in argv]
+    return subprocess.run([EXECUTABLES[words[0]], *words[1:]], cwd=cwd, env=env,
+                          input=expand(stdin, found), capture_output=True, text=True,
+                          errors="replace", timeout=120,
+                          stdin=None if stdin is not None else subprocess.DEVNULL)
+
+
+def _halt_values(stdout: str) -> dict[str, str]:
+    try:
+        envelope = json.loads(stdout)
+    except ValueError:
+        return {}
+    found = {}
+    for key in ("requiresApproval", "requiresInput"):
+        request = envelope.get(key) if isinstance(envelope, dict) else None
+        if isinstance(request, dict):
+            for name in ("resumeToken", "approvalId"):
+                if isinstance(request.get(name), str):
+                    found["token" if name == "resumeToken" else name] = request[name]
+    return found
+
+
+def run_entry(entry: dict) -> dict:
+    """Run one entry in a fresh temp dir; returns what it printed and how it exited."""
+    with tempfile.TemporaryDirectory(prefix="lobster-bad-") as tmp:
+        home = Path(tmp)
+        work = home / "work"
+        work.mkdir()
+        for name, text in (entry.get("files") or {}).items():
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            (work / name).write_text(expand(text), encoding="utf-8")
+        for name, data in (entry.get("files_b64") or {}).items():
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            (work / name).write_bytes(base64.b64decode(data))
+        env = _env(home, entry.get("env"))
+        found: dict[str, str] = {}
+        setups = []
+        for step in entry.get("setup") or []:
+            proc = _spawn(step["argv"], work, _env(home, {**(entry.get("env") or {}),
+                                                          **(step.get("env") or {})}),
+                          step.get("stdin"), found)
+            setups.append(proc.stdout + proc.stderr)
+            found.update(_halt_values(proc.stdout))
+        proc = _spawn(entry["argv"], work, env, entry.get("stdin"), found)
+        return {"exit": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr,
+                "setup": setups}
+
+
+def reported(result: dict) -> tuple[str | None, str | None]:
+    """The code and message a refusal reported: the envelope's `error` when stdout is one, else
+    the first `error[CODE]: message` line on stderr, else (no code) its first line."""
+    try:
+        envelope = json.loads(result["stdout"])
+    except ValueError:
+        envelope = None
+    if isinstance(envelope, dict) and isinstance(envelope.get("error"), dict):
+        return envelope["error"].get("code"), envelope["error"].get("message")
+    lines = [line for line in result["stderr"].splitlines() if line.strip()]
+    for line in lines + result["stdout"].splitlines():  # (`lobsterc lint` reports on stdout)
+        match = _HUMAN_ERROR.search(line)
+        if match:
+            return match.group(1), match.group(2)
+    return None, lines[0] if lines else None
+
+
+@pytest.fixture(scope="module")
+def results(request) -> dict[str, dict]:
+    """Every selected entry, run concurrently (they are mostly waiting on process start-up)."""
+    wanted = {item.callspec.id for item in request.session.items
+              if item.module is request.module and hasattr(item, "callspec")}
+    chosen = [entry for _, entry in ENTRIES if entry["id"] in wanted]
+    workers = max(2, 2 * (os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(zip((e["id"] for e in chosen), pool.map(run_entry, chosen)))
+
+
+@pytest.mark.parametrize("entry", [e for _, e in ENTRIES], ids=[e["id"] for _, e in ENTRIES])
+def test_refused(entry: dict, results: dict[str, dict]) -> None:
+    result = results[entry["id"]]
+    shown = f"exit {result['exit']}\nstdout: {result['stdout'][:2000]}\nstderr: {result['stderr'][:2000]}"
+    for text in [result["stdout"], result["stderr"], *result["setup"]]:
+        assert "Traceback" not in text, shown
+    expect = entry["expect"]
+    code, message = reported(result)
+    assert (result["exit"], code, message) == (expect["exit"], expect["code"],
+                                               expect["message"]), shown
+
+
+def test_catalogue_is_well_formed() -> None:
+    seen: set[str] = set()
+    for name, entry in ENTRIES:
+        where = f"{name}: {entry.get('id')}"
+        assert set(entry) <= ENTRY_KEYS, where
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", entry["id"]), where
+        assert entry["id"] not in seen, f"{where}: duplicate id"
+        seen.add(entry["id"])
+        assert isinstance(entry.get("why"), str) and entry["why"], where
+        assert entry["argv"] and entry["argv"][0] in EXECUTABLES, where
+        assert set(entry["expect"]) == EXPECT_KEYS, where
+        assert isinstance(entry["expect"]["exit"], int) and entry["expect"]["exit"] != 0, where
+        for step in entry.get("setup") or []:
+            assert set(step) <= SETUP_KEYS and step["argv"][0] in EXECUTABLES, where
