@@ -11,7 +11,7 @@ from typing import Any
 from vm import codec
 from vm.codec import LoadError
 from vm.protocol import (Decision, Options, RequestError, cancel_state, claim_is_running,
-                         iso_time, resume)
+                         iso_time, resume, unknown_approval_id)
 from vm.store import StateStore
 from vm.store.base import STATE_KEY, approval_id_form
 
@@ -114,7 +114,7 @@ def cancel(options: Options, ident: str) -> dict:
         return resume(options, Decision(cancel=True), approval_id=ident)
     if STATE_KEY.fullmatch(ident) and "_resume_" in ident:
         return cancel_state(options, ident)
-    return RequestError(f'Approval ID "{ident}" not found or expired', "E503").envelope
+    return RequestError(unknown_approval_id(ident), "E503").envelope
 
 
 def cancel_older_than(options: Options, seconds: float,

@@ -622,7 +622,7 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
         if approval_id:
             state_key = store.lookup_approval_id(approval_id)
             if state_key is None:
-                raise RequestError(f'Approval ID "{approval_id}" not found or expired', "E503")
+                raise RequestError(unknown_approval_id(approval_id), "E503")
             origin = state_key.split("_", 1)[0]
         elif state_key:
             origin = state_key.split("_", 1)[0]
@@ -679,6 +679,14 @@ def _cancel_parked(store: StateStore, parked, approval_id: str | None, not_found
     for halt_id in ids:
         store.remove_approval_id(halt_id)
     return ok_envelope("cancelled", [])
+
+
+def unknown_approval_id(approval_id: str) -> str:
+    """The refusal of an approval id that names nothing. A long one is not echoed back whole
+    (an id is 8 hex digits; what a caller sent by mistake can be anything, of any size)."""
+    shown = approval_id if len(approval_id) <= 40 else \
+        f"{approval_id[:16]}... ({len(approval_id)} characters)"
+    return f'Approval ID "{shown}" not found or expired'
 
 
 def cancel_state(options: Options, state_key: str) -> dict:
