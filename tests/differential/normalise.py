@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+SERVER_RE = re.compile(r"http://127\.0\.0\.1:\d+")
 ISO_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
 
 # Messages whose tail is written by the engine's own JSON/YAML parser or OS (JavaScript's
@@ -75,6 +76,7 @@ class Normaliser:
             for sub, name in (("/work", "<workdir>"), ("/state", "<statedir>"),
                               ("/home", "<home>"), ("", "<tmp>")):
                 s = s.replace(prefix + sub, name)
+        s = SERVER_RE.sub("<server>", s)
         s = UUID_RE.sub("<uuid>", s)
         return ISO_RE.sub("<timestamp>", s)
 
