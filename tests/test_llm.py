@@ -178,7 +178,7 @@ def test_apus_transport_and_output_item(adapter, tmp_path):
                           "attemptCount"]
     created = item.pop("createdAt")
     assert len(created) == 24 and created.endswith("Z") and created[10] == "T"
-    assert item == {"kind": "llm_task.invoke", "runId": "r1", "prompt": "Sum up",
+    assert item == {"kind": "llm_task.invoke", "runId": "r1", "prompt": None,
                     "model": "m-1", "schemaVersion": "v1", "status": "completed",
                     "cacheKey": key, "artifactHashes": hashes,
                     "output": {"format": "text", "text": "hello", "data": None},
