@@ -3,6 +3,7 @@ anything (reference sections 2 and 4.12)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from attrs import define
@@ -114,6 +115,7 @@ class _Planner:
         self.wf = wf
         self.args = args
         self.lines: list[str] = []
+        self.deferred = False  # a stage name of the last pipeline comes from step output
 
     def plan(self) -> str:
         steps = self.wf.steps
@@ -139,9 +141,12 @@ class _Planner:
             self.detail(pad, "when", _one_line(str(step.when.value).strip()),
                         "[depends on step output — unknown at plan time]")
         if isinstance(kind, ast.Shell):
-            self.detail(pad, "run", self.text(kind.line))
+            self.detail(pad, "run", substitute_args(kind.line, self.args))
         elif isinstance(kind, ast.PipelineStep):
+            self.deferred = False
             self.detail(pad, "pipeline", self.pipeline(kind.pipeline, sid, results))
+            if self.deferred:
+                self.lines.append(f"{pad}[command validation deferred — stage name depends on step output]")
         elif isinstance(kind, ast.SubWorkflow):
             self.detail(pad, "workflow", self.text(kind.target))
             if kind.args:
@@ -172,11 +177,10 @@ class _Planner:
             results[sid] = _Output(approved=gate, may_fail=on_error in ("continue", "skip_rest"))
 
     def detail(self, pad: str, label: str, text: str, note: str = "") -> None:
-        """`label: text`; continuation lines of a multi-line text line up under its start."""
-        lines = text.split("\n")
-        cont = " " * (len(pad) + len(label) + 2)
-        body = f"\n{cont}".join(lines)
-        self.lines.append(f"{pad}{label}: {body}" + (f"  {note}" if note else ""))
+        """`label: text` (a multi-line text printed as it is, as the original does), then the
+        note, or the note the text's step output references call for."""
+        note = note or _output_note(text)
+        self.lines.append(f"{pad}{label}: {text}" + (f"  {note}" if note else ""))
 
     def text(self, value: str) -> str:
         return substitute_args(value, self.args).rstrip("\n")
@@ -195,15 +199,13 @@ class _Planner:
 
     # stdin and references --------------------------------------------------------------------
     def stdin(self, pad: str, value: Any, results: dict) -> None:
-        if not isinstance(value, str):
-            self.detail(pad, "stdin", js.json_compact(value))
+        """A `stdin:` line only for a text with a step's stdout or json in it (as the original:
+        a literal stdin, or one that is not text, is not shown)."""
+        if not isinstance(value, str) or not OUTPUT_REF.search(value):
             return
-        if WHOLE_REF.match(value.strip()):
-            self.detail(pad, "stdin", value.strip(), "[output unknown at plan time]")
-            return
-        text = self.text(value)
-        note = "[contains step output refs — unknown at plan time]" if self.has_refs(
-            text, results) else ""
+        text = value.strip()
+        note = "[output unknown at plan time]" if OUTPUT_REF.fullmatch(text) else \
+            "[contains step output refs — unknown at plan time]"
         self.detail(pad, "stdin", text, note)
 
     def has_refs(self, text: str, results: dict) -> bool:
@@ -248,6 +250,8 @@ class _Planner:
                                            f"{exc.first.message}", span)]) from None
         for stage in parsed.stages:
             name = stage.name.text
+            if OUTPUT_REF.search(name):
+                self.deferred = True
             if self.has_refs(name, results):
                 continue
             if any(self.has_refs(word.text, results) for word in stage.words):
@@ -273,10 +277,10 @@ class _Planner:
         for branch in par.branches:
             if branch.pipeline is not None:
                 shown = self.pipeline(branch.pipeline, branch.id, results)
-                self.lines.append(f"{pad}branch {branch.id}: [pipeline] {shown}")
+                self.lines.append(f"{pad}branch {branch.id}: [pipeline] {_noted(shown)}")
             else:
-                self.lines.append(f"{pad}branch {branch.id}: [shell] "
-                                  f"{substitute_args(branch.shell.line, self.args)}")
+                shown = substitute_args(branch.shell.line, self.args)
+                self.lines.append(f"{pad}branch {branch.id}: [shell] {_noted(shown)}")
         for branch in par.branches:
             results[branch.id] = _Output()
 
@@ -312,6 +316,19 @@ class _Planner:
 _KIND_TAGS = {"shell": "shell", "pipeline": "pipeline", "workflow": "workflow",
               "parallel": "parallel", "for_each": "for_each", "input": "input",
               "approval": "no-op", "noop": "no-op"}
+
+
+OUTPUT_REF = re.compile(r"\$[A-Za-z0-9_-]+\.(?:stdout|json)")
+
+
+def _output_note(text: str) -> str:
+    """What the original notes after a text with a step's stdout or json in it."""
+    return "[contains step output refs — unknown at plan time]" if OUTPUT_REF.search(text) else ""
+
+
+def _noted(text: str) -> str:
+    note = _output_note(text)
+    return f"{text}  {note}" if note else text
 
 
 def _one_line(text: str) -> str:

@@ -112,10 +112,9 @@ PLANS = [
               "[contains step output refs — unknown at plan time]",
               "  4. lit  [shell]",
               "     run: cat",
-              """     stdin: {"a":[1,"x"]}""",
               "  5. text  [shell]",
               "     run: cat",
-              "     stdin: plain $nobody.stdout"),
+              "     stdin: plain $nobody.stdout  [contains step output refs — unknown at plan time]"),
         id="stdin-notes"),
     pytest.param(
         """
@@ -267,9 +266,12 @@ PLANS = [
         lines("[DRY RUN] Would execute 2 steps:", "",
               "  1. multi  [shell]",
               "     run: echo one",
-              "          echo two",
+              "echo two",
+              "",
               "  2. stage_from_output  [pipeline]",
-              "     pipeline: $multi.stdout --x 1 | head --n $multi.json"),
+              "     pipeline: $multi.stdout --x 1 | head --n $multi.json  "
+              "[contains step output refs — unknown at plan time]",
+              "     [command validation deferred — stage name depends on step output]"),
         id="multiline-and-stage-names-from-output"),
     pytest.param(
         """

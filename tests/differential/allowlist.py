@@ -9,6 +9,8 @@ from typing import Callable
 
 import attrs
 
+from .normalise import comparable
+
 
 @attrs.frozen
 class Entry:
@@ -39,6 +41,8 @@ def pipeline_text(case: dict, i: int) -> str:
 
 
 OUR_COMMANDS_ONLY = {"apus.invoke", "group_by"}
+ORIGINAL_COMMANDS_ONLY = {"email.triage", "gog.gmail.search", "gog.gmail.send", "openclaw.agent",
+                          "workflows.list", "workflows.run"}
 ORIGINAL_COMMANDS = {
     "approve", "ask", "clawd.invoke", "commands.list", "dedupe", "diff.last", "email.triage",
     "exec", "gog.gmail.search", "gog.gmail.send", "groupBy", "head", "json", "llm.invoke",
@@ -49,6 +53,14 @@ ORIGINAL_COMMANDS = {
 def _typed_flags(case, i, ref, ours) -> bool:
     ours_msg = message(ours) or ""
     return bool(re.match(r"Unknown flag --\S* for \S+", ours_msg) or "needs a value" in ours_msg)
+
+
+def _login_shell_flag(case, i, ref, ours) -> bool:
+    """A shell named by LOBSTER_SHELL (not PowerShell or cmd) gets `-lc` from the original and
+    `-c` from ours: the fake shell's echo of its arguments differs in that flag only."""
+    a = json.dumps(comparable(ref), ensure_ascii=False)
+    b = json.dumps(comparable(ours), ensure_ascii=False)
+    return "<-lc>" in a and a.replace("<-lc>", "<-c>") == b
 
 
 def _signed_tokens(case, i, ref, ours) -> bool:
@@ -78,14 +90,16 @@ def _help_without_lists(out: str) -> str:
 
 def _help_text(case, i, ref, ours) -> bool:
     argv = ours.get("argv") or []
-    return (argv in ([], ["help"]) or argv[:1] in (["help"], ["--help"], ["-h"])) \
-        and ref.get("exitCode") == ours.get("exitCode")
+    return (argv in ([], ["help"]) or argv[:1] in (["help"], ["--help"], ["-h"])
+            or argv[1:2] in (["--help"], ["-h"])) and ref.get("exitCode") == ours.get("exitCode")
 
 
 def _command_set(case, i, ref, ours) -> bool:
     argv = ours.get("argv") or []
     if (argv in ([], ["help"]) or argv[:1] == ["--help"]) and ref.get("exitCode") == ours.get("exitCode") == 0:
         return _help_without_lists(ref.get("stdout") or "") == _help_without_lists(ours.get("stdout") or "")
+    if argv[:1] == ["help"] and len(argv) > 1 and argv[1] in OUR_COMMANDS_ONLY | ORIGINAL_COMMANDS_ONLY:
+        return True
     text = pipeline_text(case, i)
     if "commands.list" in text:
         return True
@@ -212,7 +226,8 @@ def _args_json_value(ours: dict) -> str | None:
 def _args_json_refused(case, i, ref, ours) -> bool:
     """Ours refuses an --args-json the original spreads (JSON, not an object) or ignores (not
     JSON, with an inline pipeline); the original ran or failed otherwise."""
-    raw, msg = _args_json_value(ours), message(ours)
+    raw = _args_json_value(ours)
+    msg = message(ours) or (ours.get("stderr") or "").split("\n")[0]
     if raw is None or ours.get("exitCode") != 2 or msg == message(ref):
         return False
     try:
@@ -296,6 +311,10 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("A5", "approval and input gates inside for_each and sub-workflows", "SPEC §9.5",
           "The frame holds loop and call stacks, so such a gate halts and resumes; the original "
           "rejects the file or fails the step.", _gates_in_loops),
+    Entry("A7", "a plain shell, not a login shell", "SPEC §9.7",
+          "Shell lines run with `-c`, also in a shell LOBSTER_SHELL names (PowerShell and cmd get "
+          "their own flags, as in the original); the original runs other shells with `-lc`.",
+          _login_shell_flag),
     Entry("A8", "our command set", "SPEC §9.8 and §5",
           "The stdlib is the list of SPEC §5 (no email.triage, gog.*, openclaw.agent, "
           "workflows.*) with `apus.invoke` added and `group_by` as an alias, so commands.list "

@@ -109,7 +109,9 @@ def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Conte
               cap_prefix: str = "") -> Any:
     """POST `body` as JSON and decode the JSON answer. Every failure after the request may
     have reached the server is non-retryable; the run's deadline is the timeout. A body over
-    LOBSTER_MAX_HTTP_RESPONSE_BYTES fails with `cap_prefix` before that message."""
+    LOBSTER_MAX_HTTP_RESPONSE_BYTES fails with `cap_prefix` before that message; with a
+    `cap_prefix` (an LLM adapter) failures read as the original's adapter client words them
+    and an empty body is null."""
     import socket
     import urllib.error
     import urllib.request
@@ -131,6 +133,8 @@ def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Conte
             text = _read_capped(response, limit, cap_prefix).decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
         detail = _read_capped(exc, limit, cap_prefix).decode("utf-8", "replace")[:400]
+        if cap_prefix:
+            raise CommandError(f"{cap_prefix}{exc.code} {exc.reason}: {detail}", retryable=False) from None
         raise CommandError(f"{name} failed ({exc.code}): {detail}", retryable=False) from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
@@ -138,7 +142,11 @@ def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Conte
                 and time.monotonic() >= ctx.deadline - 0.01:
             raise CommandError("lobster runtime timed out", code="T420", retryable=False) from None
         raise CommandError(f"{name} request failed: {reason}", retryable=False) from None
+    if cap_prefix and not text:
+        return None
     try:
         return js.json_loads(text)
     except ValueError:
+        if cap_prefix:
+            raise CommandError(f"{cap_prefix}Response was not JSON", retryable=False) from None
         raise CommandError(f"{name} expected JSON response", retryable=False) from None
