@@ -198,14 +198,17 @@ class Run:
 
     def input_pending(self, site: HaltSite, halt: int) -> Pending:
         frame = self.frame
+        present = True
         if site.stdin is not None:
             subject = self.stdin(site.stdin.value)
-            subject = None if subject is js.UNDEFINED else subject
+            # a stdin that resolves to nothing (the json of text output): no subject at all
+            present = subject is not js.UNDEFINED
+            subject = subject if present else None
         else:
             subject = _previous_value(frame.results.get(frame.last_step))
         defaults = site.defaults
         return Pending(kind="input", halt=halt, register=0, prompt=site.prompt,
-                       schema=site.schema, subject=subject, has_subject=True, step=site.step,
+                       schema=site.schema, subject=subject, has_subject=present, step=site.step,
                        defaults=None if defaults is None else defaults.value,
                        has_defaults=defaults is not None)
 

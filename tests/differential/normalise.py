@@ -29,6 +29,8 @@ WORKFLOW_PARSE = (
     re.compile(r"Workflow file parse error: .*", re.S),
     re.compile(r".* at line \d+, column \d+:\n.*", re.S),
     re.compile(r".*(is not valid JSON|in JSON at position \d+|Unexpected end of JSON input).*", re.S),
+    # Python's json module (a damaged state.get value, say)
+    re.compile(r"(Expecting|Extra data|Invalid|Unterminated)[^\n]*: line \d+ column \d+ \(char \d+\)"),
 )
 # Lines of our diagnostic rendering in human mode (file:line:col, the excerpt, the caret,
 # help): the same additive information as `error.location`.
