@@ -337,7 +337,7 @@ def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
     if isinstance(outcome, machine.Finished):
         envelope = ok_envelope("ok", outcome.output)
     else:
-        envelope = _cap_subject(_park(program, outcome.frame, options), options.env)
+        envelope = _cap_subject(_park(program, outcome.frame, options), options.env, outcome.frame)
     cap = settings.max_stdout_bytes
     if cap is not None and len(js.json_pretty(envelope).encode("utf-8")) > cap:
         return error_envelope("runtime_error", "lobster runtime result exceeded maxStdoutBytes",
@@ -345,15 +345,46 @@ def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
     return envelope
 
 
-def _cap_subject(envelope: dict, env: Mapping[str, str]) -> dict:
-    """LOBSTER_MAX_TOOL_ENVELOPE_BYTES (1024 or more, else no cap): an input request whose
-    envelope is over it carries its subject's size instead of the subject, as the reference."""
-    request, cap = envelope.get("requiresInput"), _env_int(env, "LOBSTER_MAX_TOOL_ENVELOPE_BYTES")
-    if (cap is not None and cap >= 1024 and request and "subject" in request
-            and len(js.json_pretty(envelope).encode("utf-8")) > cap):
-        size = len(js.json_compact(request["subject"]).encode("utf-8"))
-        request["subject"] = {"truncated": True, "bytes": size,
-                              "preview": "[subject omitted: envelope size limit]"}
+SUBJECT_MAX_BYTES = 192_000
+TOOL_ENVELOPE_MAX_BYTES = 512_000
+
+
+def _cap_subject(envelope: dict, env: Mapping[str, str], frame: Frame) -> dict:
+    """A workflow's input request must fit LOBSTER_MAX_TOOL_ENVELOPE_BYTES (default 512000,
+    a value under 1024 means the default), its token counted as 220 bytes, as the reference:
+    a subject over 192000 bytes of JSON becomes a 2000-character preview; if that does not fit
+    either, only its size is given; if even that does not fit, the run fails."""
+    request = envelope.get("requiresInput")
+    if frame.origin != "workflow" or not request or "subject" not in request:
+        return envelope
+    raw = env.get("LOBSTER_MAX_TOOL_ENVELOPE_BYTES")
+    cap = js.to_number(raw) if raw is not None else float("nan")
+    cap = int(cap) if cap == cap and cap not in (float("inf"), float("-inf")) and cap >= 1024 \
+        else TOOL_ENVELOPE_MAX_BYTES
+    base = {k: v for k, v in request.items() if k not in ("subject", "resumeToken")}
+
+    def fits(subject: Any) -> bool:
+        probe = {"protocolVersion": 1, "ok": True, "status": "needs_input", "output": [],
+                 "requiresApproval": None,
+                 "requiresInput": {**base, "subject": subject, "resumeToken": "x" * 220}}
+        return len(js.json_compact(probe).encode("utf-8")) <= cap
+
+    subject = request["subject"]
+    if fits(subject):
+        return envelope
+    text = js.json_compact(subject)
+    size = len(text.encode("utf-8"))
+    if size > SUBJECT_MAX_BYTES:
+        subject = {"truncated": True, "bytes": size, "preview": text[:2000]}
+    if not fits(subject):
+        subject = {"truncated": True, "bytes": size,
+                   "preview": "[subject omitted: envelope size limit]"}
+        if not fits(subject):
+            step = frame.pending.step if frame.pending is not None else ""
+            return error_envelope("runtime_error", f"Workflow input step {step} needs_input "
+                                  f"envelope exceeds {cap} bytes even after subject truncation",
+                                  "T424")
+    request["subject"] = subject
     return envelope
 
 

@@ -4,9 +4,67 @@ Empty while every divergence found is fixed or allow-listed."""
 
 from __future__ import annotations
 
-from .allowlist import Entry
+import re
 
-ENTRIES: tuple[Entry, ...] = ()
+from .allowlist import Entry, message, status
+
+
+def _dry_run_error_text(case, i, ref, ours) -> bool:
+    m = re.fullmatch(r"Workflow step \S+ (?:pipeline references unknown command: (\S+)|stdin: (.+))",
+                     message(ref) or "")
+    if not m or "--dry-run" not in (ours.get("argv") or []):
+        return False
+    return message(ours) == (f"Unknown command: {m.group(1)}" if m.group(1) else m.group(2))
+
+
+def _file_before_options(case, i, ref, ours) -> bool:
+    argv = ours.get("argv") or []
+    return (len(argv) > 2 and argv[0] == "run" and argv[1].endswith(".lobster")
+            and message(ours) == f"Unknown command: {argv[1]}")
+
+
+PRICING_WARNING = "[WARN] Ignoring invalid LOBSTER_LLM_PRICING_JSON; "
+
+
+def _pricing_warning_at_start(case, i, ref, ours) -> bool:
+    a, b = ref.get("stderr", ""), ours.get("stderr", "")
+    return a.startswith(PRICING_WARNING) and PRICING_WARNING not in b and a.split("\n", 1)[1] == b
+
+
+def _truncated_subject(case, i, ref, ours) -> bool:
+    def subject(step):
+        env = step.get("stdoutJson")
+        req = env.get("requiresInput") if isinstance(env, dict) else None
+        return req.get("subject") if isinstance(req, dict) else None
+    a, b = subject(ref), subject(ours)
+    return (status(ref) == status(ours) == "needs_input" and isinstance(a, dict) and isinstance(b, dict)
+            and a.get("truncated") is True and b.get("truncated") is True and a != b)
+
+
+def _directory_as_file(case, i, ref, ours) -> bool:
+    return message(ref) == "Workflow path is not a file" and message(ours) != message(ref)
+
+
+ENTRIES: tuple[Entry, ...] = (
+    Entry("D29", "dry run: the error texts of an unknown command or stdin reference", "bug of ours",
+          "`run --dry-run`: the original says `Workflow step n pipeline references unknown command: X` "
+          "and `Workflow step s stdin: Unknown step reference: m.stdout`; ours gives the checker's "
+          "`Unknown command: X` / `Unknown step reference: m.stdout`.", _dry_run_error_text),
+    Entry("D30", "`lobster run FILE --option ...`: a file first, options after", "bug of ours "
+          "(issue 14 item 4 is changing this)",
+          "The original runs `run w.lobster --mode tool` / `run w.lobster --args-json J` as the file; "
+          "ours takes `w.lobster` as a pipeline (`Unknown command: w.lobster`).", _file_before_options),
+    Entry("D31", "an invalid LOBSTER_LLM_PRICING_JSON is reported when a workflow starts", "bug of ours",
+          "The original warns on stderr as each workflow run starts, used or not; ours warns only when "
+          "it bills an LLM item under a cost_limit.", _pricing_warning_at_start),
+    Entry("D32", "the truncated subject of a big input request", "bug of ours",
+          "Under LOBSTER_MAX_TOOL_ENVELOPE_BYTES the original keeps a 2000-character preview where ours "
+          "omits the subject (`[subject omitted: envelope size limit]`), or the reverse.",
+          _truncated_subject),
+    Entry("D33", "a workflow path that is a directory", "bug of ours",
+          "`graph --file wfdir` (a directory): the original says `Workflow path is not a file`; ours "
+          "judges the extension first.", _directory_as_file),
+)
 
 
 def explain(case: dict, i: int, ref: dict, ours: dict) -> Entry | None:
