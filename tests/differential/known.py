@@ -31,16 +31,6 @@ def _pricing_warning_at_start(case, i, ref, ours) -> bool:
     return a.startswith(PRICING_WARNING) and PRICING_WARNING not in b and a.split("\n", 1)[1] == b
 
 
-def _truncated_subject(case, i, ref, ours) -> bool:
-    def subject(step):
-        env = step.get("stdoutJson")
-        req = env.get("requiresInput") if isinstance(env, dict) else None
-        return req.get("subject") if isinstance(req, dict) else None
-    a, b = subject(ref), subject(ours)
-    return (status(ref) == status(ours) == "needs_input" and isinstance(a, dict) and isinstance(b, dict)
-            and a.get("truncated") is True and b.get("truncated") is True and a != b)
-
-
 def _directory_as_file(case, i, ref, ours) -> bool:
     return message(ref) == "Workflow path is not a file" and message(ours) != message(ref)
 
@@ -57,10 +47,6 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("D31", "an invalid LOBSTER_LLM_PRICING_JSON is reported when a workflow starts", "bug of ours",
           "The original warns on stderr as each workflow run starts, used or not; ours warns only when "
           "it bills an LLM item under a cost_limit.", _pricing_warning_at_start),
-    Entry("D32", "the truncated subject of a big input request", "bug of ours",
-          "Under LOBSTER_MAX_TOOL_ENVELOPE_BYTES the original keeps a 2000-character preview where ours "
-          "omits the subject (`[subject omitted: envelope size limit]`), or the reverse.",
-          _truncated_subject),
     Entry("D33", "a workflow path that is a directory", "bug of ours",
           "`graph --file wfdir` (a directory): the original says `Workflow path is not a file`; ours "
           "judges the extension first.", _directory_as_file),
