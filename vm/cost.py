@@ -69,12 +69,9 @@ def usage_of(item: Any) -> tuple[int, int, str | None] | None:
 
 def bill(ledger: dict, step_id: str, items: list, env: Mapping[str, str]) -> list[str]:
     """Add every billable item's usage to the ledger; returns the warnings to show."""
-    table, warnings = pricing(env)
+    table = pricing(env)[0]  # a bad table was reported as the run started
     warned = ledger.setdefault("warned", [])
-    if warnings and "pricing" not in warned:
-        warned.append("pricing")
-    else:
-        warnings = []
+    warnings: list[str] = []
     for item in items:
         usage = usage_of(item)
         if usage is None:

@@ -325,6 +325,11 @@ def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
            scope: Scope) -> dict:
     host = machine.Host(ctx=settings.context(options, scope), write=options.write,
                         ask_line=options.ask_line, log=options.log)
+    if frame.origin == "workflow" and (host.ctx.env.get("LOBSTER_LLM_PRICING_JSON") or "").strip():
+        from vm import cost  # a bad pricing table is reported as a workflow starts, as the original
+
+        for warning in cost.pricing(host.ctx.env)[1]:
+            host.log(warning + "\n")
     outcome = machine.run(program, frame, host)
     if isinstance(outcome, machine.Failed):
         if options.report is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .allowlist import Entry, message, status
+from .allowlist import Entry, message
 
 
 def _dry_run_error_text(case, i, ref, ours) -> bool:
@@ -23,14 +23,6 @@ def _file_before_options(case, i, ref, ours) -> bool:
             and message(ours) == f"Unknown command: {argv[1]}")
 
 
-PRICING_WARNING = "[WARN] Ignoring invalid LOBSTER_LLM_PRICING_JSON; "
-
-
-def _pricing_warning_at_start(case, i, ref, ours) -> bool:
-    a, b = ref.get("stderr", ""), ours.get("stderr", "")
-    return a.startswith(PRICING_WARNING) and PRICING_WARNING not in b and a.split("\n", 1)[1] == b
-
-
 def _directory_as_file(case, i, ref, ours) -> bool:
     return message(ref) == "Workflow path is not a file" and message(ours) != message(ref)
 
@@ -44,9 +36,6 @@ ENTRIES: tuple[Entry, ...] = (
           "(issue 14 item 4 is changing this)",
           "The original runs `run w.lobster --mode tool` / `run w.lobster --args-json J` as the file; "
           "ours takes `w.lobster` as a pipeline (`Unknown command: w.lobster`).", _file_before_options),
-    Entry("D31", "an invalid LOBSTER_LLM_PRICING_JSON is reported when a workflow starts", "bug of ours",
-          "The original warns on stderr as each workflow run starts, used or not; ours warns only when "
-          "it bills an LLM item under a cost_limit.", _pricing_warning_at_start),
     Entry("D33", "a workflow path that is a directory", "bug of ours",
           "`graph --file wfdir` (a directory): the original says `Workflow path is not a file`; ours "
           "judges the extension first.", _directory_as_file),
