@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from attrs import define
+from attrs import define, evolve
 
 from collections.abc import Iterator
 
@@ -77,8 +77,32 @@ def workflow_plan(path: str, args: dict) -> str:
         diags = _unless_templated(wf, diags)
     refused = refusal(diags)
     if refused is not None:
-        raise refused
+        raise _in_plan_words(wf, refused)
     return _Planner(wf, {**wf.defaults, **(args or {})}).plan()
+
+
+def _in_plan_words(wf: ast.Workflow | None, refused: CompileError) -> CompileError:
+    """An unknown command in a step's (or branch's) pipeline, worded as the original's dry run
+    words it: `Workflow step ID pipeline references unknown command: NAME`."""
+    first = refused.first
+    m = re.fullmatch(r"Unknown command: (\S+)", first.message)
+    if wf is None or m is None or first.span is None:
+        return refused
+    owners = []
+    for step in wf.steps:
+        if isinstance(step.kind, ast.PipelineStep):
+            owners.append((f"Workflow step {step.id}", step.kind.pipeline))
+        elif isinstance(step.kind, ast.Parallel):
+            owners += [(f"Parallel branch {b.id}", b.pipeline) for b in step.kind.branches
+                       if b.pipeline is not None]
+    span = first.span
+    for owner, pipeline in owners:
+        r = pipeline.span
+        if r is not None and r.source == span.source and (r.line, r.col) <= (span.line, span.col) \
+                and (span.end_line, span.end_col) <= (r.end_line, r.end_col):
+            return CompileError([evolve(first, message=f"{owner} pipeline references unknown "
+                                        f"command: {m[1]}")], refused.source)
+    return refused
 
 
 def _unless_templated(wf: ast.Workflow, diags: list[Diagnostic]) -> list[Diagnostic]:
@@ -234,7 +258,8 @@ class _Planner:
         return None if value is UNKNOWN else truthy(value)
 
     # execution kinds -------------------------------------------------------------------------
-    def pipeline(self, pipeline: ast.PipelineText, sid: str, results: dict) -> str:
+    def pipeline(self, pipeline: ast.PipelineText, sid: str, results: dict,
+                 owner: str | None = None) -> str:
         """The pipeline text with `${arg}` substituted. One with `${arg}` or a step reference in
         it is checked here as it would run (the checker has checked the others): a stage
         whose name comes from a step's output cannot be checked, one whose arguments do has
@@ -263,8 +288,11 @@ class _Planner:
                 command = None if not found or isinstance(found[-1], Diagnostic) else found[-1].command
             problem = next((d for d in found if isinstance(d, Diagnostic)), None)
             if problem is not None:
-                raise CompileError([Diagnostic(problem.code, problem.message, span,
-                                               help=problem.help)])
+                message = problem.message
+                if message == f"Unknown command: {name}":  # the original dry run's words
+                    message = (f"{owner or f'Workflow step {sid}'} pipeline references unknown "
+                               f"command: {name}")
+                raise CompileError([Diagnostic(problem.code, message, span, help=problem.help)])
             if command is not None and command.lowering in ("approve", "ask"):
                 raise CompileError([halting_stage(sid, command, span)])
         return shown
@@ -276,7 +304,8 @@ class _Planner:
             self.lines.append(f"{pad}timeout: {js.to_string(par.timeout_ms)}ms")
         for branch in par.branches:
             if branch.pipeline is not None:
-                shown = self.pipeline(branch.pipeline, branch.id, results)
+                shown = self.pipeline(branch.pipeline, branch.id, results,
+                                      owner=f"Parallel branch {branch.id}")
                 self.lines.append(f"{pad}branch {branch.id}: [pipeline] {_noted(shown)}")
             else:
                 shown = substitute_args(branch.shell.line, self.args)

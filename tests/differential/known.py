@@ -28,10 +28,10 @@ def _directory_as_file(case, i, ref, ours) -> bool:
 
 
 ENTRIES: tuple[Entry, ...] = (
-    Entry("D29", "dry run: the error texts of an unknown command or stdin reference", "bug of ours",
-          "`run --dry-run`: the original says `Workflow step n pipeline references unknown command: X` "
-          "and `Workflow step s stdin: Unknown step reference: m.stdout`; ours gives the checker's "
-          "`Unknown command: X` / `Unknown step reference: m.stdout`.", _dry_run_error_text),
+    Entry("D29", "dry run: the error text of an unknown stdin reference", "bug of ours",
+          "`run --dry-run`: the original says `Workflow step s stdin: Unknown step reference: "
+          "m.stdout`; ours gives the checker's `Unknown step reference: m.stdout`.",
+          _dry_run_error_text),
     Entry("D30", "`lobster run FILE --option ...`: a file first, options after", "bug of ours "
           "(issue 14 item 4 is changing this)",
           "The original runs `run w.lobster --mode tool` / `run w.lobster --args-json J` as the file; "
