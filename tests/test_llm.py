@@ -234,8 +234,8 @@ def test_env_fallbacks(adapter, tmp_path):
 
 
 @pytest.mark.parametrize("reply, message", [
-    ((500, "boom"), "llm.invoke failed (500): boom"),
-    ((200, "not json"), "llm.invoke expected JSON response"),
+    ((500, "boom"), "llm.invoke request failed: 500 Internal Server Error: boom"),
+    ((200, "not json"), "llm.invoke request failed: Response was not JSON"),
     ((200, json.dumps({"ok": False, "error": {"message": "quota"}})),
      "llm.invoke remote error: quota"),
     ((200, json.dumps({"ok": False})), "llm.invoke remote error: llm adapter returned an error"),
