@@ -204,7 +204,8 @@ def _check_steps(wf: Any, steps: tuple, scope: list[str], outer_later: Any,
         elif isinstance(kind, ast.Parallel):
             for branch in kind.branches:
                 if branch.pipeline is not None:
-                    yield from check_pipeline_text(branch.id, branch.pipeline)
+                    yield from check_pipeline_text(branch.id, branch.pipeline,
+                                                   halt_prefix="Parallel branch failed: ")
         elif isinstance(kind, ast.SubWorkflow):
             calls.append(step)
         elif isinstance(kind, ast.ForEach):
@@ -266,7 +267,8 @@ def unknown_ref(ref: str, text: str, span: Span, scope: list[str], later: tuple)
     return Diagnostic("E211", message, span, help=did_you_mean(ref, scope))
 
 
-def check_pipeline_text(sid: str, pipeline: ast.PipelineText) -> Iterator[Diagnostic]:
+def check_pipeline_text(sid: str, pipeline: ast.PipelineText,
+                        halt_prefix: str = "") -> Iterator[Diagnostic]:
     """A workflow file's pipeline: it parses (E210, as the reference words it), its stages bind
     to their commands, and no stage halts (E214); each diagnostic placed in the file."""
     text = pipeline.text
@@ -285,7 +287,8 @@ def check_pipeline_text(sid: str, pipeline: ast.PipelineText) -> Iterator[Diagno
         yield Diagnostic(d.code, d.message, _span_in(pipeline.span, text, d.span), help=d.help)
     for item in pipeline.bound:
         if halts_in_step(item):
-            yield halting_stage(sid, item.command, _span_in(pipeline.span, text, item.stage.span))
+            yield halting_stage(sid, item.command, _span_in(pipeline.span, text, item.stage.span),
+                                halt_prefix)
 
 
 def halts_in_step(item: BoundStage) -> bool:
@@ -296,13 +299,14 @@ def halts_in_step(item: BoundStage) -> bool:
     return lowering == "approve" or lowering == "ask" and item.args.get("emit") is True
 
 
-def halting_stage(sid: str, command: Command, span: Span) -> Diagnostic:
-    """E214: a workflow file's pipeline cannot halt (approve or ask) inside a step."""
+def halting_stage(sid: str, command: Command, span: Span, prefix: str = "") -> Diagnostic:
+    """E214: a workflow file's pipeline cannot halt (approve or ask) inside a step (`prefix`:
+    a parallel branch's failure, as the original reports it)."""
     if command.lowering == "approve":
-        return Diagnostic("E214", f"Workflow step {sid} halted for approval inside pipeline stage "
+        return Diagnostic("E214", f"{prefix}Workflow step {sid} halted for approval inside pipeline stage "
                           f"{command.name}. Use a separate approval step in the workflow file.",
                           span)
-    return Diagnostic("E214", f"Workflow step {sid} halted before completion at pipeline stage "
+    return Diagnostic("E214", f"{prefix}Workflow step {sid} halted before completion at pipeline stage "
                       f"{command.name}", span, help="use a separate input step in the workflow file")
 
 

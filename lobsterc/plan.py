@@ -3,9 +3,10 @@ anything (reference sections 2 and 4.12)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from attrs import define
+from attrs import define, evolve
 
 from collections.abc import Iterator
 
@@ -76,8 +77,32 @@ def workflow_plan(path: str, args: dict) -> str:
         diags = _unless_templated(wf, diags)
     refused = refusal(diags)
     if refused is not None:
-        raise refused
+        raise _in_plan_words(wf, refused)
     return _Planner(wf, {**wf.defaults, **(args or {})}).plan()
+
+
+def _in_plan_words(wf: ast.Workflow | None, refused: CompileError) -> CompileError:
+    """An unknown command in a step's (or branch's) pipeline, worded as the original's dry run
+    words it: `Workflow step ID pipeline references unknown command: NAME`."""
+    first = refused.first
+    m = re.fullmatch(r"Unknown command: (\S+)", first.message)
+    if wf is None or m is None or first.span is None:
+        return refused
+    owners = []
+    for step in wf.steps:
+        if isinstance(step.kind, ast.PipelineStep):
+            owners.append((f"Workflow step {step.id}", step.kind.pipeline))
+        elif isinstance(step.kind, ast.Parallel):
+            owners += [(f"Parallel branch {b.id}", b.pipeline) for b in step.kind.branches
+                       if b.pipeline is not None]
+    span = first.span
+    for owner, pipeline in owners:
+        r = pipeline.span
+        if r is not None and r.source == span.source and (r.line, r.col) <= (span.line, span.col) \
+                and (span.end_line, span.end_col) <= (r.end_line, r.end_col):
+            return CompileError([evolve(first, message=f"{owner} pipeline references unknown "
+                                        f"command: {m[1]}")], refused.source)
+    return refused
 
 
 def _unless_templated(wf: ast.Workflow, diags: list[Diagnostic]) -> list[Diagnostic]:
@@ -114,6 +139,7 @@ class _Planner:
         self.wf = wf
         self.args = args
         self.lines: list[str] = []
+        self.deferred = False  # a stage name of the last pipeline comes from step output
 
     def plan(self) -> str:
         steps = self.wf.steps
@@ -139,9 +165,12 @@ class _Planner:
             self.detail(pad, "when", _one_line(str(step.when.value).strip()),
                         "[depends on step output — unknown at plan time]")
         if isinstance(kind, ast.Shell):
-            self.detail(pad, "run", self.text(kind.line))
+            self.detail(pad, "run", substitute_args(kind.line, self.args))
         elif isinstance(kind, ast.PipelineStep):
+            self.deferred = False
             self.detail(pad, "pipeline", self.pipeline(kind.pipeline, sid, results))
+            if self.deferred:
+                self.lines.append(f"{pad}[command validation deferred — stage name depends on step output]")
         elif isinstance(kind, ast.SubWorkflow):
             self.detail(pad, "workflow", self.text(kind.target))
             if kind.args:
@@ -172,11 +201,10 @@ class _Planner:
             results[sid] = _Output(approved=gate, may_fail=on_error in ("continue", "skip_rest"))
 
     def detail(self, pad: str, label: str, text: str, note: str = "") -> None:
-        """`label: text`; continuation lines of a multi-line text line up under its start."""
-        lines = text.split("\n")
-        cont = " " * (len(pad) + len(label) + 2)
-        body = f"\n{cont}".join(lines)
-        self.lines.append(f"{pad}{label}: {body}" + (f"  {note}" if note else ""))
+        """`label: text` (a multi-line text printed as it is, as the original does), then the
+        note, or the note the text's step output references call for."""
+        note = note or _output_note(text)
+        self.lines.append(f"{pad}{label}: {text}" + (f"  {note}" if note else ""))
 
     def text(self, value: str) -> str:
         return substitute_args(value, self.args).rstrip("\n")
@@ -195,15 +223,13 @@ class _Planner:
 
     # stdin and references --------------------------------------------------------------------
     def stdin(self, pad: str, value: Any, results: dict) -> None:
-        if not isinstance(value, str):
-            self.detail(pad, "stdin", js.json_compact(value))
+        """A `stdin:` line only for a text with a step's stdout or json in it (as the original:
+        a literal stdin, or one that is not text, is not shown)."""
+        if not isinstance(value, str) or not OUTPUT_REF.search(value):
             return
-        if WHOLE_REF.match(value.strip()):
-            self.detail(pad, "stdin", value.strip(), "[output unknown at plan time]")
-            return
-        text = self.text(value)
-        note = "[contains step output refs — unknown at plan time]" if self.has_refs(
-            text, results) else ""
+        text = value.strip()
+        note = "[output unknown at plan time]" if OUTPUT_REF.fullmatch(text) else \
+            "[contains step output refs — unknown at plan time]"
         self.detail(pad, "stdin", text, note)
 
     def has_refs(self, text: str, results: dict) -> bool:
@@ -232,7 +258,8 @@ class _Planner:
         return None if value is UNKNOWN else truthy(value)
 
     # execution kinds -------------------------------------------------------------------------
-    def pipeline(self, pipeline: ast.PipelineText, sid: str, results: dict) -> str:
+    def pipeline(self, pipeline: ast.PipelineText, sid: str, results: dict,
+                 owner: str | None = None) -> str:
         """The pipeline text with `${arg}` substituted. One with `${arg}` or a step reference in
         it is checked here as it would run (the checker has checked the others): a stage
         whose name comes from a step's output cannot be checked, one whose arguments do has
@@ -248,6 +275,8 @@ class _Planner:
                                            f"{exc.first.message}", span)]) from None
         for stage in parsed.stages:
             name = stage.name.text
+            if OUTPUT_REF.search(name):
+                self.deferred = True
             if self.has_refs(name, results):
                 continue
             if any(self.has_refs(word.text, results) for word in stage.words):
@@ -259,8 +288,11 @@ class _Planner:
                 command = None if not found or isinstance(found[-1], Diagnostic) else found[-1].command
             problem = next((d for d in found if isinstance(d, Diagnostic)), None)
             if problem is not None:
-                raise CompileError([Diagnostic(problem.code, problem.message, span,
-                                               help=problem.help)])
+                message = problem.message
+                if message == f"Unknown command: {name}":  # the original dry run's words
+                    message = (f"{owner or f'Workflow step {sid}'} pipeline references unknown "
+                               f"command: {name}")
+                raise CompileError([Diagnostic(problem.code, message, span, help=problem.help)])
             if command is not None and command.lowering in ("approve", "ask"):
                 raise CompileError([halting_stage(sid, command, span)])
         return shown
@@ -272,11 +304,12 @@ class _Planner:
             self.lines.append(f"{pad}timeout: {js.to_string(par.timeout_ms)}ms")
         for branch in par.branches:
             if branch.pipeline is not None:
-                shown = self.pipeline(branch.pipeline, branch.id, results)
-                self.lines.append(f"{pad}branch {branch.id}: [pipeline] {shown}")
+                shown = self.pipeline(branch.pipeline, branch.id, results,
+                                      owner=f"Parallel branch {branch.id}")
+                self.lines.append(f"{pad}branch {branch.id}: [pipeline] {_noted(shown)}")
             else:
-                self.lines.append(f"{pad}branch {branch.id}: [shell] "
-                                  f"{substitute_args(branch.shell.line, self.args)}")
+                shown = substitute_args(branch.shell.line, self.args)
+                self.lines.append(f"{pad}branch {branch.id}: [shell] {_noted(shown)}")
         for branch in par.branches:
             results[branch.id] = _Output()
 
@@ -312,6 +345,19 @@ class _Planner:
 _KIND_TAGS = {"shell": "shell", "pipeline": "pipeline", "workflow": "workflow",
               "parallel": "parallel", "for_each": "for_each", "input": "input",
               "approval": "no-op", "noop": "no-op"}
+
+
+OUTPUT_REF = re.compile(r"\$[A-Za-z0-9_-]+\.(?:stdout|json)")
+
+
+def _output_note(text: str) -> str:
+    """What the original notes after a text with a step's stdout or json in it."""
+    return "[contains step output refs — unknown at plan time]" if OUTPUT_REF.search(text) else ""
+
+
+def _noted(text: str) -> str:
+    note = _output_note(text)
+    return f"{text}  {note}" if note else text
 
 
 def _one_line(text: str) -> str:

@@ -208,8 +208,12 @@ class _Compiler:
         begin = em.emit(Op.LOOP_BEGIN, S, em.const(loop), 0, span=span)
         em.step(label, first, span)
         body = len(em.code)
+        # the loop's own env and cwd reach its sub-steps (a sub-step's own still win)
+        outer = self.env, self.cwd
+        self.env, self.cwd = self.step_env(step), self.step_cwd(step)
         for sub in kind.steps:
             self.step(sub, f"{label}/")
+        self.env, self.cwd = outer
         tail = em.emit(Op.LOOP_NEXT, S, body, span=span)
         em.patch(begin, len(em.code))
         return tail

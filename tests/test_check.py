@@ -100,8 +100,8 @@ steps:
         ("E214", "Workflow step inner halted for approval inside pipeline stage approve. Use a "
                  "separate approval step in the workflow file.", "flow.lobster", 12, 19),
         ("E211", "Unknown step reference: nope.json", "flow.lobster", 13, 31),
-        ("E214", "Workflow step x halted before completion at pipeline stage ask",
-         "flow.lobster", 17, 30),
+        ("E214", "Parallel branch failed: Workflow step x halted before completion at pipeline "
+                 "stage ask", "flow.lobster", 17, 30),
         ("E215", "Workflow step dyn workflow path must be a literal path (it is resolved when the "
                  "file is compiled)", "flow.lobster", 20, 15),
         ("E210", f"Workflow step gone workflow file not found: {tmp_path / 'nowhere.lobster'}",

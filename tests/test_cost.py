@@ -32,7 +32,8 @@ def test_unknown_models_warn_once_per_run_and_cost_nothing():
     ledger: dict = {}
     item = {"model": "mystery", "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
     assert cost.bill(ledger, "a", [item], {}) == [
-        '[WARN] No LLM pricing configured for model "mystery"; counting $0']
+        '[WARN] No LLM pricing configured for model "mystery"; recording zero cost. Set '
+        'LOBSTER_LLM_PRICING_JSON to enable cost_limit enforcement for this model.']
     assert cost.bill(ledger, "b", [item], {}) == []
     assert (ledger["totalInputTokens"], ledger["totalOutputTokens"]) == (10, 2)
 

@@ -178,7 +178,7 @@ def test_apus_transport_and_output_item(adapter, tmp_path):
                           "attemptCount"]
     created = item.pop("createdAt")
     assert len(created) == 24 and created.endswith("Z") and created[10] == "T"
-    assert item == {"kind": "llm_task.invoke", "runId": "r1", "prompt": "Sum up",
+    assert item == {"kind": "llm_task.invoke", "runId": "r1", "prompt": None,
                     "model": "m-1", "schemaVersion": "v1", "status": "completed",
                     "cacheKey": key, "artifactHashes": hashes,
                     "output": {"format": "text", "text": "hello", "data": None},
@@ -234,8 +234,8 @@ def test_env_fallbacks(adapter, tmp_path):
 
 
 @pytest.mark.parametrize("reply, message", [
-    ((500, "boom"), "llm.invoke failed (500): boom"),
-    ((200, "not json"), "llm.invoke expected JSON response"),
+    ((500, "boom"), "llm.invoke request failed: 500 Internal Server Error: boom"),
+    ((200, "not json"), "llm.invoke request failed: Response was not JSON"),
     ((200, json.dumps({"ok": False, "error": {"message": "quota"}})),
      "llm.invoke remote error: quota"),
     ((200, json.dumps({"ok": False})), "llm.invoke remote error: llm adapter returned an error"),

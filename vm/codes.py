@@ -75,6 +75,7 @@ CODES: dict[str, Code] = {
     "T422": Code("run cancelled", RUNTIME),
     "T423": Code("envelope over maxStdoutBytes", RUNTIME),
     "T424": Code("checkpoint cannot be stored", RUNTIME),
+    "T425": Code("input request over LOBSTER_MAX_TOOL_ENVELOPE_BYTES", RUNTIME),
     "T430": Code("resume state not found", RUNTIME),
     "T431": Code("resume state corrupt", RUNTIME),
     "T432": Code("checkpoint claimed by a resume that did not finish", RUNTIME),

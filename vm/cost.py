@@ -24,6 +24,10 @@ _OUTPUT = ("outputTokens", "output_tokens", "completion_tokens")
 _REPLAY_SOURCES = ("cache", "run_state")
 
 
+INVALID_PRICING = ("[WARN] Ignoring invalid LOBSTER_LLM_PRICING_JSON; custom LLM pricing must be a "
+                   "JSON object whose model entries have finite non-negative input and output rates.")
+
+
 def pricing(env: Mapping[str, str]) -> tuple[dict, list[str]]:
     """The table, overridden by LOBSTER_LLM_PRICING_JSON; a bad override is ignored, once."""
     raw = (env.get("LOBSTER_LLM_PRICING_JSON") or "").strip()
@@ -37,8 +41,8 @@ def pricing(env: Mapping[str, str]) -> tuple[dict, list[str]]:
                                             for k in ("input", "output"))
                 for v in override.values()):
             raise ValueError('expected {"model": {"input": number, "output": number}}')
-    except ValueError as exc:
-        return PRICING, [f"[WARN] Ignoring invalid LOBSTER_LLM_PRICING_JSON: {exc}"]
+    except ValueError:
+        return PRICING, [INVALID_PRICING]
     return {**PRICING, **override}, []
 
 
@@ -65,12 +69,9 @@ def usage_of(item: Any) -> tuple[int, int, str | None] | None:
 
 def bill(ledger: dict, step_id: str, items: list, env: Mapping[str, str]) -> list[str]:
     """Add every billable item's usage to the ledger; returns the warnings to show."""
-    table, warnings = pricing(env)
+    table = pricing(env)[0]  # a bad table was reported as the run started
     warned = ledger.setdefault("warned", [])
-    if warnings and "pricing" not in warned:
-        warned.append("pricing")
-    else:
-        warnings = []
+    warnings: list[str] = []
     for item in items:
         usage = usage_of(item)
         if usage is None:
@@ -78,11 +79,12 @@ def bill(ledger: dict, step_id: str, items: list, env: Mapping[str, str]) -> lis
         tokens_in, tokens_out, model = usage
         price = table.get(model or "")
         if price is None:
-            label = model or "unknown"
+            label = json.dumps(model, ensure_ascii=False)  # control characters escaped
             if label not in warned:
                 warned.append(label)
-                warnings.append(f'[WARN] No LLM pricing configured for model "{label}"; '
-                                "counting $0")
+                warnings.append(f"[WARN] No LLM pricing configured for model {label}; recording "
+                                "zero cost. Set LOBSTER_LLM_PRICING_JSON to enable cost_limit "
+                                "enforcement for this model.")
             cost = 0.0
         else:
             cost = (tokens_in * price["input"] + tokens_out * price["output"]) / 1_000_000

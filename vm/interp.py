@@ -18,7 +18,7 @@ from vm.frame import CallFrame, Frame, LoopFrame, Pending, TryFrame
 from vm.opcodes import Op
 from vm.ops import Branch, HaltSite, Loop, Parallel, Policy, Retry
 from vm.outcome import Failed, Finished, Outcome, Parked
-from vm.process import ProcessError, run_process, shell_argv
+from vm.process import CommandNotFound, ProcessError, run_process, shell_argv
 from vm.program import Instr, Program
 
 SUBJECT_LIMIT = 2000
@@ -212,14 +212,17 @@ class Run:
 
     def input_pending(self, site: HaltSite, halt: int) -> Pending:
         frame = self.frame
+        present = True
         if site.stdin is not None:
             subject = self.stdin(site.stdin.value)
-            subject = None if subject is js.UNDEFINED else subject
+            # a stdin that resolves to nothing (the json of text output): no subject at all
+            present = subject is not js.UNDEFINED
+            subject = subject if present else None
         else:
             subject = _previous_value(frame.results.get(frame.last_step))
         defaults = site.defaults
         return Pending(kind="input", halt=halt, register=0, prompt=site.prompt,
-                       schema=site.schema, subject=subject, has_subject=True, step=site.step,
+                       schema=site.schema, subject=subject, has_subject=present, step=site.step,
                        defaults=None if defaults is None else defaults.value,
                        has_defaults=defaults is not None)
 
@@ -350,7 +353,10 @@ def run_shell_step(step: str, line: str, stdin: Any, env: dict, cwd: str, ctx: C
                              env=env, deadline=ctx.deadline, max_output_bytes=ctx.max_output_bytes,
                              shell=True, scope=ctx.scope)
     except ProcessError as exc:
-        raise CommandError(exc.message, code=process_code(exc)) from None
+        message = exc.message
+        if isinstance(exc, CommandNotFound) and exc.shell:
+            message = "workflow shell not found; check LOBSTER_SHELL or ComSpec"
+        raise CommandError(message, code=process_code(exc)) from None
     stdout = result.stdout.decode("utf-8", "replace")
     if result.code != 0:
         detail = result.stderr.decode("utf-8", "replace").strip() or stdout.strip() or line
@@ -618,10 +624,14 @@ def _run_branch(run: Run, branch: Branch, host) -> dict:
     frame = Frame(format=parent.format, program_hash=parent.program_hash, run_id=parent.run_id,
                   created_at=parent.created_at, pc=branch.start,
                   registers=[[] for _ in parent.registers], results=dict(parent.results),
-                  args=parent.args, env=parent.env, cwd=parent.cwd, mode=parent.mode)
+                  args=parent.args, env=parent.env, cwd=parent.cwd, mode=parent.mode,
+                  origin=parent.origin)
     outcome = execute(run.program, frame, host, branch=True)
     if isinstance(outcome, Failed):
         raise CommandError(outcome.message, code=outcome.code)
+    if isinstance(outcome, Parked) and frame.origin == "workflow":
+        # an `ask` stage of a branch's pipeline: a branch cannot pause (as in the original)
+        raise CommandError("requestInput is not supported in this pipeline context")
     if not isinstance(outcome, Finished):
         raise VMBug(f"parallel branch {branch.id} parked")
     return outcome.output

@@ -490,6 +490,11 @@ def _drive_with(program: Program, frame: Frame, options: Options, settings: Sett
                 scope: Scope, events) -> dict:
     host = machine.Host(ctx=settings.context(options, scope), write=options.write,
                         ask_line=options.ask_line, log=options.log, events=events)
+    if frame.origin == "workflow" and (host.ctx.env.get("LOBSTER_LLM_PRICING_JSON") or "").strip():
+        from vm import cost  # a bad pricing table is reported as a workflow starts, as the original
+
+        for warning in cost.pricing(host.ctx.env)[1]:
+            host.log(warning + "\n")
     outcome = machine.run(program, frame, host)
     if isinstance(outcome, machine.Failed):
         if options.report is not None:
@@ -523,15 +528,45 @@ def _check_envelope_size(envelope: dict, settings: Settings) -> None:
                            kind="runtime_error")
 
 
-def _cap_subject(envelope: dict, env: Mapping[str, str]) -> dict:
-    """LOBSTER_MAX_TOOL_ENVELOPE_BYTES (1024 or more, else no cap): an input request whose
-    envelope is over it carries its subject's size instead of the subject, as the reference."""
-    request, cap = envelope.get("requiresInput"), _env_int(env, "LOBSTER_MAX_TOOL_ENVELOPE_BYTES")
-    if (cap is not None and cap >= 1024 and request and "subject" in request
-            and len(js.json_pretty(envelope).encode("utf-8")) > cap):
-        size = len(js.json_compact(request["subject"]).encode("utf-8"))
-        request["subject"] = {"truncated": True, "bytes": size,
-                              "preview": "[subject omitted: envelope size limit]"}
+SUBJECT_MAX_BYTES = 192_000
+TOOL_ENVELOPE_MAX_BYTES = 512_000
+
+
+def _cap_subject(envelope: dict, env: Mapping[str, str], frame: Frame) -> dict:
+    """A workflow's input request must fit LOBSTER_MAX_TOOL_ENVELOPE_BYTES (default 512000,
+    a value under 1024 means the default), its token counted as 220 bytes, as the reference:
+    a subject over 192000 bytes of JSON becomes a 2000-character preview; if that does not fit
+    either, only its size is given; if even that does not fit, the run fails."""
+    request = envelope.get("requiresInput")
+    if frame.origin != "workflow" or not request or "subject" not in request:
+        return envelope
+    raw = env.get("LOBSTER_MAX_TOOL_ENVELOPE_BYTES")
+    cap = js.to_number(raw) if raw is not None else float("nan")
+    cap = int(cap) if cap == cap and cap not in (float("inf"), float("-inf")) and cap >= 1024 \
+        else TOOL_ENVELOPE_MAX_BYTES
+    base = {k: v for k, v in request.items() if k not in ("subject", "resumeToken")}
+
+    def fits(subject: Any) -> bool:
+        probe = {"protocolVersion": 1, "ok": True, "status": "needs_input", "output": [],
+                 "requiresApproval": None,
+                 "requiresInput": {**base, "subject": subject, "resumeToken": "x" * 220}}
+        return len(js.json_compact(probe).encode("utf-8")) <= cap
+
+    subject = request["subject"]
+    if fits(subject):
+        return envelope
+    text = js.json_compact(subject)
+    size = len(text.encode("utf-8"))
+    if size > SUBJECT_MAX_BYTES:
+        subject = {"truncated": True, "bytes": size, "preview": text[:2000]}
+    if not fits(subject):
+        subject = {"truncated": True, "bytes": size,
+                   "preview": "[subject omitted: envelope size limit]"}
+        if not fits(subject):
+            step = frame.pending.step if frame.pending is not None else ""
+            raise RequestError(f"Workflow input step {step} needs_input envelope exceeds {cap} "
+                               "bytes even after subject truncation", "T425", kind="runtime_error")
+    request["subject"] = subject
     return envelope
 
 
@@ -554,7 +589,8 @@ def _park(program: Program, frame: Frame, options: Options, settings: Settings) 
             raise RequestError(f"lobster runtime checkpoint cannot be stored: {exc}", "T424",
                                kind="runtime_error") from None
         envelope = _cap_subject(_halt_envelope(pending, tokens.issue(kind, state_key,
-                                                                     store.key())), options.env)
+                                                                     store.key())), options.env,
+                                frame)
         _check_envelope_size(envelope, settings)
     except RequestError:
         store.remove_approval_id(pending.approval_id)

@@ -3,10 +3,13 @@ A bug of ours, or a difference section 9 does not list yet, belongs in known.py 
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Callable
 
 import attrs
+
+from .normalise import comparable
 
 
 @attrs.frozen
@@ -38,6 +41,8 @@ def pipeline_text(case: dict, i: int) -> str:
 
 
 OUR_COMMANDS_ONLY = {"apus.invoke", "group_by"}
+ORIGINAL_COMMANDS_ONLY = {"email.triage", "gog.gmail.search", "gog.gmail.send", "openclaw.agent",
+                          "workflows.list", "workflows.run"}
 ORIGINAL_COMMANDS = {
     "approve", "ask", "clawd.invoke", "commands.list", "dedupe", "diff.last", "email.triage",
     "exec", "gog.gmail.search", "gog.gmail.send", "groupBy", "head", "json", "llm.invoke",
@@ -48,6 +53,14 @@ ORIGINAL_COMMANDS = {
 def _typed_flags(case, i, ref, ours) -> bool:
     ours_msg = message(ours) or ""
     return bool(re.match(r"Unknown flag --\S* for \S+", ours_msg) or "needs a value" in ours_msg)
+
+
+def _login_shell_flag(case, i, ref, ours) -> bool:
+    """A shell named by LOBSTER_SHELL (not PowerShell or cmd) gets `-lc` from the original and
+    `-c` from ours: the fake shell's echo of its arguments differs in that flag only."""
+    a = json.dumps(comparable(ref), ensure_ascii=False)
+    b = json.dumps(comparable(ours), ensure_ascii=False)
+    return "<-lc>" in a and a.replace("<-lc>", "<-c>") == b
 
 
 def _signed_tokens(case, i, ref, ours) -> bool:
@@ -77,8 +90,8 @@ def _help_without_lists(out: str) -> str:
 
 def _help_text(case, i, ref, ours) -> bool:
     argv = ours.get("argv") or []
-    return (argv in ([], ["help"]) or argv[:1] in (["help"], ["--help"], ["-h"])) \
-        and ref.get("exitCode") == ours.get("exitCode")
+    return (argv in ([], ["help"]) or argv[:1] in (["help"], ["--help"], ["-h"])
+            or argv[1:2] in (["--help"], ["-h"])) and ref.get("exitCode") == ours.get("exitCode")
 
 
 def _undescribed(value):
@@ -102,6 +115,8 @@ def _command_set(case, i, ref, ours) -> bool:
     argv = ours.get("argv") or []
     if (argv in ([], ["help"]) or argv[:1] == ["--help"]) and ref.get("exitCode") == ours.get("exitCode") == 0:
         return _help_without_lists(ref.get("stdout") or "") == _help_without_lists(ours.get("stdout") or "")
+    if argv[:1] == ["help"] and len(argv) > 1 and argv[1] in OUR_COMMANDS_ONLY | ORIGINAL_COMMANDS_ONLY:
+        return True
     text = pipeline_text(case, i)
     if "commands.list" in text:
         return True
@@ -135,11 +150,182 @@ def _checked_before_running(case, i, ref, ours) -> bool:
     if m:
         return m.group(1) not in ORIGINAL_COMMANDS and m.group(1) in pipeline_text(case, i)
     early = re.match(r"(?!run |resume |graph )(\S+ requires |Invalid where expression|\S+ --\S+ must be |"
-                     r"Unknown template filter|Workflow step \S+ workflow file not found|"
+                     r"Unknown template filter|Workflow step \S+ workflow file not found|Unsupported condition type|"
                      r"Unknown step reference: |Workflow step \S+ halted for approval inside pipeline)",
                      ours_msg)
     return bool(early) and (code.startswith("E") or status(ref) in ("needs_approval", "needs_input")
                             or not isinstance(env, dict))
+
+
+def _same_envelope(a, b) -> bool:
+    """Two envelopes equal once run-made values (tokens, approval ids) and our additive error
+    fields are set aside."""
+    def strip(v):
+        if isinstance(v, dict):
+            return {k: ("<made>" if k in ("resumeToken", "approvalId") else strip(x))
+                    for k, x in v.items() if k not in ("code", "location")}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+    return strip(a) == strip(b)
+
+
+def _json_prefix(text: str, marker: str):
+    """(the JSON document before `marker` in text, the JSON document from it), or None."""
+    k = text.rfind(marker)
+    if k <= 0:
+        return None
+    try:
+        return json.loads(text[:k]), json.loads(text[k:])
+    except ValueError:
+        return None
+
+
+def _renderer_in_tool_stdout(case, i, ref, ours) -> bool:
+    """The original's stdout is a rendering followed by an envelope equal to ours."""
+    out = ref.get("stdout") or ""
+    k = out.rfind('{\n  "protocolVersion": 1')
+    tail = _loads(out[k:]) if k > 0 else None
+    return (isinstance(tail, dict) and isinstance(ours.get("stdoutJson"), dict)
+            and _same_envelope(tail, ours["stdoutJson"]) and ref.get("exitCode") == ours.get("exitCode")
+            and ref.get("stderr") == ours.get("stderr"))
+
+
+def _loads(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _without_resume_hint(stderr: str) -> str:
+    return "\n".join(ln for ln in (stderr or "").split("\n") if "lobster resume" not in ln)
+
+
+def _human_halt_is_resumable(case, i, ref, ours) -> bool:
+    """Human mode, a pipeline halt: the original prints the request item (or only what a
+    renderer before the gate printed) and exits 0; ours prints the paused envelope (after that
+    rendering) with its token, and may name the resume command on stderr."""
+    if case.get("kind") != "pipeline" or case["steps"][i].get("action", "run") != "run" \
+            or (ours.get("argv") or [""])[0] == "run":
+        return False
+    if ref.get("exitCode") != 0 or ours.get("exitCode") != 0 \
+            or _without_resume_hint(ours.get("stderr")) != _without_resume_hint(ref.get("stderr")):
+        return False
+    env, rendering = ours.get("stdoutJson"), None
+    if not isinstance(env, dict):
+        split = _json_prefix(ours.get("stdout") or "", '{\n  "status": "needs_')
+        if split is None:
+            return False
+        rendering, env = split
+    if not isinstance(env, dict) or env.get("status") not in ("needs_approval", "needs_input"):
+        return False
+    request = env.get("requiresApproval") or env.get("requiresInput")
+    if not isinstance(request, dict) or "resumeToken" not in request:
+        return False
+    printed = ref.get("stdoutJson")
+    if rendering is not None:
+        return printed == rendering
+    if not (isinstance(printed, list) and len(printed) == 1 and isinstance(printed[0], dict)):
+        return False
+    item = printed[0]
+    return (all(item.get(k) == request.get(k) for k in ("type", "prompt", "responseSchema"))
+            and ("items" not in request or request["items"] == item.get("items")))
+
+
+def _args_json_value(ours: dict) -> str | None:
+    argv = ours.get("argv") or []
+    for k, word in enumerate(argv):
+        if word == "--args-json" and k + 1 < len(argv):
+            return argv[k + 1]
+        if word.startswith("--args-json="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def _args_json_refused(case, i, ref, ours) -> bool:
+    """Ours refuses an --args-json the original spreads (JSON, not an object) or ignores (not
+    JSON, with an inline pipeline); the original ran or failed otherwise."""
+    raw = _args_json_value(ours)
+    msg = message(ours) or (ours.get("stderr") or "").split("\n")[0]
+    if raw is None or ours.get("exitCode") != 2 or msg == message(ref):
+        return False
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return msg == "run --args-json must be valid JSON"
+    return msg == "run --args-json must be a JSON object" and not isinstance(value, dict)
+
+
+def _condition_syntax_first(case, i, ref, ours) -> bool:
+    a, b = message(ref) or "", message(ours) or ""
+    m = re.fullmatch(r"Unknown step reference: ([\w-]+)\S*", a)
+    return bool(m and b.startswith("Unsupported condition: ") and "$" + m.group(1) in b)
+
+
+def _missing_cwd(case, i, ref, ours) -> bool:
+    return (message(ref) == "workflow shell not found; check LOBSTER_SHELL or ComSpec"
+            and re.fullmatch(r"exec cwd not usable: .+: No such file or directory", message(ours) or "")
+            is not None)
+
+
+def _argv_quoting(case, i, ref, ours) -> bool:
+    """`lobster run` with the pipeline as several argv words, one of them holding a space."""
+    argv, words, k = ours.get("argv") or [], [], 1
+    while argv[:1] == ["run"] and k < len(argv):
+        if argv[k] in ("--mode", "--args-json", "--file"):
+            k += 2
+            continue
+        words.append(argv[k])
+        k += 1
+    return len(words) > 1 and any(" " in w for w in words) and ref.get("stderr") == ours.get("stderr")
+
+
+def _unknown_command_not_retried(case, i, ref, ours) -> bool:
+    """The original retried a stage whose command does not exist; ours refused the file with
+    that command before running."""
+    m = re.search(r"^\[RETRY\] Step '[^']+' failed \(attempt \d+/\d+\): Unknown command: (\S+)\. ",
+                  ref.get("stderr", ""), re.M)
+    return bool(m) and message(ours) == f"Unknown command: {m.group(1)}" and "[RETRY]" not in ours.get("stderr", "")
+
+
+def _plan_blocks(text: str) -> list[list[str]]:
+    blocks: list[list[str]] = [[]]
+    for line in text.rstrip("\n").split("\n"):
+        if re.match(r"  \d+\. ", line):
+            blocks.append([])
+        blocks[-1].append(line)
+    return blocks
+
+
+def _sub_step_skipped(ref_line: str, our_line: str) -> bool:
+    """A for_each sub-step the original plans as skipped (its condition reads the item) and
+    ours plans as it would run."""
+    m = re.fullmatch(r"(\s+\d+\. \S+)  \[skipped — condition: false\]", ref_line)
+    return bool(m) and our_line.startswith(m.group(1) + "  [") and "skipped" not in our_line
+
+
+def _dry_run_unknown_output(case, i, ref, ours) -> bool:
+    """A dry-run plan that differs only where a condition reads step output: the original
+    prints the step as skipped, ours plans it and says the output is unknown at plan time."""
+    if "--dry-run" not in (ours.get("argv") or []) or ref.get("exitCode") != ours.get("exitCode"):
+        return False
+    a, b = _plan_blocks(ref.get("stderr", "")), _plan_blocks(ours.get("stderr", ""))
+    if len(a) != len(b) or a[0] != b[0]:
+        return False
+    differ = False
+    for x, y in zip(a[1:], b[1:]):
+        if x == y:
+            continue
+        if len(x) == len(y) and all(u == v or _sub_step_skipped(u, v) for u, v in zip(x, y)):
+            differ = True
+            continue
+        head = re.match(r"(  \d+\. \S+)  \[skipped — condition: false\]$", x[0])
+        if not (head and len(x) == 1 and y[0].startswith(head.group(1) + "  [")
+                and any(ln.endswith("[depends on step output — unknown at plan time]") for ln in y)):
+            return False
+        differ = True
+    return differ
 
 
 ENTRIES: tuple[Entry, ...] = (
@@ -155,6 +341,10 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("A5", "approval and input gates inside for_each and sub-workflows", "SPEC §9.5",
           "The frame holds loop and call stacks, so such a gate halts and resumes; the original "
           "rejects the file or fails the step.", _gates_in_loops),
+    Entry("A7", "a plain shell, not a login shell", "SPEC §9.7",
+          "Shell lines run with `-c`, also in a shell LOBSTER_SHELL names (PowerShell and cmd get "
+          "their own flags, as in the original); the original runs other shells with `-lc`.",
+          _login_shell_flag),
     Entry("A8", "our command set", "SPEC §9.8 and §5",
           "The stdlib has every command of the original (email.triage, gog.gmail.*, "
           "openclaw.agent and workflows.* included) plus `apus.invoke`, and accepts `group_by` "
@@ -180,6 +370,44 @@ ENTRIES: tuple[Entry, ...] = (
           "first stage runs; the original ignores them or fails at the stage, after earlier "
           "stages ran or halted (so its error can be an earlier stage's).",
           _checked_before_running),
+    Entry("A12", "tool mode: stdout is one JSON document", "README deliberate difference 12 "
+          "(for SPEC §9)",
+          "In `--mode tool` the original's `json`/`table` renderers print into the same stdout "
+          "before the envelope (the reference doc calls it a bug); ours prints the envelope only. "
+          "The envelopes must agree.", _renderer_in_tool_stdout),
+    Entry("A13", "human mode: a pipeline halt is resumable", "README deliberate difference 13 "
+          "(for SPEC §9)",
+          "At an `approve`/`ask` halt the original prints the request item (`[{type: "
+          "approval_request, ...}]`, or only a preceding renderer's output) and nothing can be "
+          "resumed; ours prints the paused envelope with its token (and the resume command).",
+          _human_halt_is_resumable),
+    Entry("A14", "--args-json is refused, never spread or ignored", "README deliberate difference 14 "
+          "(for SPEC §9)",
+          "JSON that is not an object (`[1]`, the original spreads it to `{\"0\": 1}`) and text "
+          "that is not JSON (the original ignores it with an inline pipeline) are parse_error, "
+          "exit 2, in ours.", _args_json_refused),
+    Entry("A15", "a condition's syntax is judged before its references", "README deliberate "
+          "difference 15 (for SPEC §9.10)",
+          "`when: \"$a.json ==\"`: the original resolves references first (`Unknown step "
+          "reference: a.json`); ours reports `Unsupported condition: $a.json ==` before running.",
+          _condition_syntax_first),
+    Entry("A16", "a cwd that does not exist is named", "README deliberate difference 16 (for SPEC §9)",
+          "The original misreports the spawn failure as `workflow shell not found; check "
+          "LOBSTER_SHELL or ComSpec`; ours says `exec cwd not usable: <path>: No such file or "
+          "directory`.", _missing_cwd),
+    Entry("A17", "argv words keep their quoting", "README deliberate difference 17 (for SPEC §9)",
+          "`lobster run exec --shell \"echo hi\"`: the original joins argv with spaces and loses "
+          "the quoting (reference doc 1.4 calls it a loss); ours keeps each argument whole.",
+          _argv_quoting),
+    Entry("A18", "an unknown command is not retried", "README deliberate difference 18 (for "
+          "SPEC §9.10)",
+          "A `pipeline:` step naming an unknown command is a compile error in ours, so nothing "
+          "runs or is retried; the original retries the step (`[RETRY] ... Unknown command: X`).",
+          _unknown_command_not_retried),
+    Entry("A19", "a dry run does not guess step output", "README deliberate difference 19 (for SPEC §9)",
+          "A condition on output only a run has: the original plans the step as `[skipped — "
+          "condition: false]`; ours plans it with `when: ... [depends on step output — unknown "
+          "at plan time]`. The rest of the plan must agree.", _dry_run_unknown_output),
 )
 
 

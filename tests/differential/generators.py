@@ -8,6 +8,8 @@ import json
 
 from hypothesis import strategies as st
 
+from .allowlist import ORIGINAL_COMMANDS
+
 KEYS = ("a", "b", "name", "n", "tags")
 WORDS = ("x", "y", "Alpha", "beta", "", " pad ", "a,b", "it's", 'q"t', "ünï", "multi\nline")
 
@@ -371,7 +373,8 @@ def workflow_steps(draw) -> tuple[list, dict]:
                 sub.append({"id": "g", "approval": True})
         elif kind == "parallel":
             step = {"id": sid, "parallel": {
-                "wait": draw(st.sampled_from(("all", "all", "any", "some"))),
+                # not `any`: which branch wins is a race, in either engine (noise N6)
+                "wait": draw(st.sampled_from(("all", "all", "some"))),
                 "branches": [{"id": f"b{i}a", "run": "echo '{\"x\":1}'"},
                              draw(st.sampled_from(({"id": f"b{i}b", "pipeline": "exec --json --shell 'echo [2]'"},
                                                    {"id": f"b{i}b", "run": "exit 5"},
@@ -468,5 +471,322 @@ def cli_cases(draw) -> dict:
             "steps": [{"action": "cli", "argv": list(argv)}]}
 
 
+
+
+# ---------------------------------------------------------------- areas of issue 11 item 2
+# Each strategy aims at one area where the two engines were known to part; `area_cases`
+# draws from all of them.
+
+MODES = st.sampled_from(("tool", "human"))
+BIG_OUTPUT = st.sampled_from(("seq 1 40", "printf '%s' 0123456789012345678901234567890123456789",
+                              "echo short", "printf '[1,2,3]'", "seq 1 400 >&2; echo ok"))
+CAP_VALUES = st.sampled_from(("40", "10", "0", "-1", "abc", "1e3", " 64 ", "100000", "", "12.5", "0x20", "007"))
+
+
+@st.composite
+def output_cap_cases(draw) -> dict:
+    """LOBSTER_MAX_OUTPUT_BYTES from the environment, a workflow's env or a step's own env."""
+    value, line = draw(CAP_VALUES), draw(BIG_OUTPUT)
+    where = draw(st.sampled_from(("process", "process", "workflow", "step", "pipeline_step")))
+    json_flag = draw(st.sampled_from(("", "--json ")))
+    if where == "process":
+        return {"kind": "pipeline", "mode": draw(MODES), "env": {"LOBSTER_MAX_OUTPUT_BYTES": value},
+                "pipeline": f"exec {json_flag}--shell {sq(line)}" + draw(st.sampled_from(("", " | head --n 1"))),
+                "steps": [{"action": "run"}]}
+    step: dict = {"id": "a"}
+    if where == "pipeline_step":
+        step["pipeline"] = f"exec {json_flag}--shell {sq(line)}"
+    else:
+        step["run"] = line
+    doc: dict = {"steps": [step, {"id": "b", "run": "echo after"}]}
+    if where == "workflow":
+        doc["env"] = {"LOBSTER_MAX_OUTPUT_BYTES": value}
+    else:
+        step["env"] = {"LOBSTER_MAX_OUTPUT_BYTES": value}
+    return {"kind": "workflow", "file": "w.lobster", "files": {"w.lobster": yaml_dump(doc)},
+            "mode": draw(MODES), "steps": [{"action": "run"}]}
+
+
+@st.composite
+def envelope_cap_cases(draw) -> dict:
+    """LOBSTER_MAX_TOOL_ENVELOPE_BYTES against a big input subject."""
+    value = draw(st.sampled_from(("1500", "10", "abc", "0", "1024", "2000", "600000", "-3", "")))
+    size = draw(st.sampled_from((10, 3000, 250000)))
+    if draw(st.booleans()):
+        doc = {"steps": [{"id": "a", "run": f"head -c {size} /dev/zero | tr '\\\\0' x; echo"},
+                         {"id": "q", "input": {"prompt": "p", "responseSchema": {"type": "string"}},
+                          "stdin": draw(st.sampled_from(("$a.stdout", "$a.json")))}]}
+        return {"kind": "workflow", "file": "w.lobster", "files": {"w.lobster": yaml_dump(doc)},
+                "mode": "tool", "env": {"LOBSTER_MAX_TOOL_ENVELOPE_BYTES": value},
+                "steps": [{"action": "run"}] + draw(decisions(1))}
+    return {"kind": "pipeline", "mode": "tool", "env": {"LOBSTER_MAX_TOOL_ENVELOPE_BYTES": value},
+            "pipeline": f"exec --shell \"head -c {size} /dev/zero | tr '\\\\\\\\0' y\" | "
+                        + draw(st.sampled_from(("ask --subject-from-stdin", "approve --preview-from-stdin",
+                                                "ask --emit"))),
+            "steps": [{"action": "run"}]}
+
+
+LLM_MODELS = st.sampled_from(("gpt-4o", "gpt-4o-mini", "mystery-model", "bad\u001b[31mmodel\nx", None))
+
+
+def _llm_reply(draw) -> dict:
+    model = draw(LLM_MODELS)
+    result: dict = {"output": draw(st.sampled_from(({"text": "hello"}, {"data": {"a": 1}}, {})))}
+    if model is not None:
+        result["model"] = model
+    if draw(st.booleans()):
+        result["usage"] = draw(st.sampled_from(({"input_tokens": 200000, "output_tokens": 100000},
+                                                {"prompt_tokens": 10, "completion_tokens": 5},
+                                                {"inputTokens": -1}, {})))
+    body = json.dumps(draw(st.sampled_from(({"ok": True, "result": result}, result,
+                                            {"ok": False, "error": {"message": "down"}}))))
+    body = draw(st.sampled_from((body, body, "not json", "")))
+    return {"status": draw(st.sampled_from((200, 200, 200, 500))), "body": body,
+            "chunked": draw(st.booleans())}
+
+
+@st.composite
+def http_cases(draw) -> dict:
+    """llm.invoke against a real server on 127.0.0.1: the response cap, cost warnings and
+    cost_limit, pricing from the environment."""
+    env = {"LOBSTER_LLM_PROVIDER": "http", "LOBSTER_LLM_ADAPTER_URL": "<server>"}
+    if draw(st.booleans()):
+        env["LOBSTER_MAX_HTTP_RESPONSE_BYTES"] = draw(st.sampled_from(("10", "100000", "abc", "0", "-5", " 20 ", "")))
+    if draw(st.integers(0, 3)) == 0:
+        env["LOBSTER_LLM_PRICING_JSON"] = draw(st.sampled_from((
+            "x", '{"mystery-model": {"input": 1, "output": 2}}', '{"m": {"input": -1}}', "[]")))
+    stage = "llm.invoke --prompt hi" + draw(st.sampled_from(("", " --model gpt-4o", " --model mystery-model",
+                                                             " --provider nosuch")))
+    case = {"server": _llm_reply(draw), "env": env}
+    if draw(st.booleans()):
+        return {**case, "kind": "pipeline", "mode": draw(MODES), "pipeline": stage + draw(st.sampled_from(("", " | pick model"))),
+                "steps": [{"action": "run"}]}
+    doc: dict = {"steps": [{"id": "a", "pipeline": stage}, {"id": "b", "run": "echo done"}]}
+    if draw(st.booleans()):
+        doc["cost_limit"] = draw(st.sampled_from(({"max_usd": 0.5}, {"max_usd": 0.5, "action": "stop"},
+                                                  {"max_usd": 100}, {"max_usd": 0, "action": "warn"})))
+    return {**case, "kind": "workflow", "file": "w.lobster", "files": {"w.lobster": yaml_dump(doc)},
+            "mode": draw(MODES), "steps": [{"action": "run"}]}
+
+
+@st.composite
+def load_failure_cases(draw) -> dict:
+    """Workflow files that cannot be loaded, named every way the CLI takes a file."""
+    name = draw(st.sampled_from(("missing.lobster", "wfdir.lobster", "w.txt", "w.yml", "W.LOBSTER", "w.json",
+                                 "wfdir", "sub/missing.yaml", "empty.lobster", "w.lobster")))
+    argv = draw(st.sampled_from((
+        ["run", "--mode", "tool", "--file", name], ["run", "--file", name], ["run", "--mode", "tool", name],
+        ["run", name], ["run", "--dry-run", "--file", name], ["graph", "--file", name],
+        ["run", "--mode", "tool", "--dry-run", "--file", name])))
+    files = {"w.txt": "steps: []\n", "w.yml": "steps:\n  - id: a\n    run: echo yml\n",
+             "W.LOBSTER": "steps:\n  - id: a\n    run: echo up\n", "w.json": '{"steps": [{"id": "a", "run": "echo j"}]}',
+             "wfdir.lobster/keep": "", "wfdir/keep": "", "empty.lobster": "",
+             "w.lobster": "steps:\n  - id: a\n    run: echo ok\n"}
+    return {"kind": "pipeline", "files": files, "steps": [{"action": "cli", "argv": argv}]}
+
+
+REF_PLACES = ("stdin", "env", "run", "when", "for_each", "workflow_args", "pipeline")
+
+
+@st.composite
+def unknown_reference_cases(draw) -> dict:
+    """A reference to a step that does not exist (or not yet), in every place one can stand."""
+    ref = draw(st.sampled_from(("$nope.json", "$nope.stdout", "$b.json", "$a.nosuch", "$a.json.x.y",
+                                "$nope", "$a.approved", "$A.json", "$a-b.json")))
+    place = draw(st.sampled_from(REF_PLACES))
+    b: dict = {"id": "b", "run": "echo b"}
+    if place == "stdin":
+        b = {"id": "b", "run": "cat", "stdin": ref}
+    elif place == "env":
+        b = {"id": "b", "run": "echo \"$X\"", "env": {"X": ref}}
+    elif place == "run":
+        b = {"id": "b", "run": f"echo {ref}"}
+    elif place == "when":
+        b = {"id": "b", "run": "echo b", "when": ref}
+    elif place == "for_each":
+        b = {"id": "b", "for_each": ref, "steps": [{"id": "i", "run": "echo $item.json"}]}
+    elif place == "workflow_args":
+        b = {"id": "b", "workflow": "sub.lobster", "workflow_args": {"x": ref}}
+    else:
+        b = {"id": "b", "pipeline": f"exec --shell 'echo {ref}'"}
+    doc = {"steps": [{"id": "a", "run": "echo '{\"x\":{\"y\":1}}'"}, b, {"id": "c", "run": "echo c"}]}
+    files = {"w.lobster": yaml_dump(doc), "sub.lobster": "args:\n  x: {}\nsteps:\n  - id: s\n    run: echo \"${x}\"\n"}
+    argv = draw(st.sampled_from((None, None, ["run", "--dry-run", "--file", "w.lobster"], ["graph", "--file", "w.lobster"])))
+    steps = [{"action": "cli", "argv": argv}] if argv else [{"action": "run"}]
+    return {"kind": "workflow", "file": "w.lobster", "files": files, "mode": draw(MODES), "steps": steps}
+
+
+BRANCHES = (
+    {"run": "echo text"}, {"run": "printf 'a\\nb'"}, {"run": "echo '{\"x\":1}'"}, {"run": "echo '[1,2]'"},
+    {"run": "true"}, {"pipeline": "exec --json --shell 'echo [2]'"}, {"pipeline": "exec --shell 'echo plain'"},
+    {"run": "echo 5"}, {"run": "echo '\"s\"'"}, {"run": "printf '{bad'"},
+)
+
+
+@st.composite
+def parallel_merge_cases(draw) -> dict:
+    """How a parallel step merges branches, JSON or not, and what later steps see."""
+    chosen = draw(st.lists(st.sampled_from(BRANCHES), min_size=1, max_size=3))
+    branches = [{"id": f"b{k}", **b} for k, b in enumerate(chosen)]
+    par: dict = {"id": "p", "parallel": {"branches": branches}}
+    if draw(st.booleans()):
+        par["parallel"]["wait"] = "all"   # `any` is a race (noise N6)
+    after = draw(st.sampled_from(({"id": "c", "run": "cat", "stdin": "$p.json"}, {"id": "c", "run": "cat", "stdin": "$p.stdout"},
+                                  {"id": "c", "run": "echo \"$p.json.b0\""}, {"id": "c", "pipeline": "json", "stdin": "$p.json"})))
+    doc = {"steps": [par, after]}
+    return {"kind": "workflow", "file": "w.lobster", "files": {"w.lobster": yaml_dump(doc)},
+            "mode": draw(MODES), "steps": [{"action": "run"}]}
+
+
+@st.composite
+def loop_env_cases(draw) -> dict:
+    """A for_each or parallel step's own env: does it reach the sub-steps?"""
+    kind = draw(st.sampled_from(("for_each", "parallel")))
+    env = {"X": draw(st.sampled_from(("loop", "${who}", "$a.stdout")))}
+    sub = [{"id": "i", "run": "echo \"$X-$Y\"", **draw(st.sampled_from(({}, {"env": {"Y": "inner"}}, {"env": {"X": "own"}})))}]
+    if kind == "for_each":
+        step = {"id": "l", "for_each": "$a.json", "steps": sub, "env": env}
+    else:
+        step = {"id": "l", "parallel": {"branches": sub}, "env": env}
+    doc: dict = {"args": {"who": {"default": "w"}}, "steps": [{"id": "a", "run": "echo '[1,2]'"}, step]}
+    if draw(st.booleans()):
+        doc["env"] = {"Y": "top", "X": "top"}
+    return {"kind": "workflow", "file": "w.lobster", "files": {"w.lobster": yaml_dump(doc)},
+            "mode": draw(MODES), "steps": [{"action": "run"}]}
+
+
+@st.composite
+def nested_ask_cases(draw) -> dict:
+    """`ask` (and `approve`) inside workflow pipeline: steps, parallel branches, for_each sub-steps."""
+    gate_text = draw(st.sampled_from(("ask --prompt q", "ask --emit", "ask --schema '{\"type\":\"string\"}'",
+                                      "approve --prompt ok", "ask --subject-from-stdin")))
+    line = "exec --json --shell 'echo [1]' | " + gate_text
+    where = draw(st.sampled_from(("pipeline", "parallel", "for_each")))
+    if where == "pipeline":
+        step = {"id": "s", "pipeline": line}
+    elif where == "parallel":
+        step = {"id": "s", "parallel": {"branches": [{"id": "b0", "pipeline": line}, {"id": "b1", "run": "echo x"}]}}
+    else:
+        step = {"id": "s", "for_each": "[1,2]", "steps": [{"id": "i", "pipeline": line}]}
+    doc = {"steps": [{"id": "a", "run": "echo a"}, step, {"id": "c", "run": "echo \"$s.json\""}]}
+    return {"kind": "workflow", "file": "w.lobster", "files": {"w.lobster": yaml_dump(doc)},
+            "mode": draw(MODES), "steps": [{"action": "run"}] + draw(decisions(2))}
+
+
+@st.composite
+def human_halt_cases(draw) -> dict:
+    """What human mode prints at a halt, and resumes from it."""
+    if draw(st.booleans()):
+        return {"kind": "pipeline", "mode": "human",
+                "pipeline": "exec --json --shell 'echo [1,2]' | " + draw(gate()) + draw(st.sampled_from(("", " | json", " | table"))),
+                "steps": [{"action": "run"}] + draw(decisions(1))}
+    gate_step = draw(st.sampled_from(({"id": "g", "approval": "Ship it?"}, {"id": "g", "approval": True},
+                                      {"id": "g", "input": {"prompt": "How many?", "responseSchema": SCHEMAS[0]}})))
+    doc = {"steps": [{"id": "a", "run": "echo '[1]'"}, {**gate_step, "stdin": "$a.json"}, {"id": "c", "run": "echo done"}]}
+    return {"kind": "workflow", "file": "w.lobster", "files": {"w.lobster": yaml_dump(doc)}, "mode": "human",
+            "steps": [{"action": "run"}] + draw(decisions(2))}
+
+
+@st.composite
+def argv_order_cases(draw) -> dict:
+    """The options of `run` in every order (`run FILE --args-json J --dry-run`), some left out."""
+    options = [("W",), ("--args-json", "J"), ("--dry-run",), ("--mode", "tool")]
+    parts = [p for p in draw(st.permutations(options)) if p == ("W",) or draw(st.integers(0, 3)) > 0]
+    if draw(st.booleans()):
+        parts = [("--file", "W") if p == ("W",) else p for p in parts]
+    argv = ["run"] + [word for p in parts for word in p]
+    if draw(st.integers(0, 4)) == 0:
+        argv.insert(draw(st.integers(1, len(argv))),
+                    draw(st.sampled_from(("--dry-run", "--mode=tool", "--args-json={}", "--bogus"))))
+    j = json.dumps(draw(st.sampled_from(({"who": "cli"}, {}, {"n": 1}))))
+    argv = ["w.lobster" if a == "W" else j if a == "J" else a for a in argv]
+    return {"kind": "pipeline", "files": {"w.lobster": SMALL_WORKFLOW},
+            "steps": [{"action": "cli", "argv": argv}]}
+
+
+DAMAGED = ("{bad", "", "null", "[1", '"s"', "1", "[1,2]", '{"a":1}', "\u0000", "true\n\n")
+
+
+@st.composite
+def state_cases(draw) -> dict:
+    """state.get and diff.last over a value on disk that is damaged or odd."""
+    text = draw(st.sampled_from(DAMAGED))
+    key = draw(st.sampled_from(("k", "K", "_k_")))
+    pipeline = draw(st.sampled_from((f"state.get {key}", f"state.get {key} | json", f"state.get {key} | pick a",
+                                     f"exec --json --shell 'echo [3]' | diff.last --key {key}",
+                                     f"exec --json --shell 'echo [3]' | state.set {key} | state.get {key}")))
+    return {"kind": "pipeline", "mode": draw(MODES), "pipeline": pipeline, "stateFiles": {"k.json": text},
+            "steps": [{"action": "run"}]}
+
+
+SHELL_NAMES = ("pwsh", "powershell", "powershell.exe", "pwsh.exe", "cmd", "cmd.exe", "CMD.EXE", "PowerShell", "bash", "fish")
+FAKE_SHELL = "#!/bin/sh\nfor a in \"$@\"; do printf '<%s>' \"$a\"; done; echo\n"
+
+
+@st.composite
+def shell_cases(draw) -> dict:
+    """LOBSTER_SHELL naming PowerShell, cmd or another shell: the arguments it is given."""
+    name = draw(st.sampled_from(SHELL_NAMES))
+    value = draw(st.sampled_from((f"<workdir>/bin/{name}", f"<workdir>/bin/{name}", name, f" <workdir>/bin/{name} ")))
+    files = {f"bin/{name}": FAKE_SHELL}
+    if draw(st.booleans()):
+        return {"kind": "pipeline", "mode": draw(MODES), "files": files, "env": {"LOBSTER_SHELL": value},
+                "pipeline": "exec --shell 'echo hi there'" + draw(st.sampled_from(("", " | json"))),
+                "steps": [{"action": "run"}]}
+    doc = {"steps": [{"id": "a", "run": "echo \"a b\""}, {"id": "b", "command": "echo c"}]}
+    return {"kind": "workflow", "file": "w.lobster", "files": {**files, "w.lobster": yaml_dump(doc)},
+            "mode": draw(MODES), "env": {"LOBSTER_SHELL": value}, "steps": [{"action": "run"}]}
+
+
+ALL_COMMANDS = sorted(ORIGINAL_COMMANDS)
+
+
+@st.composite
+def help_cases(draw) -> dict:
+    name = draw(st.sampled_from(ALL_COMMANDS + ["run", "resume", "graph", "help", "nosuch", "group_by"]))
+    argv = draw(st.sampled_from((["help", name], [name, "--help"], ["help", name, "extra"], ["--help"], ["-h"])))
+    return {"kind": "pipeline", "steps": [{"action": "cli", "argv": argv}]}
+
+
+PLAN_STEPS = (
+    {"id": "m", "run": "echo one\necho two"}, {"id": "l", "run": "cat", "stdin": "literal text"},
+    {"id": "p", "pipeline": "exec --json --shell 'echo [1]' | pick a", "timeout_ms": 500, "on_error": "continue"},
+    {"id": "r", "run": "true", "retry": {"max": 3, "delay_ms": 10, "backoff": "exponential", "jitter": True}},
+    {"id": "g", "approval": "Ship?"}, {"id": "q", "input": {"prompt": "n?", "responseSchema": {"type": "string"}}},
+    {"id": "f", "for_each": "[1,2]", "steps": [{"id": "i", "run": "echo $item.json"}]},
+    {"id": "w", "workflow": "sub.lobster", "workflow_args": {"x": "${who}"}},
+    {"id": "par", "parallel": {"wait": "any", "branches": [{"id": "b0", "run": "echo 0"}, {"id": "b1", "run": "echo 1"}]}},
+    {"id": "s", "run": "cat", "stdin": "$m.stdout"}, {"id": "c", "run": "echo c", "when": "$g.approved"},
+    {"id": "k", "run": "echo k", "when": "false"}, {"id": "e", "run": "echo \"${who}\" $m.json"},
+    {"id": "n", "pipeline": "exec --shell 'echo ${who}' | nosuch"}, {"id": "z"},
+    {"id": "long", "run": "echo " + "x" * 120}, {"id": "h", "run": "echo '<a href=\"x\">&|</a>'"},
+    {"id": "1st", "run": "echo digit"}, {"id": "a-b", "run": "echo dash", "stdin": "$q.response"},
+)
+
+
+@st.composite
+def plan_cases(draw) -> dict:
+    """--dry-run plans and graphs (mermaid, dot, ascii) of varied workflows."""
+    chosen = draw(st.lists(st.sampled_from(PLAN_STEPS), min_size=1, max_size=5, unique_by=lambda s: s["id"]))
+    doc: dict = {"steps": chosen}
+    if draw(st.booleans()):
+        doc["args"] = {"who": {"default": draw(st.sampled_from(("world", "a&b", "<x>")))}}
+    if draw(st.integers(0, 3)) == 0:
+        doc["name"] = "plan"
+    files = {"w.lobster": yaml_dump(doc), "sub.lobster": "args:\n  x: {}\nsteps:\n  - id: s\n    run: echo \"${x}\"\n"}
+    argv = draw(st.sampled_from((
+        ["run", "--dry-run", "--file", "w.lobster"], ["run", "--mode", "tool", "--dry-run", "--file", "w.lobster"],
+        ["graph", "--file", "w.lobster"], ["graph", "--file", "w.lobster", "--format", "dot"],
+        ["graph", "--file", "w.lobster", "--format", "ascii"], ["graph", "--file", "w.lobster", "--format", "mermaid"],
+        ["graph", "--file", "w.lobster", "--args-json", '{"who": "cli"}'],
+        ["graph", "--file", "w.lobster", "--format", "ascii", "--args-json", '{"who": "cli"}'],
+        ["run", "--dry-run", "--file", "w.lobster", "--args-json", '{"who": "cli"}'])))
+    return {"kind": "workflow", "file": "w.lobster", "files": files, "steps": [{"action": "cli", "argv": argv}]}
+
+
+area_cases = st.one_of(output_cap_cases(), envelope_cap_cases(), http_cases(), load_failure_cases(),
+                       unknown_reference_cases(), parallel_merge_cases(), loop_env_cases(), nested_ask_cases(),
+                       human_halt_cases(), argv_order_cases(), state_cases(), shell_cases(), help_cases(),
+                       plan_cases(), plan_cases())
 any_case = st.one_of(pipeline_cases(), pipeline_cases(), tokenizer_cases(), workflow_cases(),
-                     workflow_cases(), workflow_cases(), cli_cases())
+                     workflow_cases(), workflow_cases(), cli_cases(), area_cases, area_cases, area_cases)

@@ -12,6 +12,8 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from .normalise import Normaliser
@@ -95,6 +97,43 @@ def _write_files(work: Path, files: dict) -> None:
             path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
+class _Answer(BaseHTTPRequestHandler):
+    """Answers every request with the case's `server` reply: status, body, chunked or not."""
+    reply: dict = {}
+
+    def _answer(self):
+        length = int(self.headers.get("content-length") or 0)
+        if length:
+            self.rfile.read(length)
+        body = self.reply.get("body", "").encode()
+        self.send_response(self.reply.get("status", 200))
+        self.send_header("content-type", "application/json")
+        if self.reply.get("chunked"):
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            for k in range(0, len(body), 64):
+                part = body[k:k + 64]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    do_POST = do_GET = _answer
+
+    def log_message(self, *args):
+        pass
+
+
+def _serve(reply: dict) -> ThreadingHTTPServer:
+    """A real server on 127.0.0.1 giving `reply` to every request (`<server>` in env values)."""
+    handler = type("Answer", (_Answer,), {"reply": reply, "protocol_version": "HTTP/1.1"})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 def run_case(case: dict, command: list[str]) -> list[dict]:
     """Every step of `case` through `command` (a CLI argv prefix), normalised.
 
@@ -106,6 +145,11 @@ def run_case(case: dict, command: list[str]) -> list[dict]:
     work.mkdir()
     home.mkdir()
     _write_files(work, case.get("files", {}))
+    if case.get("stateFiles"):   # where each engine keeps a state.set value: <state>/ and <state>/values/
+        _write_files(state, case["stateFiles"])
+        _write_files(state / "values", case["stateFiles"])
+    server = _serve(case["server"]) if case.get("server") else None
+    url = f"http://127.0.0.1:{server.server_address[1]}" if server else "<server>"
     norm = Normaliser(root)
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("LOBSTER_", "APUS_", "CLAWD_", "OPENCLAW_"))}
@@ -120,7 +164,7 @@ def run_case(case: dict, command: list[str]) -> list[dict]:
                 if value is None:
                     env.pop(key, None)
                 else:
-                    env[key] = str(value).replace("<workdir>", str(work))
+                    env[key] = str(value).replace("<workdir>", str(work)).replace("<server>", url)
             argv = build_argv(case, step, seen)
             try:
                 proc = subprocess.run(command + argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
@@ -140,6 +184,9 @@ def run_case(case: dict, command: list[str]) -> list[dict]:
                             "_json": is_json, "_stdout": parsed if is_json else out_text,
                             "_stderr": err.decode("utf-8", "replace")})
     finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
         shutil.rmtree(root, ignore_errors=True)
     return [_finish(rec, norm) for rec in records]
 

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+SERVER_RE = re.compile(r"http://127\.0\.0\.1:\d+")
 ISO_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
 
 # Messages whose tail is written by the engine's own JSON/YAML parser or OS (JavaScript's
@@ -28,6 +29,8 @@ WORKFLOW_PARSE = (
     re.compile(r"Workflow file parse error: .*", re.S),
     re.compile(r".* at line \d+, column \d+:\n.*", re.S),
     re.compile(r".*(is not valid JSON|in JSON at position \d+|Unexpected end of JSON input).*", re.S),
+    # Python's json module (a damaged state.get value, say)
+    re.compile(r"(Expecting|Extra data|Invalid|Unterminated)[^\n]*: line \d+ column \d+ \(char \d+\)"),
 )
 # Lines of our diagnostic rendering in human mode (file:line:col, the excerpt, the caret,
 # help): the same additive information as `error.location`.
@@ -77,6 +80,7 @@ class Normaliser:
             for sub, name in (("/work", "<workdir>"), ("/state", "<statedir>"),
                               ("/home", "<home>"), ("", "<tmp>")):
                 s = s.replace(prefix + sub, name)
+        s = SERVER_RE.sub("<server>", s)
         s = UUID_RE.sub("<uuid>", s)
         return ISO_RE.sub("<timestamp>", s)
 

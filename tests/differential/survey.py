@@ -1,5 +1,8 @@
 """A long local run that writes every unexplained divergence to a directory instead of
-stopping at the first (the command is in README.md)."""
+stopping at the first (the command is in README.md).
+
+`python -m tests.differential.survey N OUTDIR [all|areas]`: `areas` draws only the cases aimed
+at the areas of issue 11 item 2 (`generators.area_cases`)."""
 
 from __future__ import annotations
 
@@ -10,12 +13,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 
 from .compare import reference_command, run_both
-from .generators import any_case
+from . import generators
 
 
 def main(argv: list[str]) -> int:
     count = int(argv[0]) if argv else 100
     out = Path(argv[1] if len(argv) > 1 else "/tmp/lobster-diff-survey")
+    strategy = {"all": generators.any_case, "areas": generators.area_cases}[argv[2] if len(argv) > 2 else "all"]
     out.mkdir(parents=True, exist_ok=True)
     ref, why = reference_command()
     if ref is None:
@@ -25,7 +29,7 @@ def main(argv: list[str]) -> int:
 
     @settings(max_examples=count, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
-    @given(case=any_case)
+    @given(case=strategy)
     def one(case):
         outcome = run_both(case, ref)
         tally["compared"] += 1

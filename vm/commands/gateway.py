@@ -78,12 +78,45 @@ def _call(name: str, endpoint: str, body: dict, token: str | None, ctx: Context)
     return list(result) if isinstance(result, list) else [result]
 
 
-def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Context) -> Any:
+MAX_SAFE_INTEGER = 2 ** 53 - 1
+
+
+def http_response_limit(ctx: Context) -> int | None:
+    """LOBSTER_MAX_HTTP_RESPONSE_BYTES: a positive integer of bytes, or None when unset."""
+    raw = (ctx.env.get("LOBSTER_MAX_HTTP_RESPONSE_BYTES") or "").strip()
+    if not raw:
+        return None
+    if not raw.isascii() or not raw.isdigit() or not 0 < int(raw) <= MAX_SAFE_INTEGER:
+        raise CommandError("LOBSTER_MAX_HTTP_RESPONSE_BYTES must be a positive safe integer (bytes)",
+                           retryable=False)
+    return int(raw)
+
+
+def _read_capped(response, limit: int | None, cap_prefix: str) -> bytes:
+    """The body, refused as soon as it (or its declared length) is over `limit` bytes."""
+    if limit is None:
+        return response.read()
+    declared = response.headers.get("content-length")
+    body = b"" if declared is not None and declared.strip().isdigit() and int(declared) > limit \
+        else response.read(limit + 1)
+    if len(body) > limit or body == b"" and declared is not None and declared.strip().isdigit() \
+            and int(declared) > limit:
+        raise CommandError(f"{cap_prefix}HTTP response body exceeded {limit} bytes", retryable=False)
+    return body
+
+
+def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Context,
+              cap_prefix: str = "") -> Any:
     """POST `body` as JSON and decode the JSON answer. Every failure after the request may
-    have reached the server is non-retryable; the run's deadline is the timeout."""
+    have reached the server is non-retryable; the run's deadline is the timeout. A body over
+    LOBSTER_MAX_HTTP_RESPONSE_BYTES fails with `cap_prefix` before that message; with a
+    `cap_prefix` (an LLM adapter) failures read as the original's adapter client words them
+    and an empty body is null."""
     import socket
     import urllib.error
     import urllib.request
+
+    limit = http_response_limit(ctx)
 
     headers = {"content-type": "application/json"}
     if token:
@@ -99,13 +132,15 @@ def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Conte
     opener = _credential_opener() if token else urllib.request.build_opener()
     try:
         with opener.open(request, timeout=timeout) as response:
-            text = response.read().decode("utf-8", "replace")
+            text = _read_capped(response, limit, cap_prefix).decode("utf-8", "replace")
     except RedirectRefused as exc:
         raise CommandError(f"{name} refused to follow a redirect ({exc.status}) to "
                            f"{exc.host or 'an unnamed host'}: a request that carries a "
                            "credential follows no redirect", retryable=False) from None
     except urllib.error.HTTPError as exc:
-        detail = exc.read().decode("utf-8", "replace")[:400]
+        detail = _read_capped(exc, limit, cap_prefix).decode("utf-8", "replace")[:400]
+        if cap_prefix:
+            raise CommandError(f"{cap_prefix}{exc.code} {exc.reason}: {detail}", retryable=False) from None
         raise CommandError(f"{name} failed ({exc.code}): {detail}", retryable=False) from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
@@ -113,9 +148,13 @@ def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Conte
                 and time.monotonic() >= ctx.deadline - 0.01:
             raise CommandError("lobster runtime timed out", code="T420", retryable=False) from None
         raise CommandError(f"{name} request failed: {reason}", retryable=False) from None
+    if cap_prefix and not text:
+        return None
     try:
         return js.json_loads(text)
     except ValueError:
+        if cap_prefix:
+            raise CommandError(f"{cap_prefix}Response was not JSON", retryable=False) from None
         raise CommandError(f"{name} expected JSON response", retryable=False) from None
 
 

@@ -170,7 +170,7 @@ class _Adapter:
         name = self.name
         body = {"tool": "llm-task", "action": "invoke", "args": payload} \
             if self.provider == "apus" else payload
-        data = post_json(name, self.endpoint, body, self.token, ctx)
+        data = post_json(name, self.endpoint, body, self.token, ctx, cap_prefix=f"{name} request failed: ")
         if not (isinstance(data, dict) and "ok" in data):
             return {"ok": True, "result": data}
         if self.provider != "apus":
@@ -238,9 +238,8 @@ def _item(name: str, envelope: dict, request: dict, source: str, attempt: int) -
     return {
         "kind": name,
         "runId": result.get("runId"),
-        "prompt": result.get("prompt") if result.get("prompt") is not None else request["prompt"],
-        "model": result.get("model") if result.get("model") is not None
-        else (request["model"] or None),
+        "prompt": result.get("prompt"),
+        "model": result.get("model"),
         "schemaVersion": request["schemaVersion"],
         "status": js.to_string(result["status"]) if result.get("status") is not None
         else "completed",

@@ -18,7 +18,7 @@ def _single_or_all(items: list):
 def state_get(args: Args, items: list, ctx: Context) -> list:
     key = args.positionals[0]
     try:
-        return [_store(ctx).get_value(key)]
+        return [_store(ctx).get_value(key, strict=True)]
     except StoreError as exc:
         raise CommandError(str(exc)) from None
 

@@ -172,8 +172,9 @@ class StateStore(Protocol):
     def remove_approval_id(self, approval_id: str | None) -> None:
         """Forget an approval id (None, or one already gone: nothing to do)."""
 
-    def get_value(self, key: str, default: Any = None) -> Any:
-        """A `state.get` value, or `default` when none is stored."""
+    def get_value(self, key: str, default: Any = None, strict: bool = False) -> Any:
+        """The value stored under `key`, `default` when there is none; one that is not JSON is
+        `default` too, or with `strict` a StoreError carrying the parser's message."""
 
     def set_value(self, key: str, value: Any) -> None:
         """Store a `state.set` value (JSON data), replacing any earlier one."""

@@ -41,8 +41,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from vm.store.base import (FRAME_MAC_SIZE, STATE_KEY, CacheEntry, Parked, approval_id_form,
-                           cache_name, frame_mac, value_file_name, value_json)
+from vm.store.base import (FRAME_MAC_SIZE, STATE_KEY, CacheEntry, Parked, StoreError,
+                           approval_id_form, cache_name, frame_mac, value_file_name, value_json)
 
 if TYPE_CHECKING:
     from vm.store.claims import Claimant, ClaimRecord
@@ -404,13 +404,15 @@ class Store:
     def value_path(self, key: str) -> str:
         return self.path("values", value_file_name(key))
 
-    def get_value(self, key: str, default=None):
+    def get_value(self, key: str, default=None, strict: bool = False):
         blob = _read(self.value_path(key))
         if blob is None:
             return default
         try:
             return json.loads(blob.decode("utf-8"))
-        except ValueError:
+        except ValueError as exc:
+            if strict:  # state.get reports a damaged value; diff.last starts over
+                raise StoreError(str(exc)) from None
             return default
 
     def set_value(self, key: str, value) -> None:

@@ -322,13 +322,15 @@ class PostgresStore:
                        (approval_id,))
 
     # state.* values ------------------------------------------------------------------------
-    def get_value(self, key: str, default: Any = None) -> Any:
+    def get_value(self, key: str, default: Any = None, strict: bool = False) -> Any:
         row = self._one("SELECT value FROM lobster_values WHERE key = %s", (value_name(key),))
         if row is None:
             return default
         try:
             return json.loads(row[0])
-        except ValueError:
+        except ValueError as exc:
+            if strict:
+                raise StoreError(str(exc)) from None
             return default
 
     def set_value(self, key: str, value: Any) -> None:
