@@ -53,6 +53,8 @@ CODES: dict[str, Code] = {
     "W306": Code("side effect without an approval gate", LINT),
     "W307": Code("unknown effects value", LINT),
     "W308": Code("JSON Schema keyword the validator ignores", LINT),
+    "W309": Code("step reference spliced into a shell line", LINT),
+    "W310": Code("reference spliced into an exec stage's shell text", LINT),
     # runtime traps
     "T401": Code("command failed", RUNTIME),
     "T410": Code("child process exited non-zero", RUNTIME),
