@@ -44,6 +44,7 @@ CODES: dict[str, Code] = {
     "E214": Code("gate inside a workflow pipeline step", RUNTIME),
     "E215": Code("sub-workflow path is not literal", RUNTIME),
     "E216": Code("sub-workflow cycle", RUNTIME),
+    "E217": Code("unknown key in a workflow file", RUNTIME),
     # lint warnings
     "W301": Code("reference spliced into a shell line", LINT),
     "W302": Code("step without a timeout", LINT),
