@@ -37,6 +37,7 @@ CODES: dict[str, Code] = {
     "E202": Code("unknown flag", RUNTIME),
     "E203": Code("missing required argument", RUNTIME),
     "E204": Code("invalid argument value", RUNTIME),
+    "E205": Code("argument the command never reads", RUNTIME),
     "E210": Code("invalid workflow file", RUNTIME),
     "E211": Code("unknown step reference", RUNTIME),
     "E212": Code("invalid condition", RUNTIME),
@@ -45,6 +46,7 @@ CODES: dict[str, Code] = {
     "E215": Code("sub-workflow path is not literal", RUNTIME),
     "E216": Code("sub-workflow cycle", RUNTIME),
     "E217": Code("unknown key in a workflow file", RUNTIME),
+    "E218": Code("unknown step result field", RUNTIME),
     # lint warnings
     "W301": Code("reference spliced into a shell line", LINT),
     "W302": Code("step without a timeout", LINT),
