@@ -105,7 +105,136 @@ def check_stage(stage: ast.Stage) -> Iterator[Diagnostic | BoundStage]:
     if problem:
         yield Diagnostic("E203", problem, stage.span)
         return
+    extra = list(stray_words(stage, cmd, args))
+    yield from extra
+    values = list(check_values(stage, cmd, args))
+    yield from values
+    if extra or values:
+        return
     yield BoundStage(stage, cmd, args)
+
+
+# Commands that read one positional (the rest would be ignored): where, pick, state.*,
+# diff.last. A command whose signature has no positionals reads none.
+_ONE_POSITIONAL = frozenset({"where", "pick", "state.get", "state.set", "diff.last"})
+
+
+def _positional_words(stage: ast.Stage, cmd: Command) -> list[ast.Word]:
+    """The stage's words that bind() made positionals (not flags nor their values)."""
+    out: list[ast.Word] = []
+    words = stage.words
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if not word.text.startswith("--"):
+            out.append(word)
+            continue
+        name, eq, _ = word.text[2:].partition("=")
+        flag = cmd.flag(name)
+        if flag is not None and flag.kind != "bool" and not eq and i < len(words) \
+                and not words[i].text.startswith("--"):
+            i += 1
+    return out
+
+
+def stray_words(stage: ast.Stage, cmd: Command, args: Args) -> Iterator[Diagnostic]:
+    """E205: positional words a command never reads (the original ignores them, so `head 2`
+    and `sort -r` silently do something else than meant: a deliberate difference)."""
+    if cmd.rest_after_first_positional or not args.positionals:
+        return
+    words = _positional_words(stage, cmd)
+    name = stage.name.text
+    if cmd.lowering == "exec":
+        if isinstance(args.get("shell"), str) and words:
+            yield Diagnostic("E205", f"exec --shell takes no other words (got {words[0].text})",
+                             words[0].span,
+                             help="quote the whole shell line as the --shell value")
+        return
+    if not cmd.positionals:
+        yield Diagnostic("E205", f"{name} takes no positional arguments (got {words[0].text})",
+                         words[0].span, help=_flag_list(cmd))
+    elif cmd.name in _ONE_POSITIONAL and len(words) > 1:
+        yield Diagnostic("E205", f"{name} takes one positional argument (got {words[1].text} "
+                         "after it)", words[1].span,
+                         help=f"quote it as one word: {name} '{' '.join(w.text for w in words)}'")
+
+
+def _templated(value: Any) -> bool:
+    """A value a workflow file fills in at run time (`${arg}`, `$step.path`): not checkable."""
+    return isinstance(value, str) and "$" in value
+
+
+def _flag_word(stage: ast.Stage, cmd: Command, flag: str) -> Span:
+    for word in stage.words:
+        name = word.text[2:].partition("=")[0]
+        if word.text.startswith("--") and cmd.flag(name) is not None \
+                and cmd.flag(name).name == flag:
+            return word.span
+    return stage.span
+
+
+def check_values(stage: ast.Stage, cmd: Command, args: Args) -> Iterator[Diagnostic]:
+    """E204: flag and positional values that can be checked before anything runs, with the
+    message the command would fail with at run time."""
+    from vm import js
+
+    name = cmd.name
+    if name == "head":
+        n = args.get("n")
+        if isinstance(n, str) and not _templated(n):
+            value = js.to_number(n)
+            if value != value or value in (float("inf"),) or value < 0:
+                yield Diagnostic("E204", "head --n must be a non-negative number",
+                                 _flag_word(stage, cmd, "n"), help="e.g. head --n 5")
+    elif name == "where" and args.positionals and not _templated(args.positionals[0]):
+        from vm.commands.data import _WHERE_RE
+
+        expr = args.positionals[0]
+        if _WHERE_RE.match(expr) is None:
+            words = _positional_words(stage, cmd)
+            yield Diagnostic("E204", f"Invalid where expression: {expr}",
+                             words[0].span if words else stage.span,
+                             help="write field OP value as one word, e.g. where 'a=1' "
+                                  "(OP: = == != < <= > >=)")
+    elif cmd.lowering == "stage" and name in ("llm.invoke", "llm_task.invoke"):
+        provider = args.get("provider")
+        flag = cmd.flag("provider")
+        if isinstance(provider, str) and provider and not _templated(provider) \
+                and provider.lower() not in flag.choices:
+            yield Diagnostic("E204", f"Unsupported llm provider: {provider.lower()}",
+                             _flag_word(stage, cmd, "provider"),
+                             help=did_you_mean(provider.lower(), flag.choices)
+                             or f"--provider takes {', '.join(flag.choices)}")
+        for key in ("temperature", "max-output-tokens"):
+            raw = args.get(key)
+            if isinstance(raw, str) and not _templated(raw):
+                value = js.to_number(raw) if raw.strip() else float("nan")
+                if value != value or value in (float("inf"), float("-inf")):
+                    yield Diagnostic("E204", f"{name} --{key} must be a number",
+                                     _flag_word(stage, cmd, key))
+        for key, want, what in (("artifacts-json", list, "array"),
+                                ("metadata-json", dict, "object"),
+                                ("output-schema", dict, "object")):
+            raw = args.get(key)
+            if isinstance(raw, str) and raw and not _templated(raw):
+                try:
+                    value = js.json_loads(raw)
+                except ValueError:
+                    value = None
+                if not isinstance(value, want):
+                    yield Diagnostic("E204", f"{name} --{key} must be a JSON {what}",
+                                     _flag_word(stage, cmd, key))
+    elif cmd.flag("args-json") is not None:
+        raw = args.get("args-json")
+        if isinstance(raw, str) and not _templated(raw):
+            import json
+
+            try:
+                json.loads(raw)
+            except ValueError:
+                yield Diagnostic("E204", f"{name} --args-json must be valid JSON",
+                                 _flag_word(stage, cmd, "args-json"))
 
 
 def check_pipeline(pipeline: ast.Pipeline) -> tuple[list[BoundStage], list[Diagnostic]]:
@@ -186,6 +315,7 @@ def _check_steps(wf: Any, steps: tuple, scope: list[str], outer_later: Any,
     only worked out for a hint, when a reference is unknown. A stdin or for_each value that
     is one whole reference must name a step in scope."""
     scope = list(scope)
+    names = _all_names(wf)
     for index, step in enumerate(steps):
         later = (steps, index, outer_later)  # made a _Later only for a hint
         kind = step.kind
@@ -197,6 +327,7 @@ def _check_steps(wf: Any, steps: tuple, scope: list[str], outer_later: Any,
             m = WHOLE_REF.match(kind.source.strip())
             if m and m[1] not in scope:
                 yield unknown_ref(m[1], f"{m[1]}{m[2]}", kind.loc.span(), scope, later)
+        yield from _check_fields(step, names)
         if step.when is not None:
             yield from _check_when(step.when, scope, later)
         if isinstance(kind, ast.PipelineStep):
@@ -214,6 +345,61 @@ def _check_steps(wf: Any, steps: tuple, scope: list[str], outer_later: Any,
         scope.append(step.id)
         if isinstance(kind, ast.Parallel):  # each branch's result is kept under its id
             scope += [branch.id for branch in kind.branches]
+
+
+# The fields a step result has (vm.steps, vm.machine); what follows json, response and subject
+# is the step's own data.
+RESULT_FIELDS = ("id", "stdout", "json", "approved", "initiatedBy", "approvedBy", "subject",
+                 "response", "skipped", "error", "errorMessage")
+
+
+def _all_names(wf: Any) -> frozenset[str]:
+    found: set[str] = set()
+    stack = list(wf.steps)
+    while stack:
+        step = stack.pop()
+        found.add(step.id)
+        if isinstance(step.kind, ast.Parallel):
+            found.update(b.id for b in step.kind.branches)
+        elif isinstance(step.kind, ast.ForEach):
+            found.update((step.kind.item_var, step.kind.index_var))
+            stack.extend(step.kind.steps)
+    return frozenset(found)
+
+
+def _strings(value: Any, at: tuple) -> Iterator[tuple[tuple, str]]:
+    if isinstance(value, str):
+        yield at, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if at == () and key in ("steps", "id", "input"):
+                continue
+            yield from _strings(item, (*at, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, (*at, index))
+
+
+def _check_fields(step: ast.Step, names: frozenset[str]) -> Iterator[Diagnostic]:
+    """E218: `$step.field` whose first field no step result has (`$a.jsno`, `$a.jsn.n`): the
+    original renders it as an empty string. Only references to steps the file has."""
+    from vm.refs import REF
+
+    raw = step.loc.doc.data
+    for part in step.loc.at:
+        raw = raw[part]
+    for at, text in _strings(raw, ()):
+        if "$" not in text:
+            continue
+        for m in REF.finditer(text):
+            field = m[2][1:].split(".")[0]
+            if m[1] not in names or field in RESULT_FIELDS:
+                continue
+            close = did_you_mean(field, RESULT_FIELDS)
+            yield Diagnostic(
+                "E218", f"Unknown step result field: {m[1]}{m[2]}" + (f" ({close})" if close else ""),
+                sub_span(step.loc.span(*at), text, m.start(), m.end()),
+                help="a step result has " + ", ".join(RESULT_FIELDS))
 
 
 class _Later:

@@ -26,7 +26,7 @@ from lobsterc.diagnostics import CompileError, Diagnostic, render
 from lobsterc.source import Source, Span
 from vm import js
 from vm.frontend import WORKFLOW_EXTENSIONS
-from vm.refs import ARG, env_name
+from vm.refs import ARG, REF, env_name
 
 
 @frozen
@@ -67,26 +67,190 @@ def walk(steps: tuple[ast.Step, ...], prefix: str = "") -> Iterator[tuple[str, a
 # ---------------------------------------------------------------------------------------------
 # rules
 
+def _shell_lines(step: ast.Step) -> Iterator[tuple[str, Span]]:
+    """The shell lines a step runs with /bin/sh -c (its `run:`/`command:` line, its parallel
+    branches' lines), each with the span of its scalar."""
+    kind = step.kind
+    if isinstance(kind, ast.Shell):
+        yield kind.line, step.loc.span(kind.key)
+    elif isinstance(kind, ast.Parallel):
+        for b in kind.branches:
+            if b.shell is not None:
+                yield b.shell.line, b.loc.span(b.shell.key)
+
+
+def _pipelines(step: ast.Step) -> Iterator[ast.PipelineText]:
+    kind = step.kind
+    if isinstance(kind, ast.PipelineStep):
+        yield kind.pipeline
+    elif isinstance(kind, ast.Parallel):
+        yield from (b.pipeline for b in kind.branches if b.pipeline is not None)
+
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "fish"})
+
+
+def exec_shell_words(item: Any) -> Iterator[ast.Word]:
+    """The words of a bound exec stage that a shell reads as code: the `--shell` value, a lone
+    positional with whitespace (exec runs it as a shell line), and the text after `-c` of an
+    argv that starts a shell (`exec sh -c '...'`)."""
+    if item.command.lowering != "exec":
+        return
+    words = item.stage.words
+    for i, word in enumerate(words):
+        name = word.text[2:].partition("=")
+        if word.text.startswith("--") and item.command.flag(name[0]) is not None \
+                and item.command.flag(name[0]).name == "shell":
+            if name[1]:
+                yield ast.Word(name[2], word.quoted, word.span)
+            elif i + 1 < len(words):
+                yield words[i + 1]
+    plain = [w for w in words if not w.text.startswith("--")]
+    shell = item.args.get("shell")
+    if isinstance(shell, str):
+        return
+    if len(item.args.positionals) == 1 and any(ch.isspace() for ch in item.args.positionals[0]):
+        yield from plain[:1]
+    elif plain and os.path.basename(plain[0].text) in _SHELLS:
+        for i, word in enumerate(plain[1:-1], 1):
+            if word.text.startswith("-") and "c" in word.text[1:]:
+                yield plain[i + 1]
+                break
+
+
+@frozen
+class Splice:
+    """One reference that lands in shell text: its text and where it sits."""
+
+    kind: str  # "arg" | "step"
+    name: str  # the arg's name or the step id
+    text: str  # as written: ${name} or $step.path
+    span: Span
+
+
+def splices(text: str, span: Span, args: Any, steps: Any, source: Source,
+            raw: str | None = None, at: int = 0) -> Iterator[Splice]:
+    """Every `${arg}` of a declared arg and every `$step.path` of a step the file has in
+    `text`. Positions: of the reference in `raw` (the scalar's text; `text` is the part of it
+    from offset `at`), placed in the file by text_span."""
+    raw = text if raw is None else raw
+    found = [(m.start(), m.end(), "arg", m[1]) for m in ARG.finditer(text) if m[1] in args]
+    found += [(m.start(), m.end(), "step", m[1]) for m in REF.finditer(text) if m[1] in steps]
+    for start, end, kind, name in sorted(found):
+        yield Splice(kind, name, text[start:end],
+                     text_span(span, raw, at + start, at + end, source))
+
+
+def text_span(span: Span, value: str, start: int, end: int, source: Source) -> Span:
+    """The span of value[start:end] in the file: sub_span for a scalar on one line; for a block
+    scalar (`|`), the file line that holds that line of the value; else the scalar's span."""
+    if span.line == span.end_line and "\n" not in value:
+        return sub_span(span, value, start, end)
+    line_no = value.count("\n", 0, start)
+    lines = value.split("\n")
+    col0 = start - (value.rfind("\n", 0, start) + 1)
+    file_line = span.line
+    for i in range(line_no + 1):
+        want = lines[i]
+        file_line += 1
+        while file_line <= span.end_line and (source.line_text(file_line).strip() != want.strip()
+                                               if want.strip() else False):
+            file_line += 1
+        if file_line > span.end_line:
+            return span
+    text = source.line_text(file_line)
+    offset = text.find(lines[line_no])
+    if offset < 0 or end - start > len(lines[line_no]) - col0:
+        return span
+    col = offset + col0 + 1
+    return Span(span.source, file_line, col, file_line, col + max(1, end - start))
+
+
+def _step_names(wf: ast.Workflow) -> set[str]:
+    """Every name a `$name.path` reference may read in this file: step ids, parallel branch
+    ids, loop variables."""
+    names: set[str] = set()
+    for _, step in walk(wf.steps):
+        names.add(step.id)
+        if isinstance(step.kind, ast.Parallel):
+            names.update(b.id for b in step.kind.branches)
+        elif isinstance(step.kind, ast.ForEach):
+            names.update((step.kind.item_var, step.kind.index_var))
+    return names
+
+
+def _env_var(ref: str) -> str:
+    return env_name(ref.lstrip("$").replace(".", "_")) or "VALUE"
+
+
+def _env_fix(s: Splice) -> str:
+    if s.kind == "arg":
+        return (f'read "$LOBSTER_ARG_{env_name(s.name)}" in the shell instead (or pass it through '
+                "the step's `env:`): the shell then reads the value as data, never as code")
+    var = _env_var(s.text)
+    return (f"pass it through the step's `env:` ({var}: {s.text}) and read \"${var}\" in the "
+            "shell: the shell then reads the value as data, never as code")
+
+
 def rule_shell_args(ctx: LintContext) -> Iterator[Diagnostic]:
     """W301: `${arg}` in a shell line splices the arg's text into shell code; the injected
     environment variable LOBSTER_ARG_<NAME> carries it as data."""
-    args = ctx.wf.args
     for _, step in walk(ctx.wf.steps):
-        lines: list[tuple[ast.Shell, ast.Loc]] = []
-        if isinstance(step.kind, ast.Shell):
-            lines.append((step.kind, step.loc))
-        elif isinstance(step.kind, ast.Parallel):
-            lines += [(b.shell, b.loc) for b in step.kind.branches if b.shell is not None]
-        for shell, loc in lines:
-            for m in ARG.finditer(shell.line):
-                if m[1] not in args:
-                    continue
-                var = f"LOBSTER_ARG_{env_name(m[1])}"
+        for line, span in _shell_lines(step):
+            for s in splices(line, span, ctx.wf.args, (), ctx.wf.source):
+                var = f"LOBSTER_ARG_{env_name(s.name)}"
                 yield Diagnostic(
-                    "W301", f"arg '{m[1]}' is spliced into a shell line",
-                    sub_span(loc.span(shell.key), shell.line, m.start(), m.end()),
+                    "W301", f"arg '{s.name}' is spliced into a shell line", s.span,
                     help=f'use "${var}" instead: the shell then reads the value as data, '
                          "never as code", severity="warning")
+
+
+def rule_shell_refs(ctx: LintContext) -> Iterator[Diagnostic]:
+    """W309: `$step.path` in a shell line splices a step's output into shell code; the step's
+    `env:` carries it as data."""
+    names = _step_names(ctx.wf)
+    for _, step in walk(ctx.wf.steps):
+        for line, span in _shell_lines(step):
+            for s in splices(line, span, (), names, ctx.wf.source):
+                yield Diagnostic("W309", f"step reference {s.text} is spliced into a shell line",
+                                 s.span, help=_env_fix(s), severity="warning")
+
+
+def rule_exec_shell(ctx: LintContext) -> Iterator[Diagnostic]:
+    """W310: `${arg}` or `$step.path` in the shell text of a pipeline's exec stage (`--shell`,
+    a lone shell-line positional, `sh -c`): spliced into shell code, as in a `run:` line."""
+    names = _step_names(ctx.wf)
+    for _, step in walk(ctx.wf.steps):
+        for pipeline in _pipelines(step):
+            if pipeline.parsed is None:
+                continue
+            for item in pipeline.bound:
+                for word in exec_shell_words(item):
+                    raw = pipeline.text
+                    at = _word_offset(raw, word)
+                    if at is None:
+                        continue
+                    for s in splices(word.text, pipeline.span, ctx.wf.args, names,
+                                         ctx.wf.source, raw, at):
+                        what = f"arg '{s.name}'" if s.kind == "arg" else f"step reference {s.text}"
+                        yield Diagnostic(
+                            "W310", f"{what} is spliced into the shell text of {item.command.name} "
+                            f"in step {step.id}", s.span, help=_env_fix(s), severity="warning")
+
+
+def _word_offset(raw: str, word: ast.Word) -> int | None:
+    """Where a word's text starts in the pipeline text (past its quotes or its `--flag=`), or
+    None when its text is not there as written (escapes)."""
+    lines = raw.split("\n")
+
+    def offset(line: int, col: int) -> int:
+        return sum(len(text) + 1 for text in lines[:line - 1]) + col - 1
+
+    sp = word.span
+    if sp.end_line > len(lines):
+        return None
+    at = raw.find(word.text, offset(sp.line, sp.col), offset(sp.end_line, sp.end_col))
+    return at if at >= 0 else None
 
 
 def _can_hang(kind: ast.StepKind) -> bool:
@@ -246,6 +410,8 @@ def _is_list_at(schema: Any, path: list) -> bool:
 
 RULES: tuple[Rule, ...] = (
     Rule("W301", "arg spliced into a shell line", rule_shell_args),
+    Rule("W309", "step reference spliced into a shell line", rule_shell_refs),
+    Rule("W310", "reference spliced into an exec stage's shell text", rule_exec_shell),
     Rule("W302", "step without a timeout", rule_timeouts),
     Rule("W303", "unused arg", rule_unused_args),
     Rule("W304", "condition that is always true", rule_constant_conditions),

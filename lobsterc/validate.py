@@ -110,6 +110,11 @@ def step_kind(step: dict) -> str:
 def validate_document(wf: Document) -> Diagnostic | None:
     """The first problem of a parsed workflow file, or None. The reference's checks come first
     (they own its texts); the JSON Schema then catches what they let through."""
+    from lobsterc.keys import first_unknown_key
+
+    unknown = first_unknown_key(wf)
+    if unknown is not None:
+        return unknown
     try:
         _check_file(wf.data)
     except _Invalid as bad:
@@ -447,13 +452,16 @@ def _check_limits(step: dict, sid: str, at: Path) -> None:
 
 
 def validate_all(wf: Document) -> tuple[list[Diagnostic], Diagnostic | None, Document]:
-    """For lint, which reports as much as it can: every repeated step id (E210) and every
-    responseSchema that is not a JSON Schema (E213); the first other problem, or None; and the
-    document with the repeats renamed and those schemas replaced by {}, for the checks after."""
+    """For lint, which reports as much as it can: every unknown key (E217), every repeated
+    step id (E210) and every responseSchema that is not a JSON Schema (E213); the first other
+    problem, or None; and the document with the unknown keys dropped, the repeats renamed and
+    those schemas replaced by {}, for the checks after."""
     import copy
 
+    from lobsterc.keys import drop_unknown_keys
+
     patched = copy.deepcopy(wf.data)
-    diags: list[Diagnostic] = []
+    diags: list[Diagnostic] = drop_unknown_keys(wf, patched)
     if isinstance(patched, dict) and isinstance(patched.get("steps"), list):
         diags += _duplicates(wf, patched["steps"], ("steps",), "Duplicate workflow step id: {sid}")
         diags += _bad_schemas(wf, patched["steps"], ("steps",))

@@ -16,7 +16,7 @@ from vm.codec import LoadError
 from vm.opcodes import OPS, Op
 from vm.program import FORMAT_VERSION
 
-PIPELINE = ("exec --json --shell 'echo [1,2]' | where '>=1' | approve --prompt ok --preview-from-stdin"
+PIPELINE = ("exec --json --shell 'echo [1,2]' | where 'n>=1' | approve --prompt ok --preview-from-stdin"
             " | ask --schema '{\"type\":\"integer\"}' | json")
 
 

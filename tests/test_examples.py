@@ -149,3 +149,25 @@ def test_deploy_hosts_declining_a_host_stops_the_rollout(ex) -> None:
     assert resume(ex, "--token", envelope["requiresApproval"]["resumeToken"],
                   "--approve", "no") == CANCELLED
     assert (ex.work / "deploy.log").read_text() == "web1 v1\n"
+
+
+def test_deploy_hosts_a_crafted_host_name_runs_nothing_before_the_gate(ex) -> None:
+    """Host names reach the shell through `env:` only: each of these would run `touch` before
+    the first approval if it were spliced into the check step's `run:` line."""
+    hostile = ['web1"; touch pwned-quote; echo "', "$(touch pwned-subst)", "`touch pwned-tick`",
+               "web1\ntouch pwned-newline", "web1'; touch pwned-single; echo '"]
+    envelope = run(ex, "deploy-hosts.lobster", {"hosts": hostile, "release": "v9"})
+    assert envelope["status"] == "needs_approval"
+    assert envelope["requiresApproval"]["items"] == [
+        {"host": hostile[0], "release": "v9", "position": 0}]
+    assert sorted(p.name for p in ex.work.glob("pwned*")) == []
+    assert not (ex.work / "deploy.log").exists()
+    for position in range(len(hostile)):  # every check step treats its host as data
+        gate = envelope["requiresApproval"]
+        assert gate["items"] == [{"host": hostile[position], "release": "v9",
+                                  "position": position}]
+        assert sorted(p.name for p in ex.work.glob("pwned*")) == []
+        envelope = resume(ex, "--id", gate["approvalId"], "--approve", "yes")
+    assert envelope["status"] == "ok"
+    assert sorted(p.name for p in ex.work.glob("pwned*")) == []
+    assert (ex.work / "deploy.log").read_text() == "".join(f"{h} v9\n" for h in hostile)

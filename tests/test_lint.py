@@ -253,3 +253,44 @@ def test_warnings_alone_exit_1(tmp_path, capsys):
     path = write(tmp_path, "steps:\n  - id: a\n    run: echo\n")
     assert main(["lint", path]) == 1
     assert "warning[W302]" in capsys.readouterr().out
+
+
+def test_step_reference_spliced_into_a_shell_line(tmp_path):
+    path = write(tmp_path, "steps:\n  - id: a\n    run: echo x\n    timeout_ms: 9\n"
+                           "  - id: b\n    run: |\n      echo start\n      rm $a.stdout\n"
+                           "    timeout_ms: 9\n")
+    assert found(path) == [(
+        "W309", "warning", "step reference $a.stdout is spliced into a shell line", 8, 10, 19,
+        "pass it through the step's `env:` (A_STDOUT: $a.stdout) and read \"$A_STDOUT\" in the "
+        "shell: the shell then reads the value as data, never as code")]
+
+
+def test_loop_variable_spliced_into_a_shell_line(tmp_path):
+    path = write(tmp_path, "steps:\n  - id: a\n    run: echo '[1]'\n    timeout_ms: 9\n"
+                           "  - id: l\n    for_each: $a.json\n    steps:\n      - id: s\n"
+                           "        run: echo $item.json\n        timeout_ms: 9\n")
+    assert [f[:5] for f in found(path)] == [
+        ("W309", "warning", "step reference $item.json is spliced into a shell line", 9, 19)]
+
+
+def test_references_in_exec_shell_text(tmp_path):
+    path = write(tmp_path, "args:\n  host: {default: a}\nsteps:\n  - id: a\n    run: echo x\n"
+                           "    timeout_ms: 9\n  - id: b\n    timeout_ms: 9\n"
+                           "    pipeline: exec --shell 'ping ${host}' | exec 'cat $a.stdout'"
+                           " | exec sh -c \"rm $a.json\" | exec echo $a.json\n")
+    assert [f[:5] for f in found(path)] == [
+        ("W310", "warning", "arg 'host' is spliced into the shell text of exec in step b", 9, 34),
+        ("W310", "warning", "step reference $a.stdout is spliced into the shell text of exec in "
+         "step b", 9, 55),
+        ("W310", "warning", "step reference $a.json is spliced into the shell text of exec in "
+         "step b", 9, 83)]
+
+
+def test_references_through_env_are_fine(tmp_path):
+    path = write(tmp_path, "args:\n  host: {default: a}\nsteps:\n  - id: a\n    run: echo x\n"
+                           "    timeout_ms: 9\n  - id: b\n    timeout_ms: 9\n    env:\n"
+                           "      OUT: $a.stdout\n      H: ${host}\n"
+                           "    pipeline: exec --shell 'ping \"$H\" \"$OUT\"'\n"
+                           "  - id: c\n    timeout_ms: 9\n    env: {OUT: $a.stdout}\n"
+                           "    run: echo \"$OUT\" \"$LOBSTER_ARG_HOST\"\n")
+    assert found(path) == []

@@ -377,11 +377,12 @@ def test_a_dispatched_call_is_never_retried_by_the_workflow(adapter, tmp_path, r
 
 def test_a_refusal_before_dispatch_is_still_retryable(tmp_path):
     wf = tmp_path / "w.lobster"
-    wf.write_text("steps:\n  - id: ask\n    pipeline: llm.invoke --provider nope hi\n"
+    wf.write_text("steps:\n  - id: ask\n    pipeline: llm.invoke hi\n"
                   "    retry: {max: 2, delay_ms: 1}\n")
-    logs: list[str] = []
+    logs: list[str] = []  # a literal --provider nope is a compile error (E204): the env's is not
     envelope = handle({"action": "run", "pipeline": str(wf)},
-                      Options(env={}, cwd=str(tmp_path), state_dir=str(tmp_path / "s"),
+                      Options(env={"LOBSTER_LLM_PROVIDER": "nope"}, cwd=str(tmp_path),
+                              state_dir=str(tmp_path / "s"),
                               log=logs.append))
     assert error(envelope) == "Unsupported llm provider: nope"
     assert any("[RETRY]" in line for line in logs)

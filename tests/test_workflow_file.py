@@ -28,7 +28,7 @@ def error_of(text: str, name: str = "wf.lobster") -> tuple[str, int, int]:
     with pytest.raises(CompileError) as info:
         load_workflow_text(text, name)
     diag = info.value.first
-    assert diag.code == "E210" and diag.kind == "runtime_error"
+    assert diag.code in ("E210", "E217") and diag.kind == "runtime_error"
     assert diag.span is not None and diag.span.source == name
     return diag.message, diag.span.line, diag.span.col
 
@@ -184,7 +184,7 @@ def test_yaml_booleans_in_gates_are_strings_not_true() -> None:
 
 
 def test_spans_of_every_mapping_key_and_value() -> None:
-    text = "name: demo\nsteps:\n  - id: a\n    run: echo hi\n    env: {K: v}\n    stdin: \"q\"\n    empty:\n"
+    text = "name: demo\nsteps:\n  - id: a\n    run: echo hi\n    env: {K: v}\n    stdin: \"q\"\n    x-empty:\n"
     wf = load_workflow_text(text, "wf.lobster")
     pos = {path: (s.line, s.col) for path, s in wf.spans.items()}
     assert pos[("name",)] == (1, 7)
@@ -195,7 +195,7 @@ def test_spans_of_every_mapping_key_and_value() -> None:
     assert pos[("steps", 0, "env")] == (5, 10)
     assert pos[("steps", 0, "env", "K")] == (5, 14)
     assert pos[("steps", 0, "stdin")] == (6, 12)
-    assert pos[("steps", 0, "empty")] == (7, 10)  # an empty value points just after its key
+    assert pos[("steps", 0, "x-empty")] == (7, 12)  # an empty value points just after its key
     keys = {path: (s.line, s.col) for path, s in wf.key_spans.items()}
     assert keys[("name",)] == (1, 1)
     assert keys[("steps", 0, "run")] == (4, 5)
@@ -270,7 +270,7 @@ def test_file_level_errors(tmp_path: Path) -> None:
 
 
 def test_yaml_anchors_and_aliases() -> None:
-    text = "defaults: &env {A: b}\nsteps:\n  - id: a\n    run: x\n    env: *env\n"
+    text = "x-defaults: &env {A: b}\nsteps:\n  - id: a\n    run: x\n    env: *env\n"
     wf = load_workflow_text(text, "wf.yaml")
     assert wf.data["steps"][0]["env"] == {"A": "b"}
     assert wf.span_of("steps", 0, "env", "A").line == 5
@@ -304,9 +304,21 @@ def test_schema_document_is_valid_draft_2020_12_and_describes_every_field() -> N
     assert workflow_schema() is not workflow_schema()  # callers get their own copy
 
 
-def test_unknown_keys_are_ignored() -> None:
-    wf = load_workflow_text("version: 3\nsteps:\n  - {id: a, run: x, depends_on: [b], if: z}\n", "wf.lobster")
-    assert wf.data["version"] == 3
+def test_unknown_keys_are_refused_with_a_suggestion() -> None:
+    message, line, col = error_of("version: 3\nsteps:\n  - {id: a, run: x, depends_on: [b]}\n")
+    assert (message, line, col) == ("Workflow file has unknown key: version", 1, 1)
+    message, line, col = error_of("steps:\n  - id: a\n    run: x\n    timout_ms: 5\n")
+    assert (message, line, col) == (
+        "Workflow step a has unknown key: timout_ms (did you mean 'timeout_ms'?)", 4, 5)
+    message, line, col = error_of("steps:\n  - id: a\n    run: x\n    retry: {max: 2, delay: 1}\n")
+    assert (message, line, col) == (
+        "Workflow step a retry has unknown key: delay (did you mean 'delay_ms'?)", 4, 21)
+
+
+def test_keys_starting_x_dash_are_free() -> None:
+    wf = load_workflow_text("x-version: 3\nsteps:\n  - {id: a, run: x, x-owner: ops, "
+                            "retry: {x-note: y}, approval: {prompt: p, x-ui: z}}\n", "wf.lobster")
+    assert wf.data["x-version"] == 3
 
 
 STEP_KINDS = [
@@ -361,7 +373,7 @@ def test_any_text_loads_or_raises_compile_error(text: str, name: str) -> None:
     try:
         load_workflow_text(text, name)
     except CompileError as exc:
-        assert exc.first.code == "E210" and exc.first.span is not None
+        assert exc.first.code in ("E210", "E217") and exc.first.span is not None
 
 
 # --- libyaml as the event source: the same results as ruamel's, which keeps the last word ---
@@ -402,7 +414,7 @@ _YAML_SAMPLES = (
     [text for text, *_ in VALIDATION]
     + [text for name, text, *_ in SYNTAX if name != "wf.json"]
     + [
-        "name: demo\nsteps:\n  - id: a\n    run: echo hi\n    env: {K: v}\n    stdin: \"q\"\n    empty:\n",
+        "name: demo\nsteps:\n  - id: a\n    run: echo hi\n    env: {K: v}\n    stdin: \"q\"\n    x-empty:\n",
         "steps:\n  - id: a\n    run: |\n      echo 1\n      echo 2\n    when: $x.approved && $y.json > 0\n",
         "steps:\n- id: 'é😀'\n  run: \"echo \\u00e9 \\/ \\x41\"\n  stdin: >-\n    folded\n    text\n",
         "steps: [{id: a, run: x, retry: {max: 2.0, delay_ms: 1e3}}, {id: b, approval: yes}]\n",

@@ -48,6 +48,7 @@ CODES: dict[str, Code] = {
     "E202": Code("unknown flag", RUNTIME),
     "E203": Code("missing required argument", RUNTIME),
     "E204": Code("invalid argument value", RUNTIME),
+    "E205": Code("argument the command never reads", RUNTIME),
     "E210": Code("invalid workflow file", RUNTIME),
     "E211": Code("unknown step reference", RUNTIME),
     "E212": Code("invalid condition", RUNTIME),
@@ -55,6 +56,8 @@ CODES: dict[str, Code] = {
     "E214": Code("gate inside a workflow pipeline step", RUNTIME),
     "E215": Code("sub-workflow path is not literal", RUNTIME),
     "E216": Code("sub-workflow cycle", RUNTIME),
+    "E217": Code("unknown key in a workflow file", RUNTIME),
+    "E218": Code("unknown step result field", RUNTIME),
     "E230": Code("workflow file over a resource limit", RUNTIME),
     # lint warnings
     "W301": Code("reference spliced into a shell line", LINT),
@@ -65,6 +68,8 @@ CODES: dict[str, Code] = {
     "W306": Code("side effect without an approval gate", LINT),
     "W307": Code("unknown effects value", LINT),
     "W308": Code("JSON Schema keyword the validator ignores", LINT),
+    "W309": Code("step reference spliced into a shell line", LINT),
+    "W310": Code("reference spliced into an exec stage's shell text", LINT),
     # runtime traps
     "T401": Code("command failed", RUNTIME),
     "T410": Code("child process exited non-zero", RUNTIME),

@@ -144,7 +144,9 @@ def _checked_before_running(case, i, ref, ours) -> bool:
         if same in ref_msg and same in ours_msg:
             return False
     if re.search(r"unknown (key|field|reference part)|unexpected positional argument|did you mean|"
-                 r"^Workflow file is invalid at ", ours_msg, re.I):
+                 r"^Workflow file is invalid at |has unknown key: |^Unknown step result field: |"
+                 r" takes no positional arguments \(got | takes one positional argument \(got |"
+                 r"^exec --shell takes no other words ", ours_msg, re.I):
         return True
     m = re.match(r"Unknown command: (\S+)$", ours_msg)
     if m:
