@@ -110,7 +110,7 @@ def run_entry(entry: dict) -> dict:
             found.update(_halt_values(proc.stdout))
         proc = _spawn(entry["argv"], work, env, entry.get("stdin"), found)
         return {"exit": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr,
-                "setup": setups}
+                "setup": setups, "ran": (work / "ran").exists()}
 
 
 def reported(result: dict) -> tuple[str | None, str | None]:
@@ -147,6 +147,7 @@ def test_refused(entry: dict, results: dict[str, dict]) -> None:
     shown = f"exit {result['exit']}\nstdout: {result['stdout'][:2000]}\nstderr: {result['stderr'][:2000]}"
     for text in [result["stdout"], result["stderr"], *result["setup"]]:
         assert "Traceback" not in text, shown
+    assert not result["ran"], f"a step ran before the refusal (it made `ran`)\n{shown}"
     expect = entry["expect"]
     code, message = reported(result)
     assert (result["exit"], code, message) == (expect["exit"], expect["code"],
