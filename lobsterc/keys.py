@@ -18,18 +18,30 @@ from lobsterc.load import Document, Path
 
 FREE_PREFIX = "x-"
 
-TOP = ("name", "description", "args", "env", "cwd", "steps", "cost_limit")
-COST_LIMIT = ("max_usd", "action")
-ARG = ("default", "description")
-STEP = ("id", "run", "command", "pipeline", "workflow", "workflow_args", "parallel", "for_each",
-        "steps", "item_var", "index_var", "batch_size", "pause_ms", "approval", "input", "stdin",
-        "env", "cwd", "when", "condition", "timeout_ms", "retry", "on_error", "effects")
-APPROVAL = ("prompt", "items", "preview", "initiated_by", "initiatedBy", "required_approver",
-            "requiredApprover", "require_different_approver", "requireDifferentApprover")
-INPUT = ("prompt", "responseSchema", "defaults")
-RETRY = ("max", "backoff", "delay_ms", "max_delay_ms", "jitter")
-PARALLEL = ("wait", "timeout_ms", "branches")
-BRANCH = ("id", "run", "command", "pipeline", "stdin", "env", "cwd")
+
+
+def _properties(*path: str) -> tuple[str, ...]:
+    """The property names of the schema object at `path` (an object branch of a oneOf too)."""
+    from lobsterc.schema import workflow_schema
+
+    node: Any = workflow_schema()
+    for part in path:
+        node = node[part]
+    for branch in node.get("oneOf", ()):
+        if branch.get("type") == "object":
+            node = branch
+    return tuple(node["properties"])
+
+
+TOP = _properties()
+COST_LIMIT = _properties("properties", "cost_limit")
+ARG = _properties("$defs", "arg")
+STEP = _properties("$defs", "step")  # for_each sub-steps too: gates work inside loops here
+APPROVAL = _properties("$defs", "approval")
+INPUT = _properties("$defs", "input")
+RETRY = _properties("$defs", "retry")
+PARALLEL = _properties("$defs", "step", "properties", "parallel")
+BRANCH = _properties("$defs", "branch")
 
 
 def unknown_keys(doc: Document) -> Iterator[tuple[Diagnostic, Path]]:
