@@ -27,7 +27,7 @@ EXPECT_KEYS = {"exit", "code", "message"}
 SETUP_KEYS = {"argv", "stdin", "env"}
 EXECUTABLES = {"lobster": LOBSTER, "lobsterc": LOBSTERC}
 _REPEAT = re.compile(r"<<(\d+)\*(.*?)>>", re.S)
-_HUMAN_ERROR = re.compile(r"error\[([A-Z]\d{3})\]: (.*)")
+_HUMAN_ERROR = re.compile(r"(?:error|warning)\[([A-Z]\d{3})\]: (.*)")  # lint prints warnings
 
 
 def _load() -> list[tuple[str, dict]]:
