@@ -165,6 +165,8 @@ class Scope:
             _killpg(child.pgid, sig)
 
     def heard_by(self) -> Any:
+        """The listener of this scope's children (their stderr lines and exits): its own, or
+        the nearest enclosing scope's; None when no one listens."""
         scope: Scope | None = self
         while scope is not None:
             if scope.listener is not None:
