@@ -9,7 +9,7 @@ from typing import Callable
 
 import attrs
 
-from .normalise import comparable
+from .normalise import OUR_RENDERING, comparable
 
 
 @attrs.frozen
@@ -201,7 +201,9 @@ def _loads(text: str):
 
 
 def _without_resume_hint(stderr: str) -> str:
-    return "\n".join(ln for ln in (stderr or "").split("\n") if "lobster resume" not in ln)
+    """Human-mode stderr without our progress lines and the resume hint (README difference 27)."""
+    return "\n".join(ln for ln in (stderr or "").split("\n")
+                     if "lobster resume" not in ln and not OUR_RENDERING.fullmatch(ln))
 
 
 def _human_halt_is_resumable(case, i, ref, ours) -> bool:

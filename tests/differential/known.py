@@ -17,12 +17,6 @@ def _dry_run_error_text(case, i, ref, ours) -> bool:
     return message(ours) == (f"Unknown command: {m.group(1)}" if m.group(1) else m.group(2))
 
 
-def _file_before_options(case, i, ref, ours) -> bool:
-    argv = ours.get("argv") or []
-    return (len(argv) > 2 and argv[0] == "run" and argv[1].endswith(".lobster")
-            and message(ours) == f"Unknown command: {argv[1]}")
-
-
 def _directory_as_file(case, i, ref, ours) -> bool:
     return message(ref) == "Workflow path is not a file" and message(ours) != message(ref)
 
@@ -32,10 +26,6 @@ ENTRIES: tuple[Entry, ...] = (
           "`run --dry-run`: the original says `Workflow step s stdin: Unknown step reference: "
           "m.stdout`; ours gives the checker's `Unknown step reference: m.stdout`.",
           _dry_run_error_text),
-    Entry("D30", "`lobster run FILE --option ...`: a file first, options after", "bug of ours "
-          "(issue 14 item 4 is changing this)",
-          "The original runs `run w.lobster --mode tool` / `run w.lobster --args-json J` as the file; "
-          "ours takes `w.lobster` as a pipeline (`Unknown command: w.lobster`).", _file_before_options),
     Entry("D33", "a workflow path that is a directory", "bug of ours",
           "`graph --file wfdir` (a directory): the original says `Workflow path is not a file`; ours "
           "judges the extension first.", _directory_as_file),
