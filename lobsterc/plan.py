@@ -82,9 +82,16 @@ def workflow_plan(path: str, args: dict) -> str:
 
 
 def _in_plan_words(wf: ast.Workflow | None, refused: CompileError) -> CompileError:
-    """An unknown command in a step's (or branch's) pipeline, worded as the original's dry run
-    words it: `Workflow step ID pipeline references unknown command: NAME`."""
+    """A refusal worded as the original's dry run words it: an unknown command in a step's (or
+    branch's) pipeline is `Workflow step ID pipeline references unknown command: NAME`, an
+    unknown reference in a step's stdin `Workflow step ID stdin: Unknown step reference: REF`."""
     first = refused.first
+    if wf is not None and first.span is not None \
+            and first.message.startswith("Unknown step reference: "):
+        for step in wf.steps:  # a stdin reference: the dry run names the step and the field
+            if isinstance(step.stdin, str) and step.loc.span("stdin") == first.span:
+                return CompileError([evolve(first, message=f"Workflow step {step.id} stdin: "
+                                            f"{first.message}")], refused.source)
     m = re.fullmatch(r"Unknown command: (\S+)", first.message)
     if wf is None or m is None or first.span is None:
         return refused

@@ -320,7 +320,7 @@ ERRORS = [
      "Workflow step p halted for approval inside pipeline stage approve. Use a separate "
      "approval step in the workflow file.", "E214"),
     ("steps:\n  - {id: a, run: cat, stdin: $ghost.stdout}\n", {},
-     "Unknown step reference: ghost.stdout", "E211"),
+     "Workflow step a stdin: Unknown step reference: ghost.stdout", "E211"),
     ("steps:\n  - {id: a, run: cat, when: $ghost.json.ok}\n", {},
      "Unknown step reference: ghost.json.ok", "E211"),
     ("steps:\n  - {id: a, run: x, when: '!$later.approved'}\n  - {id: later, run: y}\n", {},

@@ -678,8 +678,9 @@ def cmd_graph(argv: list[str], frontend: Frontend | None = None) -> int:
     except RequestError as exc:
         sys.stderr.write(exc.envelope["error"]["message"] + "\n")
         return 2
-    if not os.path.exists(path):
-        sys.stderr.write(f"Error: ENOENT: no such file or directory, stat '{os.path.abspath(path)}'\n")
+    problem = _file_problem(path)  # missing, then not a file, then the extension
+    if problem is not None:
+        sys.stderr.write(f"Error: {problem}\n")
         return 1
     try:
         text = compiler.graph(path, fmt, args)
