@@ -42,6 +42,8 @@ INPUT = _properties("$defs", "input")
 RETRY = _properties("$defs", "retry")
 PARALLEL = _properties("$defs", "step", "properties", "parallel")
 BRANCH = _properties("$defs", "branch")
+# a step's objects whose keys are checked, in the order they are reported
+STEP_PARTS = (("approval", APPROVAL), ("input", INPUT), ("retry", RETRY), ("parallel", PARALLEL))
 
 
 def unknown_keys(doc: Document) -> Iterator[tuple[Diagnostic, Path]]:
@@ -71,18 +73,12 @@ def _steps(doc: Document, steps: list, at: Path, what: str) -> Iterator[tuple[Di
         name = what.format(sid=sid if isinstance(sid, str) and sid else f"#{index + 1}")
         where = (*at, index)
         yield from _object(doc, step, where, STEP, name)
-        approval = step.get("approval")
-        if isinstance(approval, dict):
-            yield from _object(doc, approval, (*where, "approval"), APPROVAL, f"{name} approval")
-        spec = step.get("input")
-        if isinstance(spec, dict):
-            yield from _object(doc, spec, (*where, "input"), INPUT, f"{name} input")
-        retry = step.get("retry")
-        if isinstance(retry, dict):
-            yield from _object(doc, retry, (*where, "retry"), RETRY, f"{name} retry")
+        for field, known in STEP_PARTS:
+            part = step.get(field)
+            if isinstance(part, dict):
+                yield from _object(doc, part, (*where, field), known, f"{name} {field}")
         par = step.get("parallel")
         if isinstance(par, dict):
-            yield from _object(doc, par, (*where, "parallel"), PARALLEL, f"{name} parallel")
             branches = par.get("branches")
             for bi, branch in enumerate(branches if isinstance(branches, list) else ()):
                 if isinstance(branch, dict):
