@@ -8,6 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from vm.process import Scope
 from vm.protocol import Options, handle
 
@@ -19,18 +21,15 @@ def _workflow(cli, text: str) -> str:
     return "w.lobster"
 
 
-def test_a_retry_delay_past_the_deadline_is_a_timeout_trap(cli):
-    wf = _workflow(cli, "steps:\n  - id: flaky\n    run: exit 3\n"
-                        f"    retry: {{max: 3, delay_ms: {HOUR_MS}}}\n")
-    envelope, code = cli.tool(
-        "tool", json.dumps({"action": "run", "pipeline": wf, "timeoutMs": 1000}))
-    assert code == 1 and envelope["error"]["code"] == "T420", envelope
-    assert envelope["error"]["message"] == "lobster runtime timed out"
-
-
-def test_a_for_each_pause_past_the_deadline_is_a_timeout_trap(cli):
-    wf = _workflow(cli, "steps:\n  - id: items\n    run: echo '[1, 2, 3]'\n  - id: loop\n    for_each: $items.json\n"
-                        f"    pause_ms: {HOUR_MS}\n    steps:\n      - id: s\n        run: echo hi\n")
+@pytest.mark.parametrize("steps", [
+    pytest.param("steps:\n  - id: flaky\n    run: exit 3\n"
+                 f"    retry: {{max: 3, delay_ms: {HOUR_MS}}}\n", id="retry-delay"),
+    pytest.param("steps:\n  - id: items\n    run: echo '[1, 2, 3]'\n  - id: loop\n"
+                 f"    for_each: $items.json\n    pause_ms: {HOUR_MS}\n    steps:\n"
+                 "      - id: s\n        run: echo hi\n", id="for-each-pause"),
+])
+def test_a_wait_past_the_deadline_is_a_timeout_trap(cli, steps):
+    wf = _workflow(cli, steps)
     envelope, code = cli.tool(
         "tool", json.dumps({"action": "run", "pipeline": wf, "timeoutMs": 1000}))
     assert code == 1 and envelope["error"]["code"] == "T420", envelope
