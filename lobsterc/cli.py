@@ -227,7 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE", help="source files; - reads stdin")
     p.add_argument("--stdin-kind", choices=("pipeline", "workflow"),
                    help="with -: what stdin holds (default: a workflow when it has `steps:`)")
-    p.add_argument("--format", default="text", choices=("text", "json"))
+    p.add_argument("--format", default="text", choices=("text", "json", "sarif", "github"),
+                   help="sarif: SARIF 2.1.0 for code scanning; github: workflow commands")
     p.add_argument("--require-approval", action="store_true",
                    help="prove every writes_state / network step follows an approval gate")
     p.add_argument("--strict", action="store_true",

@@ -42,6 +42,15 @@ class DiffRule:
     title: str
     help: str  # what to check, in a sentence or two
 
+    @property
+    def level(self) -> str:
+        """The severity its findings usually have (SARIF defaultConfiguration)."""
+        if self.id in ("S601", "S604", "S605", "S606", "S607", "S608", "S616"):
+            return "error"
+        if self.id in ("S602", "S610", "S617", "S618", "S619"):
+            return "note"
+        return "warning"
+
 
 RULES: dict[str, DiffRule] = {r.id: r for r in (
     DiffRule("S601", "GateRemoved", "gate removed",
@@ -141,6 +150,7 @@ class Model:
     defaults: Any = None
     cost_limit: Any = None
     reviewed: tuple[str, ...] = ()
+    rev: str | None = None  # the git revision the version was read at (its name is REV:path)
 
 
 def _plain(value: Any) -> Any:
@@ -937,6 +947,8 @@ def run_diff(files: list[str], *, rev: str | None = None, fmt: str = "text",
             for path, shown in versions:
                 try:
                     models.append(load_version(path, shown))
+                    if shown != path:
+                        models[-1].rev = shown.split(":", 1)[0]
                 except CompileError as exc:
                     err.write(f"lobsterc: {shown} does not compile:\n")
                     for d in exc.diagnostics:

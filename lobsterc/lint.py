@@ -540,8 +540,8 @@ def run_lint(files: Sequence[str], *, fmt: str = "text", require_approval: bool 
 
     out = out or sys.stdout
     err = err or sys.stderr
-    if fmt not in ("text", "json"):
-        err.write("lint --format must be text or json\n")
+    if fmt not in ("text", "json", "sarif", "github"):
+        err.write("lint --format must be text, json, sarif or github\n")
         return 2
     missing = [f for f in files if not os.path.isfile(f)]
     if missing:
@@ -553,6 +553,10 @@ def run_lint(files: Sequence[str], *, fmt: str = "text", require_approval: bool 
         found += [(f, d) for d in lint_file(f, require_approval=require_approval, strict=strict)]
     if fmt == "json":
         out.write(json.dumps([as_json(f, d) for f, d in found], indent=2) + "\n")
+    elif fmt in ("sarif", "github"):
+        from lobsterc.sarif import lint_github, lint_sarif
+
+        out.write((lint_sarif if fmt == "sarif" else lint_github)(found))
     else:
         sources: dict[str, Source] = {}
         for f, d in found:
