@@ -37,6 +37,11 @@ class Frontend(Protocol):
     def graph(self, path: str, fmt: str, args: dict) -> str:
         """A workflow file's graph in one of `graph_formats()`."""
 
+    def check_migration(self, old: Program, new: Program, frame: Any,
+                        accept: tuple[str, ...] = ()) -> Any:
+        """Whether a frame paused in `old` may continue in `new`: a vm.migrate.MigrationCheck
+        (optional: `lobster migrate` needs it, nothing else does)."""
+
     def error_fields(self, exc: Exception) -> dict[str, Any]:
         """A compile error as envelope fields: message, code, kind, location (or None)."""
 
