@@ -197,3 +197,25 @@ def test_embedding_api_dry_run_and_refusal(tmp_path):
     [result] = api(options, str(cli.work / "ship.renamed.lobster"), ident=approval)
     assert result.status == "refused"
     assert result.reasons == ("the approval gate review does not exist in the new program",)
+
+
+def test_inside_a_for_each_the_loop_body_counts_as_before_the_gate(tmp_path):
+    """Paused at the second host's gate: the body already ran past the gate for the first host,
+    so a changed body is refused; a change after the loop moves the run, which then ends on
+    the new program."""
+    cli = Cli(tmp_path)
+    source = (ROOT / "golden" / "for-each-gate.lobster").read_text()
+    (cli.work / "a.lobster").write_text(source)
+    (cli.work / "after.lobster").write_text(source.replace("echo done", "echo all done"))
+    (cli.work / "body.lobster").write_text(source.replace("rolling $host", "ROLL $host"))
+    env, _ = cli.tool("run", "--mode", "tool", "--file", "a.lobster")
+    env, _ = cli.tool("resume", "--id", env["requiresApproval"]["approvalId"], "--approve", "yes")
+    second = env["requiresApproval"]["approvalId"]
+    body = cli.run("migrate", "--to", "body.lobster", "--id", second)
+    assert body.returncode == 1
+    assert "refused: step each/roll ran before the gate, and the new program changes it" \
+        in body.stdout
+    after = cli.run("migrate", "--to", "after.lobster", "--id", second)
+    assert after.returncode == 0, after.stdout
+    env, _ = cli.tool("resume", "--id", second, "--approve", "yes")
+    assert env["status"] == "ok" and env["output"] == ["all done\n"]
