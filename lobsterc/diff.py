@@ -153,17 +153,17 @@ class Model:
     rev: str | None = None  # the git revision the version was read at (its name is REV:path)
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """A payload as JSON-like data: records as dicts (with their class name), tuples as lists."""
     if attrs.has(type(value)):
         out = {"$": type(value).__name__}
         for f in attrs.fields(type(value)):
-            out[f.name] = _plain(getattr(value, f.name))
+            out[f.name] = plain(getattr(value, f.name))
         return out
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     return value
 
 
@@ -179,7 +179,7 @@ def _region(program: Program, start: int) -> range:
     return range(start, end + 1)
 
 
-def _step_pcs(program: Program, first: int, last: int) -> list[int]:
+def step_pcs(program: Program, first: int, last: int) -> list[int]:
     """A step's pcs, plus the branch regions of its PARALLEL (they live after the program)."""
     pcs = list(range(first, last + 1))
     for pc in range(first, last + 1):
@@ -190,7 +190,7 @@ def _step_pcs(program: Program, first: int, last: int) -> list[int]:
     return pcs
 
 
-def _facts(program: Program, pcs: list[int]) -> dict[str, Any]:
+def step_facts(program: Program, pcs: list[int]) -> dict[str, Any]:
     """What a step is, as plain data: its condition, policy, env, cwd and the work it does."""
     K = program.constants
     facts: dict[str, Any] = {"condition": None, "policy": None, "env": {}, "cwd": None,
@@ -201,7 +201,7 @@ def _facts(program: Program, pcs: list[int]) -> dict[str, Any]:
         if op == Op.EVAL_COND:
             facts["condition"] = K[ins.b]
         elif op == Op.TRY:
-            facts["policy"] = _plain(K[ins.b])
+            facts["policy"] = plain(K[ins.b])
         if op in _NON_WORK:
             continue
         info = OPS[op]
@@ -211,7 +211,7 @@ def _facts(program: Program, pcs: list[int]) -> dict[str, Any]:
             if kind == STEP:
                 item["step"] = K[(ins.a, ins.b, ins.c)[i]]
         if slot is not None:
-            payload = _plain(K[(ins.a, ins.b, ins.c)[slot]])
+            payload = plain(K[(ins.a, ins.b, ins.c)[slot]])
             if isinstance(payload, dict) and "env" in payload:
                 facts["env"].update(payload.pop("env") or {})
                 cwd = payload.pop("cwd", None)
@@ -269,9 +269,9 @@ def build_model(program: Program, name: str, *, marks: Mapping[str, str] | None 
     for step in program.steps:
         if step.id in tails:
             continue
-        pcs = _step_pcs(program, step.first_pc, step.last_pc)
+        pcs = step_pcs(program, step.first_pc, step.last_pc)
         model.order.append(step.id)
-        model.steps[step.id] = _facts(program, pcs)
+        model.steps[step.id] = step_facts(program, pcs)
         file = name if step.file == 0 or step.file >= len(program.files) \
             else os.path.join(base, program.files[step.file])
         model.where[step.id] = Where(file, step.span[0] if step.span else 0)
@@ -372,7 +372,7 @@ def _gates_equal(old: Model, o: str, new: Model, n: str, renames: Mapping[str, s
         a, b = old.gates.get((o, kind)), new.gates.get((n, kind))
         if (a is None) != (b is None):
             return False
-        if a is not None and _rename(_plain(a.site), renames) != _plain(b.site):
+        if a is not None and _rename(plain(a.site), renames) != plain(b.site):
             return False
     return True
 
@@ -457,8 +457,8 @@ class _Compare:
     def gate_fields(self, a: HaltSite, b: HaltSite, okey, nkey) -> Iterator[Finding]:
         at = self.at(okey[0], nkey[0])
         name = _gate_name(nkey)
-        a_plain = _rename(_plain(a), self.renames)
-        b_plain = _plain(b)
+        a_plain = _rename(plain(a), self.renames)
+        b_plain = plain(b)
         if a.prompt != b.prompt and a_plain["prompt"] != b_plain["prompt"]:
             yield Finding("S603", "warning", f"{name}: prompt changed from {_show(a.prompt)!r} "
                           f"to {_show(b.prompt)!r}", (nkey[0], nkey[1], "prompt"), **at)

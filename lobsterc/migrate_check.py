@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from lobsterc.diff import _facts, _plain, _step_pcs, build_model, compare, render_text
+from lobsterc.diff import step_facts, plain, step_pcs, build_model, compare, render_text
 from lobsterc.effects import Cfg, step_labels
 from vm import js
 from vm.frame import Frame
@@ -80,11 +80,11 @@ def _before(program: Program, halt_pc: int, loop_labels: list[str]) -> set[str]:
 
 def _content(program: Program, label: str) -> Any:
     step = next(s for s in program.steps if s.id == label)
-    pcs = _step_pcs(program, step.first_pc, step.last_pc)
-    halts = [_plain(program.halts[program.code[pc].b]) for pc in pcs
+    pcs = step_pcs(program, step.first_pc, step.last_pc)
+    halts = [plain(program.halts[program.code[pc].b]) for pc in pcs
              if program.code[pc].op in (Op.HALT_APPROVE, Op.HALT_INPUT)]
     ops = [program.code[pc].op for pc in range(step.first_pc, step.last_pc + 1)]
-    return _facts(program, pcs), halts, ops
+    return step_facts(program, pcs), halts, ops
 
 
 def _prologue(program: Program) -> list[Any]:
@@ -123,14 +123,14 @@ def _reads_and_writes(program: Program, pcs: set[int]) -> tuple[set[tuple[str, s
             if kind == STEP:
                 binds.add(K[value])
             elif kind == CONST:
-                payload = _plain(K[value])
+                payload = plain(K[value])
                 if isinstance(payload, dict) and payload.get("$") == "Loop":
                     binds |= {payload["item_var"], payload["index_var"]}
                 if isinstance(payload, dict) and payload.get("$") == "Parallel":
                     binds |= {b["id"] for b in payload["branches"]}
                 reads |= {(step, ".".join(path)) for step, path in _refs(payload)}
             elif kind == HALT:
-                site = _plain(program.halts[value])
+                site = plain(program.halts[value])
                 reads |= {(step, ".".join(path)) for step, path in _refs(site)}
     return reads, binds
 
@@ -167,7 +167,7 @@ def check_migration(old: Program, new: Program, frame: Frame,
         return MigrationCheck(False, tuple(reasons), gate=gate, diff=_diff(old, new, accept)[0])
     index = match[0]
     new_pc = _halt_pc(new, index)
-    if _plain(new.halts[index]) != _plain(site):
+    if plain(new.halts[index]) != plain(site):
         reasons.append(f"the {gate} changed (what the person was asked is not what the new "
                        "program asks)")
     checked.append(f"the {gate} exists in the new program, unchanged")
