@@ -292,3 +292,22 @@ def test_rev_reads_both_versions_through_git(tmp_path):
 def test_every_golden_workflow_diffs_clean_against_itself(name, capsys):
     path = str(ROOT / "golden" / f"{name}.lobster")
     assert main(["diff", path, path]) == 0
+
+
+def test_an_effect_added_in_a_sub_workflow_is_named_in_its_own_file(tmp_path, capsys):
+    for side in ("a", "b"):
+        (tmp_path / side / "lib").mkdir(parents=True)
+        (tmp_path / side / "flow.lobster").write_text(
+            (ROOT / "golden" / "sub-workflow.lobster").read_text())
+        (tmp_path / side / "lib" / "notes.lobster").write_text(
+            (ROOT / "golden" / "lib" / "notes.lobster").read_text())
+    with open(tmp_path / "b" / "lib" / "notes.lobster", "a") as fh:
+        fh.write("  - id: remember\n    stdin: $draft.json\n    pipeline: state.set notes\n")
+    code, doc = diff(str(tmp_path / "a" / "flow.lobster"), str(tmp_path / "b" / "flow.lobster"),
+                     capsys=capsys)
+    assert code == 1
+    [gained] = [f for f in doc["findings"] if f["rule"] == "S608"]
+    assert gained["id"] == "S608:notes/remember"
+    assert gained["message"] == ("step notes/remember gained state 'state.set' and no approval "
+                                 "gate precedes it")
+    assert gained["new"] == {"file": str(tmp_path / "b" / "lib" / "notes.lobster"), "line": 12}
