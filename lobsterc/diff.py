@@ -523,6 +523,10 @@ class _Compare:
             approvals = sorted({g[0] for e in effects for g in new.guards[(label, e.kind)]
                                 if g[1] == "approval"})
             what = f"step {label} gained {_kinds(effects)}"
+            if any(e.kind == "llm" for e in effects):
+                limit = new.cost_limit
+                what += (f" (cost limit ${limit.get('max_usd')}, {limit.get('action', 'warn')})"
+                         if limit else " (no cost limit)")
             if approvals and all(any(g[1] == "approval" for g in new.guards[(label, e.kind)])
                                  for e in effects):
                 yield Finding("S609", "warning", f"{what}; approval {', '.join(approvals)} "

@@ -149,7 +149,8 @@ def test_new_network_effect_before_any_approval_and_after_one(tmp_path, capsys):
     assert code == 0
     assert "S609:send" in ids(doc, "warning")
     [gained] = [f for f in doc["findings"] if f["id"] == "S609:send"]
-    assert gained["message"] == "step send gained llm 'llm.invoke'; approval ok precedes it"
+    assert gained["message"] == ("step send gained llm 'llm.invoke' (no cost limit); "
+                                  "approval ok precedes it")
     before = write(tmp_path, "c.lobster", GATED.format(extra="", schema="{type: integer}",
                                                        timeout=1000, pipeline="json").replace(
         "run: echo '[1]'", "pipeline: \"exec --shell 'echo [1]' | state.set k\""))
