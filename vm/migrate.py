@@ -96,10 +96,17 @@ def _compile(frontend: Any, path: str, store: Any) -> Program:
     if path.endswith(".lbc"):
         with open(path, "rb") as fh:
             return codec.load_program(fh.read())
+    from vm.frontend import WORKFLOW_EXTENSIONS
+
     try:
+        if not path.lower().endswith(WORKFLOW_EXTENSIONS):  # a file of pipeline text
+            with open(path, encoding="utf-8") as fh:
+                return frontend.compile_pipeline(fh.read().strip("\n"), store)
         return frontend.compile_workflow(path, store)
     except frontend.CompileError as exc:
         raise MigrateError(f"{path} does not compile:\n{frontend.render_error(exc)}") from None
+    except OSError as exc:
+        raise MigrateError(f"{path}: {exc.strerror}") from None
 
 
 def _chosen(store: Any, ident: str | None, program_hash: str | None) -> list[str]:
