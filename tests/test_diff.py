@@ -279,6 +279,11 @@ def test_rev_reads_both_versions_through_git(tmp_path):
     assert "lobsterc diff HEAD~1:flows/ship.lobster -> HEAD:flows/ship.lobster" in proc.stdout
     assert "error[S601]: approval gate review was removed" in proc.stdout
     assert "at old HEAD~1:flows/ship.lobster:14" in proc.stdout
+    proc = subprocess.run([lobsterc, "diff", "--rev", "HEAD~1..HEAD", "flows/ship.lobster",
+                           "--format", "github"], cwd=repo, capture_output=True, text=True,
+                          env=env)
+    assert proc.stdout.startswith("::error file=flows/ship.lobster,line=1,title=lobsterc diff "
+                                  "S601%3A gate removed::approval gate review was removed")
     # B empty: the working tree
     proc = subprocess.run([lobsterc, "diff", "--rev", "HEAD..", "flows/ship.lobster"],
                           cwd=repo, capture_output=True, text=True, env=env)
