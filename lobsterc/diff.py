@@ -888,7 +888,7 @@ def render_json(report: Report) -> str:
 
 def render_markdown(report: Report) -> str:
     old, new = report.old, report.new
-    icon = {"error": "**weakened**", "warning": "changed", "note": "ok"}
+    icon = {"error": "**weakened**", "warning": "changed", "note": "note"}
     out = [f"### Workflow safety diff: `{old.name}` → `{new.name}`", ""]
     if report.weakened:
         out.append(f"**{len(report.weakened)} safety propert"
