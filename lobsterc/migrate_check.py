@@ -148,10 +148,15 @@ def _all_results(frame: Frame) -> dict[str, Any]:
     return results
 
 
-def check_migration(old: Program, new: Program, frame: Frame,
-                    accept: tuple[str, ...] = ()) -> MigrationCheck:
+def check_migration(old: Program, new: Program, frame: Frame, accept: tuple[str, ...] = (),
+                    source: str | None = None) -> MigrationCheck:
     """Whether `frame`, paused in `old`, may continue in `new` (see the module docstring), the
-    safety diff, and where the frame's pcs land in `new`."""
+    safety diff, and where the frame's pcs land in `new`. `source`: the new version's workflow
+    file, whose `x-reviewed:` ids count as accepted."""
+    if source is not None and source.lower().endswith((".lobster", ".yaml", ".yml", ".json")):
+        from lobsterc.diff import _reviewed
+
+        accept = (*accept, *_reviewed(source))
     reasons: list[str] = []
     checked: list[str] = []
     pending = frame.pending

@@ -123,6 +123,13 @@ def test_a_weakening_after_the_gate_needs_accepting(ship):
     ok = migrate(ship, "--to", "ship.loose.lobster", "--id", approval,
                  "--accept", "S606:note:input:schema")
     assert ok.returncode == 0, ok.stdout
+    second = start(ship)
+    (ship.work / "ship.reviewed.lobster").write_text(
+        (ship.work / "ship.loose.lobster").read_text().replace(
+            "name: ship\n", "name: ship\nx-reviewed: [S606:note:input:schema]\n"))
+    reviewed = migrate(ship, "--to", "ship.reviewed.lobster", "--id", second)
+    assert reviewed.returncode == 0, reviewed.stdout
+    assert "error[S606] (accepted)" in reviewed.stdout
 
 
 def test_every_paused_run_of_a_program_hash(ship):

@@ -38,9 +38,9 @@ class Frontend(Protocol):
         """A workflow file's graph in one of `graph_formats()`."""
 
     def check_migration(self, old: Program, new: Program, frame: Any,
-                        accept: tuple[str, ...] = ()) -> Any:
-        """Whether a frame paused in `old` may continue in `new`: a vm.migrate.MigrationCheck
-        (optional: `lobster migrate` needs it, nothing else does)."""
+                        accept: tuple[str, ...] = (), source: str | None = None) -> Any:
+        """Whether a frame paused in `old` may continue in `new` (compiled from `source`, if
+        given): a vm.migrate.MigrationCheck (optional: only `lobster migrate` needs it)."""
 
     def error_fields(self, exc: Exception) -> dict[str, Any]:
         """A compile error as envelope fields: message, code, kind, location (or None)."""

@@ -75,7 +75,8 @@ def migrate(options: Any, to: str | Program, *, ident: str | None = None,
     """Move paused runs onto the program `to` (a workflow file compiled with the options'
     compiler, or a Program): the checkpoint `ident` (an approval id or a state key), or every
     parked checkpoint whose program hash is (or starts with) `program_hash`. Each is checked
-    (sound, and no unaccepted weakening in the safety diff: `accept` takes finding ids) and,
+    (sound, and no unaccepted weakening in the safety diff: `accept` takes finding ids, as
+    does the new file's `x-reviewed:` key) and,
     unless `dry_run`, rewritten under its state key. Raises MigrateError when nothing can be
     chosen or compiled; a refused checkpoint is a result, never an exception."""
     from vm.protocol import compiler
@@ -89,7 +90,12 @@ def migrate(options: Any, to: str | Program, *, ident: str | None = None,
     store = options.store()
     new = to if isinstance(to, Program) else _compile(frontend, to, store)
     keys = _chosen(store, ident, program_hash)
-    return [_one(store, key, new, check, dry_run, tuple(accept)) for key in keys]
+    source = None if isinstance(to, Program) else to
+
+    def checked(old: Program, new: Program, frame: Any, accepted: tuple[str, ...]) -> Any:
+        return check(old, new, frame, accepted, source)
+
+    return [_one(store, key, new, checked, dry_run, tuple(accept)) for key in keys]
 
 
 def _compile(frontend: Any, path: str, store: Any) -> Program:
