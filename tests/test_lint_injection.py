@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lobsterc.lint import lint_file
 from lobsterc.shellwords import program_texts, split_commands
@@ -203,3 +205,16 @@ def test_program_texts_reads_options_as_each_program_does():
     assert code("jq -f f X") == []
     assert code("flock /tmp/l -c X") == ["X"]
     assert code("ssh -p 22 host X Y") == ["X", "Y"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(list("ab -c$'\"\\`(){};|&<>#\n=x") + ["${", "$(", "sh -c "]),
+                max_size=30).map("".join))
+def test_the_lexer_takes_any_text(text):
+    for command in split_commands(text):
+        for word in command:
+            assert len(word.offsets) == len(word.text)
+            assert all(0 <= at < len(text) for at in word.offsets)
+        words = [w.text for w in command]
+        for part in program_texts(words):
+            assert 0 <= part.word < len(words) and 0 <= part.start <= len(words[part.word])
