@@ -24,7 +24,7 @@ from lobsterc import ast
 from lobsterc.check import check_pipeline, did_you_mean, positional_words, sub_span
 from lobsterc.diagnostics import CompileError, Diagnostic, render
 from lobsterc.parse import decode_word_offsets
-from lobsterc.shellwords import program_texts, split_commands
+from lobsterc.shellwords import command_start, program_texts, split_commands
 from lobsterc.source import Source, Span
 from vm import js
 from vm.frontend import WORKFLOW_EXTENSIONS
@@ -131,6 +131,7 @@ def nested_languages(text: str, language: str = "sh", depth: int = 0) -> list[tu
         return []
     out: list[tuple[int, int, str]] = []
     for command in split_commands(text):
+        command = command[command_start([w.text for w in command]):]
         for part in program_texts([w.text for w in command]):
             word = command[part.word]
             if part.start >= len(word.offsets):

@@ -239,7 +239,7 @@ def _skip_double(s: str, j: int) -> int:
 # which words of an argv a program runs as code
 
 @frozen
-class Options:
+class OptionSyntax:
     """How one program reads its options. Short letters: `code` take program text (attached,
     `-cTEXT`, when `attached`, else the next word); `arg` take a value (attached or the next
     word); `rest` take the rest of their cluster only; `digits` take attached digits; `stop`
@@ -264,38 +264,39 @@ class Options:
     operand_code: bool = False
     operands_from: int | None = None
     plus: bool = False
+    words_code: frozenset = frozenset()  # whole words, any case, before program text (pwsh)
 
 
-SHELL = Options(code="c", arg="oO", mode_c=True, plus=True,
+SHELL = OptionSyntax(code="c", arg="oO", mode_c=True, plus=True,
                 long_code=frozenset({"--command"}), long_args=(("--rcfile", 1), ("--init-file", 1)))
-PYTHON = Options(code="c", arg="WX", stop="m", long_args=(("--check-hash-based-pycs", 1),))
-NODE = Options(code="ep", attached=False, arg="rC",
+PYTHON = OptionSyntax(code="c", arg="WX", stop="m", long_args=(("--check-hash-based-pycs", 1),))
+NODE = OptionSyntax(code="ep", attached=False, arg="rC",
                long_code=frozenset({"--eval", "--print"}),
                long_args=(("--require", 1), ("--import", 1), ("--loader", 1),
                           ("--experimental-loader", 1), ("--input-type", 1), ("--conditions", 1)))
-PERL = Options(code="eE", arg="IMm", rest="ixdD", digits="l0C")
-RUBY = Options(code="e", arg="rICEF", rest="xiK", digits="0TW")
-PHP = Options(code="r", arg="dcz", file="f")
-LUA = Options(code="e", arg="l")
-RSCRIPT = Options(code="e")
-OSASCRIPT = Options(code="e", arg="ls")
-AWK = Options(code="e", arg="Fvil", file="f", operand_code=True,
+PERL = OptionSyntax(code="eE", arg="IMm", rest="ixdD", digits="l0C")
+RUBY = OptionSyntax(code="e", arg="rICEF", rest="xiK", digits="0TW")
+PHP = OptionSyntax(code="r", arg="dcz", file="f")
+LUA = OptionSyntax(code="e", arg="l")
+RSCRIPT = OptionSyntax(code="e")
+OSASCRIPT = OptionSyntax(code="e", arg="ls")
+AWK = OptionSyntax(code="e", arg="Fvil", file="f", operand_code=True,
               long_code=frozenset({"--source"}), long_file=frozenset({"--file"}),
               long_args=(("--include", 1), ("--load", 1), ("--assign", 1),
                          ("--field-separator", 1)))
-SED = Options(code="e", arg="l", rest="i", file="f", operand_code=True,
+SED = OptionSyntax(code="e", arg="l", rest="i", file="f", operand_code=True,
               long_code=frozenset({"--expression"}), long_file=frozenset({"--file"}),
               long_args=(("--line-length", 1),))
-JQ = Options(arg="L", file="f", operand_code=True, long_file=frozenset({"--from-file"}),
+JQ = OptionSyntax(arg="L", file="f", operand_code=True, long_file=frozenset({"--from-file"}),
              long_args=(("--arg", 2), ("--argjson", 2), ("--slurpfile", 2), ("--rawfile", 2),
                         ("--indent", 1)))
-PWSH = Options(code="c", long_code=frozenset({"-command", "-c", "-encodedcommand", "-ec"}))
-SU = Options(code="c", arg="sgG", long_code=frozenset({"--command"}),
+PWSH = OptionSyntax(words_code=frozenset({"-c", "-command", "-command:"}))
+SU = OptionSyntax(code="c", arg="sgG", long_code=frozenset({"--command"}),
              long_args=(("--shell", 1), ("--group", 1)))
-SSH = Options(arg="BbcDEeFIiJLlmOoPpQRSWw", operands_from=1)
+SSH = OptionSyntax(arg="BbcDEeFIiJLlmOoPpQRSWw", operands_from=1)
 
 # program name (after the directory and a version suffix) -> how it reads its options
-INTERPRETERS: dict[str, tuple[str, Options]] = {
+INTERPRETERS: dict[str, tuple[str, OptionSyntax]] = {
     **{name: ("sh", SHELL) for name in ("sh", "bash", "dash", "zsh", "ksh", "mksh", "ash",
                                         "yash", "fish", "rbash", "busybox-sh")},
     **{name: ("python", PYTHON) for name in ("python", "python2", "python3", "pypy", "pypy3")},
@@ -309,19 +310,33 @@ INTERPRETERS: dict[str, tuple[str, Options]] = {
 
 # programs that run the rest of their argv as a command: their own options, then how many
 # operands of theirs come before the command (`timeout 5 CMD`)
-WRAPPERS: dict[str, tuple[Options, int]] = {
-    "env": (Options(code="S", arg="uC", long_code=frozenset({"--split-string"}),
+WRAPPERS: dict[str, tuple[OptionSyntax, int]] = {
+    "env": (OptionSyntax(code="S", arg="uC", long_code=frozenset({"--split-string"}),
                     long_args=(("--unset", 1), ("--chdir", 1))), 0),
-    "command": (Options(), 0), "exec": (Options(arg="a"), 0), "nohup": (Options(), 0),
-    "setsid": (Options(), 0), "time": (Options(arg="fo"), 0), "nice": (Options(arg="n"), 0),
-    "ionice": (Options(arg="cnp"), 0), "stdbuf": (Options(arg="ioe"), 0),
-    "timeout": (Options(arg="sk", long_args=(("--signal", 1), ("--kill-after", 1))), 1),
-    "sudo": (Options(arg="ugCDhprtUT", long_args=(("--user", 1), ("--group", 1))), 0),
-    "doas": (Options(arg="uC"), 0),
-    "xargs": (Options(arg="ILnPsdEa", rest="ie"), 0), "busybox": (Options(), 0),
-    "chroot": (Options(), 1), "flock": (Options(code="c", arg="wE"), 1),
-    "unbuffer": (Options(), 0),
+    "command": (OptionSyntax(), 0), "exec": (OptionSyntax(arg="a"), 0), "nohup": (OptionSyntax(), 0),
+    "setsid": (OptionSyntax(), 0), "time": (OptionSyntax(arg="fo"), 0), "nice": (OptionSyntax(arg="n"), 0),
+    "ionice": (OptionSyntax(arg="cnp"), 0), "stdbuf": (OptionSyntax(arg="ioe"), 0),
+    "timeout": (OptionSyntax(arg="sk", long_args=(("--signal", 1), ("--kill-after", 1))), 1),
+    "sudo": (OptionSyntax(arg="ugCDhprtUT", long_args=(("--user", 1), ("--group", 1))), 0),
+    "doas": (OptionSyntax(arg="uC"), 0),
+    "xargs": (OptionSyntax(arg="ILnPsdEa", rest="ie"), 0), "busybox": (OptionSyntax(), 0),
+    "chroot": (OptionSyntax(), 1), "flock": (OptionSyntax(code="c", arg="wE"), 1),
+    "unbuffer": (OptionSyntax(), 0),
 }
+
+
+RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for",
+                      "case", "esac", "!", "{", "}", "time"})
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def command_start(words: Sequence[str]) -> int:
+    """Where the program name of a simple command is: past reserved words (`then`, `do`, `!`)
+    and variable assignments (`LANG=C`)."""
+    i = 0
+    while i < len(words) and (words[i] in RESERVED or _ASSIGNMENT.match(words[i])):
+        i += 1
+    return i
 
 
 @frozen
@@ -347,6 +362,8 @@ def program_texts(argv: Sequence[str]) -> list[ProgramText]:
     i = 0
     while i < len(argv):
         name = program_name(argv[i])
+        if name not in WRAPPERS and name not in INTERPRETERS:
+            name = re.sub(r"[\d.]+$", "", name)  # ruby3.2, lua5.4, node20
         if name in WRAPPERS:
             options, operands = WRAPPERS[name]
             codes, first = _read_options(argv, i + 1, options)
@@ -374,7 +391,7 @@ def program_texts(argv: Sequence[str]) -> list[ProgramText]:
     return found
 
 
-def _reads_file(words: Sequence[str], options: Options) -> bool:
+def _reads_file(words: Sequence[str], options: OptionSyntax) -> bool:
     for word in words:
         if word.startswith("--") and word.partition("=")[0] in options.long_file:
             return True
@@ -384,7 +401,7 @@ def _reads_file(words: Sequence[str], options: Options) -> bool:
     return False
 
 
-def _read_options(argv: Sequence[str], i: int, o: Options) -> tuple[list, int]:
+def _read_options(argv: Sequence[str], i: int, o: OptionSyntax) -> tuple[list, int]:
     """Read options from argv[i]: ([(word, start, is_mode_c)], index of the first operand).
     start -1 marks a `-c` mode flag (shells), whose program is the first operand."""
     codes: list = []
@@ -393,8 +410,7 @@ def _read_options(argv: Sequence[str], i: int, o: Options) -> tuple[list, int]:
         word = argv[i]
         if word == "--":
             return codes, i + 1
-        lower = word.lower()
-        if o is PWSH and lower in o.long_code:
+        if word.lower() in o.words_code:
             if i + 1 < n:
                 codes.append((i + 1, 0, False))
             return codes, n

@@ -75,6 +75,8 @@ CORPUS = [
     ("run", "env bash -c \"perl -e 'print \\\"${name}\\\"'\"", [("W301", ARG, "perl")]),
     ("run", "cat <<EOF\n${name}\nEOF", [("W301", ARG, "sh")]),
     ("run", "jq -n \"$a.json\" && echo ${name}", [("W301", ARG, "sh"), ("W309", JSON, "jq")]),
+    ("run", "if true; then LANG=C ruby3.2 -e 'p ${name}'; fi", [("W301", ARG, "ruby")]),
+    ("run", "pwsh -Command \"Write-Output '${name}'\"", [("W301", ARG, "pwsh")]),
     # data, not code: argv words of their own, script files, --arg values, env assignments
     ("pipeline", "exec echo ${name}", []),
     ("pipeline", "exec ls $a.stdout", []),
