@@ -251,7 +251,8 @@ def _env_fix(s: Splice, language: str = "sh") -> str:
         return (f"read {_read(language, var)} instead (or pass it through the step's `env:`): "
                 f"{then}")
     var = _env_var(s.text)
-    return f"pass it through the step's `env:` ({var}: {s.text}) and read {_read(language, var)}: {then}"
+    return (f"pass it through the step's `env:` ({var}: {s.text}) and read "
+            f"{_read(language, var)}: {then}")
 
 
 def rule_shell_args(ctx: LintContext) -> Iterator[Diagnostic]:

@@ -247,8 +247,9 @@ class OptionSyntax:
     `long_code` take program text, `long_args` take that many words (unless `=value`),
     `long_file` a program file. `mode_c`: `-c` is a mode (shells): the program text is the
     first operand. `operand_code`: without -e/-f the first operand is the program (awk, sed,
-    jq). `operands_code`: every operand from the `operands_from`-th on is code (ssh's
-    remote command). `plus`: `+o` style options too."""
+    jq). `operands_from`: every operand from this one on is code (ssh's remote command).
+    `plus`: `+o` style options too. `words_code`: whole words, in any case, that the program
+    text follows (pwsh's `-Command`)."""
 
     code: str = ""
     attached: bool = True
@@ -264,16 +265,18 @@ class OptionSyntax:
     operand_code: bool = False
     operands_from: int | None = None
     plus: bool = False
-    words_code: frozenset = frozenset()  # whole words, any case, before program text (pwsh)
+    words_code: frozenset = frozenset()
 
 
 SHELL = OptionSyntax(code="c", arg="oO", mode_c=True, plus=True,
-                long_code=frozenset({"--command"}), long_args=(("--rcfile", 1), ("--init-file", 1)))
+                     long_code=frozenset({"--command"}),
+                     long_args=(("--rcfile", 1), ("--init-file", 1)))
 PYTHON = OptionSyntax(code="c", arg="WX", stop="m", long_args=(("--check-hash-based-pycs", 1),))
 NODE = OptionSyntax(code="ep", attached=False, arg="rC",
-               long_code=frozenset({"--eval", "--print"}),
-               long_args=(("--require", 1), ("--import", 1), ("--loader", 1),
-                          ("--experimental-loader", 1), ("--input-type", 1), ("--conditions", 1)))
+                    long_code=frozenset({"--eval", "--print"}),
+                    long_args=(("--require", 1), ("--import", 1), ("--loader", 1),
+                               ("--experimental-loader", 1), ("--input-type", 1),
+                               ("--conditions", 1)))
 PERL = OptionSyntax(code="eE", arg="IMm", rest="ixdD", digits="l0C")
 RUBY = OptionSyntax(code="e", arg="rICEF", rest="xiK", digits="0TW")
 PHP = OptionSyntax(code="r", arg="dcz", file="f")
@@ -281,18 +284,18 @@ LUA = OptionSyntax(code="e", arg="l")
 RSCRIPT = OptionSyntax(code="e")
 OSASCRIPT = OptionSyntax(code="e", arg="ls")
 AWK = OptionSyntax(code="e", arg="Fvil", file="f", operand_code=True,
-              long_code=frozenset({"--source"}), long_file=frozenset({"--file"}),
-              long_args=(("--include", 1), ("--load", 1), ("--assign", 1),
-                         ("--field-separator", 1)))
+                   long_code=frozenset({"--source"}), long_file=frozenset({"--file"}),
+                   long_args=(("--include", 1), ("--load", 1), ("--assign", 1),
+                              ("--field-separator", 1)))
 SED = OptionSyntax(code="e", arg="l", rest="i", file="f", operand_code=True,
-              long_code=frozenset({"--expression"}), long_file=frozenset({"--file"}),
-              long_args=(("--line-length", 1),))
+                   long_code=frozenset({"--expression"}), long_file=frozenset({"--file"}),
+                   long_args=(("--line-length", 1),))
 JQ = OptionSyntax(arg="L", file="f", operand_code=True, long_file=frozenset({"--from-file"}),
-             long_args=(("--arg", 2), ("--argjson", 2), ("--slurpfile", 2), ("--rawfile", 2),
-                        ("--indent", 1)))
+                  long_args=(("--arg", 2), ("--argjson", 2), ("--slurpfile", 2),
+                             ("--rawfile", 2), ("--indent", 1)))
 PWSH = OptionSyntax(words_code=frozenset({"-c", "-command", "-command:"}))
 SU = OptionSyntax(code="c", arg="sgG", long_code=frozenset({"--command"}),
-             long_args=(("--shell", 1), ("--group", 1)))
+                  long_args=(("--shell", 1), ("--group", 1)))
 SSH = OptionSyntax(arg="BbcDEeFIiJLlmOoPpQRSWw", operands_from=1)
 
 # program name (after the directory and a version suffix) -> how it reads its options
@@ -312,9 +315,10 @@ INTERPRETERS: dict[str, tuple[str, OptionSyntax]] = {
 # operands of theirs come before the command (`timeout 5 CMD`)
 WRAPPERS: dict[str, tuple[OptionSyntax, int]] = {
     "env": (OptionSyntax(code="S", arg="uC", long_code=frozenset({"--split-string"}),
-                    long_args=(("--unset", 1), ("--chdir", 1))), 0),
-    "command": (OptionSyntax(), 0), "exec": (OptionSyntax(arg="a"), 0), "nohup": (OptionSyntax(), 0),
-    "setsid": (OptionSyntax(), 0), "time": (OptionSyntax(arg="fo"), 0), "nice": (OptionSyntax(arg="n"), 0),
+                         long_args=(("--unset", 1), ("--chdir", 1))), 0),
+    "command": (OptionSyntax(), 0), "exec": (OptionSyntax(arg="a"), 0),
+    "nohup": (OptionSyntax(), 0), "setsid": (OptionSyntax(), 0),
+    "time": (OptionSyntax(arg="fo"), 0), "nice": (OptionSyntax(arg="n"), 0),
     "ionice": (OptionSyntax(arg="cnp"), 0), "stdbuf": (OptionSyntax(arg="ioe"), 0),
     "timeout": (OptionSyntax(arg="sk", long_args=(("--signal", 1), ("--kill-after", 1))), 1),
     "sudo": (OptionSyntax(arg="ugCDhprtUT", long_args=(("--user", 1), ("--group", 1))), 0),
@@ -384,7 +388,7 @@ def program_texts(argv: Sequence[str]) -> list[ProgramText]:
                 if options.operands_from is not None:
                     found += [ProgramText(k, 0, language)
                               for k in range(first + options.operands_from, len(argv))]
-                elif (options.mode_c and codes) or (options.operand_code and not codes and
+                elif any(mode for *_, mode in codes) or (options.operand_code and not codes and
                                                     not _reads_file(argv[i + 1:first], options)):
                     found.append(ProgramText(first, 0, language))
         break

@@ -153,6 +153,7 @@ def test_a_pr_that_is_not_a_positive_integer_is_refused_before_gh_runs(fake, nam
     envelope = fake.run(f"workflows.run --name {name} --args-json '{args}'")
     assert envelope["ok"] is False, envelope
     assert envelope["error"]["code"] == "T413"
+    shown = json.dumps(pr, separators=(",", ":"))
     assert envelope["error"]["message"] == \
-        f"github.pr.monitor args.pr must be a positive integer (got {json.dumps(pr, separators=(',', ':'))})"
+        f"github.pr.monitor args.pr must be a positive integer (got {shown})"
     assert fake.calls() == []
