@@ -71,8 +71,9 @@ def test_search_query_is_a_positional_after_the_terminator(fake, value):
 
 
 @pytest.mark.parametrize("value", ["--account=x", "-1", "--json"])
-def test_search_max_is_glued_to_its_flag(fake, value):
-    fake.run(f"gog.gmail.search --max={value}")  # gog refuses a max that is not a number
+@pytest.mark.parametrize("flag", ["max", "limit"])
+def test_search_max_is_glued_to_its_flag(fake, flag, value):
+    fake.run(f"gog.gmail.search --{flag}={value}")  # gog refuses a max that is not a number
     [call] = fake.calls()
     assert_safe(call)
     assert call["flags"]["max"] == ("NaN" if value != "-1" else "-1")
