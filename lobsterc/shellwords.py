@@ -68,8 +68,11 @@ def split_commands(source: str) -> list[list[ShellWord]]:
 
 
 def _tokens(s: str) -> Iterator[ShellWord | str]:
-    """Words (ShellWord) and operators (str) in order; comments and blanks dropped."""
+    """Words (ShellWord) and operators (str) in order; comments, blanks and the bodies of
+    here-documents (data for the command, up to their delimiter line) dropped."""
     i, n = 0, len(s)
+    heredocs: list[tuple[str, bool]] = []  # (delimiter, strip tabs) read at the next newline
+    after_heredoc_op: str | None = None
     while i < n:
         ch = s[i]
         if ch in _BLANK:
@@ -82,11 +85,31 @@ def _tokens(s: str) -> Iterator[ShellWord | str]:
         elif op := _operator_at(s, i):
             yield op
             i += len(op)
+            if op == "\n" and heredocs:
+                i = _skip_heredocs(s, i, heredocs)
+                heredocs = []
+            after_heredoc_op = op if op in ("<<", "<<-") else None
         else:
             word, i = _word(s, i)
             if _IO_NUMBER.fullmatch(word.text) and i < n and s[i] in "<>":
                 continue  # `2>file`: the digits belong to the redirection
+            if after_heredoc_op:
+                heredocs.append((word.text, after_heredoc_op == "<<-"))
+                after_heredoc_op = None
             yield word
+
+
+def _skip_heredocs(s: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
+    """Past the bodies of the here-documents opened on the line that just ended."""
+    for delimiter, strip_tabs in heredocs:
+        while i < len(s):
+            end = s.find("\n", i)
+            end = len(s) if end < 0 else end
+            line = s[i:end].lstrip("\t") if strip_tabs else s[i:end]
+            i = end + 1
+            if line == delimiter:
+                break
+    return min(i, len(s))
 
 
 _IO_NUMBER = re.compile(r"[0-9]+")

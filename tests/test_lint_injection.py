@@ -74,6 +74,7 @@ CORPUS = [
     ("run", "node --eval \"console.log('$a.stdout')\"", [("W309", OUT, "node")]),
     ("run", "env bash -c \"perl -e 'print \\\"${name}\\\"'\"", [("W301", ARG, "perl")]),
     ("run", "cat <<EOF\n${name}\nEOF", [("W301", ARG, "sh")]),
+    ("run", "cat <<EOF\npython3 -c '${name}'\nEOF", [("W301", ARG, "sh")]),
     ("run", "jq -n \"$a.json\" && echo ${name}", [("W301", ARG, "sh"), ("W309", JSON, "jq")]),
     ("run", "if true; then LANG=C ruby3.2 -e 'p ${name}'; fi", [("W301", ARG, "ruby")]),
     ("run", "pwsh -Command \"Write-Output '${name}'\"", [("W301", ARG, "pwsh")]),
@@ -172,6 +173,9 @@ LEXER_CASES = [
     r"""echo "$(printf '%s' ")")" z""",
     r"""echo "`printf a`" b""",
     r"""echo ${UNSET:-"a b"} w""",
+    "cat <<EOF >/dev/null\necho inside\nEOF\necho after",
+    "cat <<-'E' >/dev/null; echo same line\n\techo inside\n\tE\necho after",
+    "echo a=b c=d; (echo sub)",
 ]
 
 
