@@ -40,10 +40,15 @@ class Session:
         self.client.initialized(lsp.InitializedParams())
         return result
 
-    async def stop(self) -> None:
+    async def stop(self) -> str:
+        """Shut the server down; what it wrote on stderr (its log)."""
         await asyncio.wait_for(self.client.shutdown_async(None), 10)
         self.client.exit(None)
+        server = self.client._server
+        await asyncio.wait_for(server.wait(), 10)
+        log = (await server.stderr.read()).decode("utf-8", "replace")
         await self.client.stop()
+        return log
 
     def note(self, what: str, payload: Any) -> None:
         data = self.client.protocol._converter.unstructure(payload) if payload is not None else None
@@ -70,7 +75,7 @@ class Session:
             while True:
                 for params in reversed(self.published.get(uri, [])):
                     if params.version == want:
-                        return params.diagnostics
+                        return list(params.diagnostics)
                 self.arrived.clear()
                 await self.arrived.wait()
 

@@ -568,6 +568,15 @@ def _keys(lines: list[str], line: int, char: int) -> list[Item]:
     if table is None or (not chain and col > 0):
         return []
     names, nodes = table
+    for text in lines[line + 1:]:  # the keys below, up to the end of this mapping
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        lead = re.match(r"^(\s*)(-\s+)?", text)
+        if lead.end() < col or (lead[2] and lead.end() <= col):
+            break
+        key = _KEY_LINE.match(text)
+        if lead.end() == col and key:
+            siblings.add(key[3])
     return [Item(k, "property", _type_of(nodes.get(k, {})), (nodes.get(k) or {}).get("description", ""),
                  _replace(line, char, m[3], f"{k}: ")) for k in names if k not in siblings]
 

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -289,8 +290,8 @@ def rename(ls: LobsterServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | N
     try:
         edits = analysis.rename(doc.source, lint_path(uri, doc.source), line, char,
                                 params.new_name)
-    except ValueError:
-        raise  # pygls answers with the error: the editor shows why the name is refused
+    except ValueError as exc:  # the editor shows why the name is refused
+        raise JsonRpcInvalidParams(str(exc)) from None
     except Exception:  # noqa: BLE001
         log.error("rename failed:\n%s", traceback.format_exc())
         return None
