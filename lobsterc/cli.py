@@ -209,7 +209,7 @@ def cmd_lsp(ns) -> int:
     """`lobsterc lsp`: the language server on stdio (lobsterc.lsp; pygls loads only here)."""
     from lobsterc.lsp import main as serve
 
-    return serve()
+    return serve(require_approval=ns.require_approval, strict=ns.strict)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -268,6 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="A language server for workflow files and pipelines: lint diagnostics as "
         "you type, quick fixes, completion, hover, go to definition, symbols and rename. Needs "
         "the lsp extra: pip install 'lobster-pipelines[lsp]'.")
+    p.add_argument("--require-approval", action="store_true",
+                   help="lint with the approval proof, as `lobsterc lint --require-approval`")
+    p.add_argument("--strict", action="store_true",
+                   help="with --require-approval: shell and exec steps need approval too")
     p.set_defaults(run=cmd_lsp)
     return parser
 

@@ -13,14 +13,15 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
-SERVER = [sys.executable, "-c", "import sys; from lobsterc.cli import main; sys.exit(main(['lsp']))"]
+SERVER = [sys.executable, "-m", "lobsterc.cli", "lsp"]
 
 
 class Session:
     """One server process and the documents opened in it. `diagnostics(uri, version)` waits for
     the diagnostics the server publishes for that version of the document."""
 
-    def __init__(self) -> None:
+    def __init__(self, *args: str) -> None:
+        self.args = args  # for `lobsterc lsp`
         self.client = LanguageClient("lobster-tests", "1")
         self.published: dict[str, list[lsp.PublishDiagnosticsParams]] = {}
         self.arrived = asyncio.Event()
@@ -34,7 +35,7 @@ class Session:
             self.arrived.set()
 
     async def start(self) -> lsp.InitializeResult:
-        await self.client.start_io(*SERVER, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        await self.client.start_io(*SERVER, *self.args, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         result = await self.client.initialize_async(lsp.InitializeParams(
             capabilities=lsp.ClientCapabilities(), process_id=os.getpid()))
         self.client.initialized(lsp.InitializedParams())

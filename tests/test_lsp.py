@@ -23,12 +23,12 @@ from tests.lsp_session import DEMO, Session, apply, find  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def session(body, refusals: int = 0):
+def session(body, refusals: int = 0, args: tuple[str, ...] = ()):
     """Run `body(s)` against a fresh server; the server is shut down cleanly after, having
     logged no failure (a handler that fails answers empty, and logs why) but the `refusals`
     it was expected to answer with an error (pygls logs those too)."""
     async def main():
-        s = Session()
+        s = Session(*args)
         await s.start()
         try:
             result = await body(s)
@@ -285,6 +285,18 @@ def test_pipeline_files(tmp_path):
         assert labels(await s.completion(uri, 0, 7)) == ["--json", "--shell", "--stdin"]
 
     session(body)
+
+
+def test_require_approval_lints_as_the_cli_does(tmp_path):
+    uri = (tmp_path / "gate.lobster").as_uri()
+    text = "steps:\n  - id: save\n    pipeline: state.set seen\n"
+
+    async def body(s: Session):
+        s.open(uri, text)
+        return [d.code for d in await s.diagnostics(uri)]
+
+    assert session(body) == []
+    assert session(body, args=("--require-approval",)) == ["W306"]
 
 
 BROKEN = [

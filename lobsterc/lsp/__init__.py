@@ -9,7 +9,7 @@ import sys
 INSTALL_HINT = "lobsterc lsp needs the lsp extra: pip install 'lobster-pipelines[lsp]'"
 
 
-def main() -> int:
+def main(*, require_approval: bool = False, strict: bool = False) -> int:
     """Serve on stdin/stdout until the client exits; 2 with a one-line hint without pygls."""
     try:
         import lsprotocol  # noqa: F401
@@ -19,5 +19,5 @@ def main() -> int:
         return 2
     from lobsterc.lsp.server import serve
 
-    serve()
+    serve(require_approval=require_approval, strict=strict)
     return 0

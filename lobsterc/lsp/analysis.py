@@ -629,9 +629,9 @@ def hover(text: str, path: str, line: int, char: int) -> tuple[str, Range] | Non
         col = m.start(3) - (m.start(3) > 0 and row[m.start(3) - 1] in "\"'")
         chain, _ = key_chain(lines, line, col, len(m[1]) if m[2] else None)
         table = key_table(chain)
-        if table is not None and m[3] in table[1]:
-            node = table[1][m[3]]
-            return (f"**{m[3]}**: {node.get('description', '')}",
+        node = table[1].get(m[3]) if table is not None else None
+        if isinstance(node, dict) and (node.get("description") or node.get("title")):
+            return (f"**{m[3]}**: {node.get('description') or node.get('title')}",
                     (line, m.start(3), line, m.end(3)))
     return None
 

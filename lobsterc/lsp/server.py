@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -301,10 +300,9 @@ def rename(ls: LobsterServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | N
                                             for r, new in edits]})
 
 
-def serve() -> None:
-    """Serve on stdin/stdout. LOBSTERC_LSP_REQUIRE_APPROVAL=1 (and LOBSTERC_LSP_STRICT=1) lint
-    as `lobsterc lint --require-approval [--strict]` does."""
+def serve(*, require_approval: bool = False, strict: bool = False) -> None:
+    """Serve on stdin/stdout; lint as `lobsterc lint [--require-approval [--strict]]` does."""
     logging.basicConfig(level=logging.WARNING, format="lobsterc lsp: %(message)s")
-    server.require_approval = os.environ.get("LOBSTERC_LSP_REQUIRE_APPROVAL") == "1"
-    server.strict = os.environ.get("LOBSTERC_LSP_STRICT") == "1"
+    server.require_approval = require_approval
+    server.strict = strict
     server.start_io()
