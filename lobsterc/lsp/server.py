@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import re
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -97,10 +98,17 @@ def to_lsp(doc: Any, d: Diagnostic) -> lsp.Diagnostic:
                           code=d.code, source="lobsterc")
 
 
+STEPS_KEY = re.compile(r"""^\s*["']?steps["']?\s*:""", re.M)
+
+
 def lint(ls: LobsterServer, uri: str, text: str) -> list[Diagnostic]:
+    """lint's findings in this document. A .yaml/.yml/.json file without a `steps` key is
+    someone else's YAML or JSON (a server attached to every YAML file says nothing there)."""
     from lobsterc.lint import lint_file
 
     path = lint_path(uri, text)
+    if path.lower().endswith((".yaml", ".yml", ".json")) and not STEPS_KEY.search(text):
+        return []
     found = lint_file(path, text=text, require_approval=ls.require_approval, strict=ls.strict)
     return [d for d in found if d.span is None or d.span.source == path]
 
