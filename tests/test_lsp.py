@@ -291,13 +291,15 @@ def test_other_yaml_and_json_files_get_no_findings(tmp_path):
     async def body(s: Session):
         found = {}
         for name, text in (("ci.yml", "on: push\njobs: {}\n"), ("package.json", '{"a": 1}'),
+                           ("notes.txt", "pik | exec --shel"),
                            ("flow.yaml", "steps:\n  - id: a\n    pipeline: pik\n")):
             uri = (tmp_path / name).as_uri()
             s.open(uri, text)
             found[name] = [d.code for d in await s.diagnostics(uri)]
         return found
 
-    assert session(body) == {"ci.yml": [], "package.json": [], "flow.yaml": ["E201"]}
+    assert session(body) == {"ci.yml": [], "package.json": [], "notes.txt": [],
+                             "flow.yaml": ["E201"]}
 
 
 def test_require_approval_lints_as_the_cli_does(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import re
 import traceback
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from lobsterc.lsp import analysis
 from vm import __version__
 
 DEBOUNCE_S = 0.3
+STEPS_KEY = re.compile(r"""^\s*["']?steps["']?\s*:""", re.M)
 log = logging.getLogger("lobsterc.lsp")
 
 
@@ -46,13 +48,16 @@ def path_of(uri: str) -> str:
     return path or uri.rsplit("/", 1)[-1] or "untitled"
 
 
-def lint_path(uri: str, text: str) -> str:
-    """Where lint reads the buffer as: its own path, or (an unknown extension) a workflow file
-    when it has `steps:`, else a pipeline."""
+def lint_path(uri: str, text: str) -> str | None:
+    """Where lint reads the buffer as: its own path; a document without an extension (an
+    untitled one) as a workflow file when it has `steps:`, else as a pipeline. None for any
+    other extension: not ours, nothing to say."""
     path = path_of(uri)
     if analysis.is_workflow(path) or path.endswith(".pipeline"):
         return path
-    return path + (".lobster" if "steps:" in text else ".pipeline")
+    if os.path.splitext(path)[1]:
+        return None
+    return path + (".lobster" if STEPS_KEY.search(text) else ".pipeline")
 
 
 def answering(empty: Any) -> Callable:
@@ -98,16 +103,14 @@ def to_lsp(doc: Any, d: Diagnostic) -> lsp.Diagnostic:
                           code=d.code, source="lobsterc")
 
 
-STEPS_KEY = re.compile(r"""^\s*["']?steps["']?\s*:""", re.M)
-
-
 def lint(ls: LobsterServer, uri: str, text: str) -> list[Diagnostic]:
     """lint's findings in this document. A .yaml/.yml/.json file without a `steps` key is
     someone else's YAML or JSON (a server attached to every YAML file says nothing there)."""
     from lobsterc.lint import lint_file
 
     path = lint_path(uri, text)
-    if path.lower().endswith((".yaml", ".yml", ".json")) and not STEPS_KEY.search(text):
+    if path is None or path.lower().endswith((".yaml", ".yml", ".json")) \
+            and not STEPS_KEY.search(text):
         return []
     found = lint_file(path, text=text, require_approval=ls.require_approval, strict=ls.strict)
     return [d for d in found if d.span is None or d.span.source == path]
@@ -195,7 +198,7 @@ def code_action(ls: LobsterServer, params: lsp.CodeActionParams) -> list[lsp.Cod
         rng = analysis.to_range(d.span)
         if d.span is None or not _overlaps(rng, asked):
             continue
-        for title, edits in analysis.fixes(text, lint_path(uri, text), d):
+        for title, edits in analysis.fixes(text, lint_path(uri, text) or "", d):
             change = lsp.WorkspaceEdit(changes={uri: [lsp.TextEdit(_range(doc, r), new)
                                                       for r, new in edits]})
             actions.append(lsp.CodeAction(title, kind=lsp.CodeActionKind.QuickFix,
@@ -220,7 +223,8 @@ def completion(ls: LobsterServer, params: lsp.CompletionParams) -> lsp.Completio
     doc = _doc(ls, uri)
     line, char = _pos(doc, params.position)
     items = []
-    for item in analysis.complete(doc.source, lint_path(uri, doc.source), line, char):
+    path = lint_path(uri, doc.source)
+    for item in analysis.complete(doc.source, path, line, char) if path else ():
         edit = None
         if item.edit is not None:
             edit = lsp.TextEdit(_range(doc, item.edit[0]), item.edit[1])
@@ -237,7 +241,8 @@ def hover(ls: LobsterServer, params: lsp.HoverParams) -> lsp.Hover | None:
     uri = params.text_document.uri
     doc = _doc(ls, uri)
     line, char = _pos(doc, params.position)
-    found = analysis.hover(doc.source, lint_path(uri, doc.source), line, char)
+    path = lint_path(uri, doc.source)
+    found = analysis.hover(doc.source, path, line, char) if path else None
     if found is None:
         return None
     return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, found[0]), _range(doc, found[1]))
@@ -249,7 +254,8 @@ def definition(ls: LobsterServer, params: lsp.DefinitionParams) -> lsp.Location 
     uri = params.text_document.uri
     doc = _doc(ls, uri)
     line, char = _pos(doc, params.position)
-    found = analysis.definition(doc.source, lint_path(uri, doc.source), line, char)
+    path = lint_path(uri, doc.source)
+    found = analysis.definition(doc.source, path, line, char) if path else None
     return lsp.Location(uri, _range(doc, found)) if found else None
 
 
@@ -271,7 +277,8 @@ def document_symbol(ls: LobsterServer, params: lsp.DocumentSymbolParams
             _range(doc, step.id_range), detail=step.kind,
             children=[symbol(c) for c in step.children])
 
-    return [symbol(s) for s in analysis.outline(doc.source, lint_path(uri, doc.source)).steps]
+    path = lint_path(uri, doc.source)
+    return [symbol(s) for s in analysis.outline(doc.source, path).steps] if path else []
 
 
 @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
@@ -281,7 +288,7 @@ def prepare_rename(ls: LobsterServer, params: lsp.PrepareRenameParams) -> lsp.Ra
     doc = _doc(ls, uri)
     line, char = _pos(doc, params.position)
     path = lint_path(uri, doc.source)
-    found = analysis.name_at(doc.source, path, line, char)
+    found = analysis.name_at(doc.source, path, line, char) if path else None
     if found is None:
         return None
     edits = analysis.rename(doc.source, path, line, char, found[0]) or []
@@ -294,9 +301,11 @@ def rename(ls: LobsterServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | N
     uri = params.text_document.uri
     doc = _doc(ls, uri)
     line, char = _pos(doc, params.position)
+    path = lint_path(uri, doc.source)
+    if path is None:
+        return None
     try:
-        edits = analysis.rename(doc.source, lint_path(uri, doc.source), line, char,
-                                params.new_name)
+        edits = analysis.rename(doc.source, path, line, char, params.new_name)
     except ValueError as exc:  # the editor shows why the name is refused
         raise JsonRpcInvalidParams(str(exc)) from None
     except Exception:  # noqa: BLE001
