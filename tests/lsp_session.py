@@ -53,7 +53,11 @@ class Session:
 
     def note(self, what: str, payload: Any) -> None:
         data = self.client.protocol._converter.unstructure(payload) if payload is not None else None
-        self.transcript.append(f"{what}\n{json.dumps(data, indent=1)}")
+        if isinstance(data, list):
+            shown = "\n".join("  " + json.dumps(x, ensure_ascii=False) for x in data) or "  []"
+        else:
+            shown = "  " + json.dumps(data, ensure_ascii=False)
+        self.transcript.append(f"{what}\n{shown}")
 
     def open(self, uri: str, text: str) -> None:
         self.texts[uri], self.versions[uri] = text, 1
@@ -195,6 +199,13 @@ async def demo() -> list[str]:
     s.change(uri, (line, end, line, end), 'env"')
     s.note("hover on the reference", await s.hover(uri, line, char + 12))
     s.note("go to definition", await s.definition(uri, line, char + 12))
+    diags = await s.diagnostics(uri)
+    s.note("diagnostics", diags)
+    actions = await s.code_actions(uri, diags[0])
+    s.note("code actions", actions)
+    s.apply(uri, actions[0].edit)
+    s.transcript.append("after the fix:\n" + "\n".join(
+        "  | " + x for x in s.texts[uri].split("\n")[line - 2:line + 3]))
     s.note("diagnostics", await s.diagnostics(uri))
     await s.stop()
     return s.transcript

@@ -377,3 +377,11 @@ def test_missing_extra_names_the_install():
                          stdin=subprocess.DEVNULL)
     assert out.returncode == 2
     assert out.stderr == "lobsterc lsp needs the lsp extra: pip install 'lobster-pipelines[lsp]'\n"
+
+
+def test_the_demo_session_runs_to_a_clean_file():
+    from tests.lsp_session import demo
+
+    transcript = asyncio.run(demo())
+    assert transcript[-1] == "diagnostics\n  []"
+    assert any(part.startswith("completion after `$ask_env.response.`") for part in transcript)
