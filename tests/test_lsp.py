@@ -267,6 +267,10 @@ def test_hover_definition_symbols_rename(tmp_path):
             await s.rename(uri, line, char + 5, "not an id")
         line, char = find(text, "pipeline: json")
         assert await s.rename(uri, line, char + 2, "x") is None
+        loop = text.replace("pipeline: pick name", "run: echo $item.stdout")
+        s.open(uri.replace("n.lobster", "loop.lobster"), loop)
+        line, char = find(loop, "$item.stdout")  # a loop variable is no step: nothing to rename
+        assert await s.rename(uri.replace("n.lobster", "loop.lobster"), line, char + 2, "x") is None
 
     session(body, refusals=1)
 
@@ -283,6 +287,19 @@ def test_pipeline_files(tmp_path):
         assert s.texts[uri] == "exec --json 'ls' | pick name\n"
         assert await s.diagnostics(uri) == []
         assert labels(await s.completion(uri, 0, 7)) == ["--json", "--shell", "--stdin"]
+        block = (tmp_path / "block.lobster").as_uri()
+        s.open(block, "steps:\n  - id: a\n    pipeline: |\n      exec --json 'ls'\n"
+                      "        | pi\n  - id: b\n    run: echo $item.stdout\n")
+        assert "pick" in labels(await s.completion(block, 4, 12))
+        assert labels(await s.completion(block, 3, 18)) == ["--json", "--shell", "--stdin"]
+        assert "run" in labels(await s.completion(block, 6, 4))  # a key, not a pipeline
+        as_json = (tmp_path / "flow.json").as_uri()
+        text = '{"steps": [{"id": "a", "pipeline": "exec --js"}, {"id": "b", "stdin": "$a."}]}'
+        s.open(as_json, text)
+        assert labels(await s.completion(as_json, 0, text.index("--js") + 4)) == [
+            "--json", "--shell", "--stdin"]
+        assert labels(await s.completion(as_json, 0, text.index("$a.") + 3))[0] == "json"
+        assert [x.name for x in await s.symbols(as_json)] == ["a", "b"]
 
     session(body)
 

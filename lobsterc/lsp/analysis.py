@@ -260,6 +260,8 @@ def rename(text: str, path: str, line: int, char: int, new: str) -> list[Edit] |
         raise ValueError(f"a step id is letters, digits, _ and - (got {new!r})")
     old, out = found
     edits: list[Edit] = [(s.id_range, new) for s in out.walk() if s.id == old]
+    if not edits:
+        return None  # a loop variable: its name is declared elsewhere (item_var, index_var)
     edits += [(r.name_range, new) for r in references(text, out.names()) if r.name == old]
     return edits
 
@@ -290,16 +292,18 @@ def pipeline_start(lines: list[str], path: str, line: int, char: int) -> tuple[i
     if m and m.end() <= char and not _BLOCK.match(text):
         quoted = text[m.end():m.end() + 1] in ("'", '"')
         return (line, m.end() + quoted)
-    here = _indent(text) if text.strip() else char
+    here = _indent(text) if text.strip() else char  # the block's lines are indented past its key
+    if _KEY_LINE.match(text):
+        return None
     for no in range(line - 1, -1, -1):
         above = lines[no]
         if not above.strip():
             continue
-        block = _BLOCK.match(above)
-        if block:
+        if _BLOCK.match(above):
             return (no + 1, 0) if _indent(above) < here else None
-        if _indent(above) < here:
-            return None
+        if _KEY_LINE.match(above) or _indent(above) == 0:
+            return None  # a key of the document: the cursor is in no pipeline block
+        here = min(here, _indent(above))
     return None
 
 
