@@ -319,6 +319,21 @@ def test_other_yaml_and_json_files_get_no_findings(tmp_path):
                              "flow.yaml": ["E201"]}
 
 
+def test_a_callees_findings_show_on_the_line_that_calls_it(tmp_path):
+    (tmp_path / "callee.lobster").write_text("steps:\n  - id: x\n    pipeline: pik\n",
+                                             encoding="utf-8")
+    uri = (tmp_path / "caller.lobster").as_uri()
+    text = "steps:\n  - id: call\n    workflow: ./callee.lobster\n"
+
+    async def body(s: Session):
+        s.open(uri, text)
+        return await s.diagnostics(uri)
+
+    (found,) = session(body)
+    assert found.code == "E201" and found.message.startswith(str(tmp_path / "callee.lobster"))
+    assert (found.range.start.line, found.range.start.character) == find(text, "callee.lobster")
+
+
 def test_require_approval_lints_as_the_cli_does(tmp_path):
     uri = (tmp_path / "gate.lobster").as_uri()
     text = "steps:\n  - id: save\n    pipeline: state.set seen\n"

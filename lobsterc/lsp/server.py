@@ -113,7 +113,23 @@ def lint(ls: LobsterServer, uri: str, text: str) -> list[Diagnostic]:
             and not STEPS_KEY.search(text):
         return []
     found = lint_file(path, text=text, require_approval=ls.require_approval, strict=ls.strict)
-    return [d for d in found if d.span is None or d.span.source == path]
+    return [d if d.span is None or d.span.source == path else _in_caller(d, path, text)
+            for d in found]
+
+
+def _in_caller(d: Diagnostic, path: str, text: str) -> Diagnostic:
+    """A finding in a file this one calls, shown on the line that names that file (else the
+    first line), its own place leading the message."""
+    from lobsterc.source import Span
+
+    s = d.span
+    name = os.path.basename(s.source)
+    lines = analysis.lines_of(text)
+    line = next((i for i, x in enumerate(lines) if name in x and "workflow" in x), 0)
+    col = lines[line].find(name) if name in lines[line] else 0
+    where = Span(path, line + 1, col + 1, line + 1, col + 1 + (len(name) if col else 0))
+    return Diagnostic(d.code, f"{s.source}:{s.line}:{s.col}: {d.message}", where, d.help,
+                      d.severity)
 
 
 async def publish(ls: LobsterServer, uri: str, delay: float) -> None:
