@@ -110,6 +110,10 @@ class Session:
         return await self.client.text_document_rename_async(lsp.RenameParams(
             self.doc(uri), lsp.Position(line, char), new))
 
+    async def prepare_rename(self, uri: str, line: int, char: int) -> Any:
+        return await self.client.text_document_prepare_rename_async(lsp.PrepareRenameParams(
+            self.doc(uri), lsp.Position(line, char)))
+
     async def code_actions(self, uri: str, diag: lsp.Diagnostic) -> list[lsp.CodeAction]:
         result = await self.client.text_document_code_action_async(lsp.CodeActionParams(
             self.doc(uri), diag.range, lsp.CodeActionContext([diag])))

@@ -259,6 +259,9 @@ def test_hover_definition_symbols_rename(tmp_path):
         assert tree == [("ask", []), ("fan", ["left", "right"]), ("loop", ["inner"]),
                         ("last", [])]
         line, char = find(text, "id: fan")
+        assert await s.prepare_rename(uri, line, char + 5) == lsp.Range(
+            lsp.Position(line, char + 4), lsp.Position(line, char + 7))
+        assert await s.prepare_rename(uri, line, char + 1) is None  # on the key
         edit = await s.rename(uri, line, char + 5, "spread")
         renamed = apply(text, [((e.range.start.line, e.range.start.character, e.range.end.line,
                                  e.range.end.character), e.new_text) for e in edit.changes[uri]])

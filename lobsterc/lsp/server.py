@@ -232,7 +232,7 @@ _KINDS = {"keyword": lsp.CompletionItemKind.Keyword, "function": lsp.CompletionI
 
 
 @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(
-    trigger_characters=["$", ".", "-", " ", "|"]))
+    trigger_characters=["$", ".", "-"]))
 @answering(lsp.CompletionList(is_incomplete=False, items=[]))
 def completion(ls: LobsterServer, params: lsp.CompletionParams) -> lsp.CompletionList:
     uri = params.text_document.uri
@@ -312,7 +312,7 @@ def prepare_rename(ls: LobsterServer, params: lsp.PrepareRenameParams) -> lsp.Ra
                 None)
 
 
-@server.feature(lsp.TEXT_DOCUMENT_RENAME)
+@server.feature(lsp.TEXT_DOCUMENT_RENAME, lsp.RenameOptions(prepare_provider=True))
 def rename(ls: LobsterServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
     uri = params.text_document.uri
     doc = _doc(ls, uri)
