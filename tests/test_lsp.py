@@ -96,6 +96,23 @@ def test_edits_into_and_out_of_errors_match_lint(tmp_path):
     session(body)
 
 
+def test_typing_is_debounced(tmp_path):
+    uri = (tmp_path / "typing.pipeline").as_uri()
+
+    async def body(s: Session):
+        s.open(uri, "")
+        await s.diagnostics(uri)
+        for n, ch in enumerate("exec --shel 'ls' | pik"):
+            s.change(uri, (0, n, 0, n), ch)  # one keystroke at a time, faster than the delay
+        found = await s.diagnostics(uri)
+        return [d.code for d in found], [p.version for p in s.published[uri]]
+
+    codes, versions = session(body)
+    assert codes == ["E202", "E201"]
+    # the open, then (on a machine that keeps up) the last keystroke's version only
+    assert versions[0] == 1 and versions[-1] == 23 and len(versions) <= 4, versions
+
+
 WITH_SPLICES = """\
 args:
   who: {default: world}
