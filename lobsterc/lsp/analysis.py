@@ -9,7 +9,6 @@ else from the `id:` lines; completion reads the text around the cursor, never th
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -117,9 +116,8 @@ def _steps(doc: Any, lines: list[str], items: list, at: tuple, path: str) -> Ite
         where = (*at, index)
         sid = item["id"]
         id_range = _id_range(doc, lines, where, sid)
-        whole = to_range(doc.spans.get(where))
-        whole = (min(whole[0], id_range[0]), whole[1] if whole[0] <= id_range[0] else id_range[1],
-                 max(whole[2], id_range[2]), whole[3] if whole[2] >= id_range[2] else id_range[3])
+        whole = to_range(doc.spans.get(where))  # widened to hold the id, as symbols must
+        whole = (*min(whole[:2], id_range[:2]), *max(whole[2:], id_range[2:]))
         kind = next((k for k in STEP_KINDS if k in item), "step")
         kind = {"run": "shell", "command": "shell"}.get(kind, kind)
         children: list[StepDef] = []
