@@ -320,6 +320,9 @@ def test_pipeline_files(tmp_path):
             "--json", "--shell", "--stdin"]
         assert labels(await s.completion(as_json, 0, text.index("$a.") + 3))[0] == "json"
         assert [x.name for x in await s.symbols(as_json)] == ["a", "b"]
+        s.change(as_json, (0, len(text) - 3, 0, len(text) - 3), ', "ti')
+        keys = labels(await s.completion(as_json, 0, len(text)))
+        assert "timeout_ms" in keys and "stdin" not in keys and "id" not in keys
 
     session(body)
 

@@ -486,7 +486,9 @@ def complete(text: str, path: str, line: int, char: int) -> list[Item]:
     prefix = _pipeline_prefix(lines, path, line, char)
     if prefix is not None:
         return _pipeline_items(prefix, line, char)
-    if is_workflow(path) and not path.lower().endswith(".json"):
+    if path.lower().endswith(".json"):
+        return _json_keys(lines, line, char)
+    if is_workflow(path):
         return _keys(lines, line, char)
     return []
 
@@ -581,6 +583,56 @@ def _keys(lines: list[str], line: int, char: int) -> list[Item]:
             siblings.add(key[3])
     return [Item(k, "property", _type_of(nodes.get(k, {})), (nodes.get(k) or {}).get("description", ""),
                  _replace(line, char, m[3], f"{k}: ")) for k in names if k not in siblings]
+
+
+def _json_keys(lines: list[str], line: int, char: int) -> list[Item]:
+    """Keys in a JSON workflow file: after the `"` that opens a key of an object."""
+    before = "\n".join([*lines[:line], lines[line][:char]])
+    m = re.search(r'[{,]\s*"([A-Za-z0-9_-]*)$', before)
+    if m is None:
+        return []
+    chain, siblings = json_key_chain(before[:m.start(1) - 1])
+    table = key_table(chain) if chain is not None else None
+    if table is None:
+        return []
+    names, nodes = table
+    return [Item(k, "property", _type_of(nodes.get(k, {})), (nodes.get(k) or {}).get("description", ""),
+                 _replace(line, char, m[1], k)) for k in names if k not in siblings]
+
+
+def json_key_chain(text: str) -> tuple[list[str] | None, set[str]]:
+    """For JSON text that ends inside an object: the keys that hold that object (nearest
+    first; a list's key for an item of a list) and the keys the object has so far. None when
+    the text does not end inside an object."""
+    stack: list[list] = []  # [bracket, the key that holds it, keys seen in it]
+    last: str | None = None  # the last string, until a `:` makes it a key
+    key: str | None = None  # the key whose value comes next
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            m = re.match(r'"((?:[^"\\]|\\.)*)"?', text[i:])
+            last = m[1]
+            i += m.end()
+            continue
+        if ch == ":":
+            key = last
+            if stack and stack[-1][0] == "{" and last is not None:
+                stack[-1][2].add(last)
+        elif ch in "{[":
+            stack.append([ch, key, set()])
+            key = None
+        elif ch in "}]":
+            if stack:
+                stack.pop()
+            key = None
+        elif ch == ",":
+            key = None
+        i += 1
+    if not stack or stack[-1][0] != "{":
+        return None, set()
+    chain = [holder for _, holder, _ in reversed(stack) if holder is not None]
+    return chain[:2], stack[-1][2]
 
 
 def _type_of(node: dict) -> str:
