@@ -500,7 +500,7 @@ def _lint_workflow(path: str, require_approval: bool, strict: bool,
     from lobsterc.workflow import compile_workflow
 
     try:
-        ctx.program = compile_workflow(path, text)
+        ctx.program = compile_workflow(path, text=text)
     except CompileError as exc:
         return diags + list(exc.diagnostics)
     ctx.steps = _index(loaded.workflow, "", ())
