@@ -169,6 +169,26 @@ steps:
     assert lint_json(tmp_path, "fixed.lobster", text) == []
 
 
+def test_did_you_mean_fixes_for_references_fields_commands_and_values(tmp_path):
+    uri = (tmp_path / "typos.lobster").as_uri()
+    text = ("steps:\n  - id: build\n    pipeline: json\n  - id: ship\n    stdin: $biuld.json\n"
+            "    pipeline: pick a\n  - id: three\n    stdin: $build.jsno\n"
+            "    pipeline: state.gett x\n    effects: raed\n")
+
+    async def body(s: Session):
+        s.open(uri, text)
+        found = await s.diagnostics(uri)
+        assert sorted(d.code for d in found) == ["E201", "E211", "E218", "W307"]
+        while found:
+            actions = await s.code_actions(uri, found[0])
+            s.apply(uri, actions[0].edit)
+            found = await s.diagnostics(uri)
+        return s.texts[uri]
+
+    assert session(body) == text.replace("biuld", "build").replace("jsno", "json").replace(
+        "gett", "get").replace("raed", "read")
+
+
 NESTED = """\
 steps:
   - id: ask
