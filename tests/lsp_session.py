@@ -72,6 +72,9 @@ class Session:
             lsp.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
             [lsp.TextDocumentContentChangePartial(range=to_lsp_range(rng), text=new)]))
 
+    def save(self, uri: str) -> None:
+        self.client.text_document_did_save(lsp.DidSaveTextDocumentParams(self.doc(uri)))
+
     async def diagnostics(self, uri: str, timeout: float = 30) -> list[lsp.Diagnostic]:
         """The diagnostics published for the document's current version."""
         want = self.versions[uri]

@@ -370,9 +370,18 @@ def test_a_callees_findings_show_on_the_line_that_calls_it(tmp_path):
 
     async def body(s: Session):
         s.open(uri, text)
-        return await s.diagnostics(uri)
+        (found,) = await s.diagnostics(uri)
+        callee = (tmp_path / "callee.lobster").as_uri()
+        s.open(callee, (tmp_path / "callee.lobster").read_text(encoding="utf-8"))
+        await s.diagnostics(callee)
+        s.change(callee, (2, 14, 2, 17), "json")  # fixed in the editor, then saved
+        (tmp_path / "callee.lobster").write_text(s.texts[callee], encoding="utf-8")
+        s.published.pop(uri)
+        s.save(callee)
+        assert await s.diagnostics(uri) == []  # the caller is linted again
+        return found
 
-    (found,) = session(body)
+    found = session(body)
     assert found.code == "E201" and found.message.startswith(str(tmp_path / "callee.lobster"))
     assert (found.range.start.line, found.range.start.character) == find(text, "callee.lobster")
 

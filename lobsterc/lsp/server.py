@@ -176,7 +176,9 @@ async def did_change(ls: LobsterServer, params: lsp.DidChangeTextDocumentParams)
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
 async def did_save(ls: LobsterServer, params: lsp.DidSaveTextDocumentParams) -> None:
-    schedule(ls, params.text_document.uri, 0)
+    """Lint every open document again: one may call the file just saved."""
+    for uri in list(ls.workspace.text_documents):
+        schedule(ls, uri, 0)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
