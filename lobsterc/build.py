@@ -47,21 +47,25 @@ class Library:
             load(path, library=self)
 
 
-def load(path: str, *, lenient: bool = False, library: Library | None = None) -> Loaded:
+def load(path: str, *, lenient: bool = False, library: Library | None = None,
+         text: str | None = None) -> Loaded:
     """Read, parse, validate and build a workflow file and the files it calls. `lenient` (lint)
-    reports every repeated id and invalid responseSchema before the first other problem."""
+    reports every repeated id and invalid responseSchema before the first other problem.
+    `text` stands for the file's text (an editor's unsaved buffer); callees are read from disk."""
     if library is None:
         library = Library()
     real = os.path.realpath(path)
     library.files.setdefault(real, None)
-    loaded = _load(path, real, lenient, library)
+    loaded = _load(path, real, lenient, library, text)
     library.files[real] = loaded
     return loaded
 
 
-def _load(path: str, real: str, lenient: bool, library: Library) -> Loaded:
+def _load(path: str, real: str, lenient: bool, library: Library,
+          text: str | None = None) -> Loaded:
     try:
-        text = read_text(path)
+        if text is None:
+            text = read_text(path)
         if not lenient:
             doc = validated(text, path)
             return Loaded(path, build(doc, library), (), real)

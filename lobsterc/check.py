@@ -251,12 +251,13 @@ def check_pipeline(pipeline: ast.Pipeline) -> tuple[list[BoundStage], list[Diagn
 # workflow files
 
 
-def check_file(path: str, *, lenient: bool = False) -> tuple[Any, list[Diagnostic]]:
+def check_file(path: str, *, lenient: bool = False, text: str | None = None
+               ) -> tuple[Any, list[Diagnostic]]:
     """Load a workflow file (lobsterc.build.load) and check it: the Loaded file and every
-    diagnostic of it and of the files it calls, file by file."""
+    diagnostic of it and of the files it calls, file by file. `text`: the file's unsaved text."""
     from lobsterc.build import load
 
-    loaded = load(path, lenient=lenient)
+    loaded = load(path, lenient=lenient, text=text)
     return loaded, list(check_workflow(loaded))
 
 

@@ -1,5 +1,6 @@
 """The `lobsterc` command: compile, dis (disassemble, or --check against a golden file), lint,
-graph (a workflow file as mermaid / dot / ascii), schema (the workflow file JSON Schema).
+graph (a workflow file as mermaid / dot / ascii), schema (the workflow file JSON Schema), lsp
+(the language server).
 
 Exit codes: 0 ok, 1 findings (compile errors, drift), 2 usage error.
 """
@@ -204,6 +205,13 @@ def cmd_diff(ns) -> int:
     return run_diff(ns.files, rev=ns.rev, fmt=ns.format, accept=tuple(ns.accept or ()))
 
 
+def cmd_lsp(ns) -> int:
+    """`lobsterc lsp`: the language server on stdio (lobsterc.lsp; pygls loads only here)."""
+    from lobsterc.lsp import main as serve
+
+    return serve(require_approval=ns.require_approval, strict=ns.strict)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from vm import __version__
 
@@ -255,6 +263,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_graph)
     p = sub.add_parser("schema", help="print the workflow file format as a JSON Schema")
     p.set_defaults(run=cmd_schema)
+    p = sub.add_parser(
+        "lsp", help="run the language server on stdin/stdout (for editors)",
+        description="A language server for workflow files and pipelines: lint diagnostics as "
+        "you type, quick fixes, completion, hover, go to definition, symbols and rename. Needs "
+        "the lsp extra: pip install 'lobster-pipelines[lsp]'.")
+    p.add_argument("--require-approval", action="store_true",
+                   help="lint with the approval proof, as `lobsterc lint --require-approval`")
+    p.add_argument("--strict", action="store_true",
+                   help="with --require-approval: shell and exec steps need approval too")
+    p.set_defaults(run=cmd_lsp)
     return parser
 
 

@@ -521,13 +521,14 @@ RULES: tuple[Rule, ...] = (
 # ---------------------------------------------------------------------------------------------
 # files
 
-def lint_file(path: str, *, require_approval: bool = False, strict: bool = False
-              ) -> list[Diagnostic]:
-    """Every diagnostic of one source file, sorted by position."""
+def lint_file(path: str, *, require_approval: bool = False, strict: bool = False,
+              text: str | None = None) -> list[Diagnostic]:
+    """Every diagnostic of one source file, sorted by position. `text` stands for the file's
+    text (an editor's unsaved buffer: the file need not exist); spans name `path`."""
     if path.lower().endswith(WORKFLOW_EXTENSIONS):
-        diags = _lint_workflow(path, require_approval, strict)
+        diags = _lint_workflow(path, require_approval, strict, text)
     else:
-        diags = _lint_pipeline(path, require_approval, strict)
+        diags = _lint_pipeline(path, require_approval, strict, text)
     return _sorted(_unique(diags))
 
 
@@ -547,12 +548,14 @@ def _unique(diags: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-def _lint_pipeline(path: str, require_approval: bool, strict: bool) -> list[Diagnostic]:
+def _lint_pipeline(path: str, require_approval: bool, strict: bool,
+                   text: str | None = None) -> list[Diagnostic]:
     from lobsterc.codegen import compile_pipeline
     from lobsterc.parse import parse_pipeline
 
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
+    if text is None:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
     body = text.strip("\n")
     lead = len(text) - len(text.lstrip("\n"))
 
@@ -576,10 +579,11 @@ def _lint_pipeline(path: str, require_approval: bool, strict: bool) -> list[Diag
     return [place(d) for d in rule_approvals(ctx)]
 
 
-def _lint_workflow(path: str, require_approval: bool, strict: bool) -> list[Diagnostic]:
+def _lint_workflow(path: str, require_approval: bool, strict: bool,
+                   text: str | None = None) -> list[Diagnostic]:
     from lobsterc.check import check_file
 
-    loaded, diags = check_file(path, lenient=True)
+    loaded, diags = check_file(path, lenient=True, text=text)
     if loaded.workflow is None:
         return diags
     ctx = LintContext(path, wf=loaded.workflow, require_approval=require_approval, strict=strict)
@@ -591,7 +595,7 @@ def _lint_workflow(path: str, require_approval: bool, strict: bool) -> list[Diag
     from lobsterc.workflow import compile_workflow
 
     try:
-        ctx.program = compile_workflow(path)
+        ctx.program = compile_workflow(path, text=text)
     except CompileError as exc:
         return diags + list(exc.diagnostics)
     ctx.steps = _index(loaded.workflow, "", ())

@@ -27,14 +27,16 @@ COND_REG = 1  # EVAL_COND result
 ITEMS_REG = 0  # a pipeline step's items
 
 
-def compile_workflow(path: str) -> Program:
-    """Load, check and compile a workflow file (and the sub-workflows it calls)."""
-    return compile_workflow_files(path)[0]
+def compile_workflow(path: str, *, text: str | None = None) -> Program:
+    """Load, check and compile a workflow file (and the sub-workflows it calls); `text` stands
+    for the file's own text (an editor's unsaved buffer)."""
+    return compile_workflow_files(path, text=text)[0]
 
 
-def compile_workflow_files(path: str) -> tuple[Program, list[str]]:
+def compile_workflow_files(path: str, *, text: str | None = None
+                           ) -> tuple[Program, list[str]]:
     """The program, and the real path of every file it was compiled from."""
-    loaded, diags = check_file(path)
+    loaded, diags = check_file(path, text=text)
     refused = refusal(diags)
     if refused is not None:
         raise refused
