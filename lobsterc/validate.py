@@ -157,6 +157,14 @@ def _check_checkpoint_ttl(ttl: Any) -> None:
     from lobsterc.build import checkpoint_ttl_ms
 
     if ttl is not ABSENT and checkpoint_ttl_ms(ttl) is None:
+        from vm import bounds
+
+        limit = bounds.CHECKPOINT_TTL.limit_text()
+        try:
+            bounds.CHECKPOINT_TTL.parse(ttl, "checkpoint_ttl")
+        except bounds.BoundError as exc:
+            if exc.kind == "range":
+                _fail(f"Workflow checkpoint_ttl must be at most {limit}", "checkpoint_ttl")
         _fail("Workflow checkpoint_ttl must be a duration such as 30m, 12h or 7d, or a positive "
               "number of milliseconds", "checkpoint_ttl")
 

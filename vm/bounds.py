@@ -73,7 +73,8 @@ def _spelled(ms: int) -> str:
 class Bound:
     """One bound: values are integers of `unit` in [minimum, maximum]. `durations`: text such
     as `30m` is read too (the unit is then ms); `digits`: text of digits alone is read as a
-    number of the unit; `numbers`: a JSON number may be fractional (it is truncated)."""
+    number of the unit; `numbers`: a JSON number may be fractional (it is truncated, and one
+    just under the minimum, above minimum - 1, is raised to it: `timeoutMs: 0.5` is 1 ms)."""
 
     name: str
     unit: str
@@ -104,9 +105,9 @@ class Bound:
         if number > self.maximum:
             raise BoundError(f"{field} must be at most {self.limit_text()}, got "
                              f"{_number(number)}")
-        if number < self.minimum:  # every form names the minimum ("positive", "a duration")
-            raise self._wrong_form(number, field)
-        return int(number)
+        if number < self.minimum and not (self.numbers and number > self.minimum - 1):
+            raise self._wrong_form(number, field)  # each form names it ("positive", ...)
+        return max(int(number), self.minimum)
 
     def limit_text(self) -> str:
         spelled = _spelled(self.maximum) if self.durations else ""
@@ -131,6 +132,8 @@ class Bound:
             raise self._wrong_form(text, field)
         if number > self.maximum:
             raise BoundError(f"{field} must be at most {self.limit_text()}, got {shown(text)}")
+        if number < self.minimum:
+            raise self._wrong_form(text, field)
         return number
 
     def _wrong_form(self, value: Any, field: str) -> BoundError:
@@ -159,13 +162,15 @@ BOUNDS = {"checkpointTtl": CHECKPOINT_TTL, "timeoutMs": TIMEOUT_MS,
           "maxStdoutBytes": MAX_STDOUT_BYTES, "olderThan": AGE}
 
 
-def schema(bound: Bound, integer_only: bool = False) -> dict[str, Any]:
-    """The JSON Schema limits of a request field under `bound` (for MCP tool schemas)."""
+def schema(bound: Bound, text: bool = True) -> dict[str, Any]:
+    """The JSON Schema limits of a request field under `bound` (MCP tool schemas publish
+    them); `text`: the field may also be a string (a duration or digits)."""
     out: dict[str, Any] = {"maximum": bound.maximum}
-    if bound.minimum > 0:
-        out["exclusiveMinimum" if not integer_only else "minimum"] = \
-            0 if not integer_only else bound.minimum
-    if bound.durations or bound.digits:
+    if bound.numbers:
+        out["exclusiveMinimum"] = bound.minimum - 1
+    else:
+        out["minimum"] = bound.minimum
+    if text and (bound.durations or bound.digits):
         out["maxLength"] = MAX_TEXT
     return out
 
