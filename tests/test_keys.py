@@ -201,3 +201,33 @@ def test_a_store_of_schema_version_3_keeps_its_key_through_the_migration(pg_url)
         conn.execute("INSERT INTO lobster_key (id, key) VALUES (1, %s)", (key,))
     store = open_store(pg_url, {})
     assert store.keys() == [key] and store.key() == key
+
+
+def _lose_newest_key(location: str) -> None:
+    if location.startswith("postgresql://"):
+        import psycopg
+
+        from vm.store.postgres import close_pools
+
+        with psycopg.connect(location, autocommit=True) as conn:
+            conn.execute("DELETE FROM lobster_keys WHERE id = (SELECT max(id) FROM lobster_keys)")
+        close_pools()
+        return
+    newest = max(os.listdir(os.path.join(location, "keys")), key=int)
+    os.unlink(os.path.join(location, "keys", newest))
+
+
+def test_a_lost_newest_key_is_reported_not_replaced(options, location, tmp_path):
+    options.store().key()
+    options.store().rotate_key()
+    parked = handle({"action": "run", "pipeline": GATED}, options)  # signed by key 2
+    _lose_newest_key(location)
+    (entry,) = admin.pending(options)
+    assert entry["status"] == "unverifiable" and "not signed by any key" in entry["error"]
+    doctor = _run(location, tmp_path, "doctor")
+    assert doctor.returncode == 1 and "signed by no key" in json.loads(doctor.stdout)["error"][
+        "message"]
+    refused = handle({"action": "resume", "approve": True,
+                      "token": parked["requiresApproval"]["resumeToken"]}, options)
+    assert refused["ok"] is False and refused["error"]["code"] == "E502"
+    assert [k["number"] for k in admin.key_list(options)] == [1]  # no new key made in its place

@@ -902,10 +902,17 @@ def store_problem(options: Options) -> str | None:
         if location and "://" not in location and os.path.exists(location) and not os.path.isdir(location):
             return f"the state directory {location} is not a directory"
         store.key()  # reads, or creates, the signing key: the store is there and writable
+        keys = store.keys()
+        lost = sum(not parked.authentic(keys) for parked in store.list_parked())
     except SigningKeyError as exc:
         return str(exc)
     except (OSError, StoreError) as exc:
         return f"the state store cannot be used: {getattr(exc, 'strerror', None) or exc}"
+    if lost:
+        return (f"{lost} checkpoint{'' if lost == 1 else 's'} in the state store at "
+                f"{store.location} {'is' if lost == 1 else 'are'} signed by no key of its "
+                "signing key set (a key was lost, or planted, edited or older frames): `lobster "
+                "pending` lists them as unverifiable; restore the key, or cancel them")
     return None
 
 
