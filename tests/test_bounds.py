@@ -178,3 +178,48 @@ def test_a_ttl_past_the_bound_is_refused_in_every_spelling(ms):
         with pytest.raises(bounds.BoundError) as caught:
             bounds.CHECKPOINT_TTL.parse(value, "checkpointTtl")
         assert "at most" in caught.value.message
+
+
+JSON_VALUES = st.one_of(st.none(), st.booleans(), st.text(max_size=30),
+                        st.integers(min_value=-(10**40), max_value=10**40),
+                        st.floats(allow_nan=True, allow_infinity=True),
+                        st.from_regex(r"\A[0-9]{1,400}(ms|s|m|h|d|w)?\Z"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(timeout=JSON_VALUES, cap=JSON_VALUES, ttl=JSON_VALUES)
+def test_a_request_gives_settings_in_bounds_or_a_request_error(timeout, cap, ttl):
+    from vm.protocol import RequestError, Settings
+
+    request = {k: v for k, v in (("timeoutMs", timeout), ("maxStdoutBytes", cap),
+                                 ("checkpointTtl", ttl)) if v is not None}
+    try:
+        found = Settings.of_request(request, Options(cwd="/", env={}))
+    except RequestError as exc:
+        assert exc.envelope["error"]["code"] == "E001"
+        return
+    assert 200 <= found.timeout_ms <= bounds.TIMEOUT_MS.maximum
+    assert 1024 <= found.max_stdout_bytes <= bounds.MAX_STDOUT_BYTES.maximum
+    assert found.checkpoint_ttl_ms is None \
+        or 1 <= found.checkpoint_ttl_ms <= bounds.CHECKPOINT_TTL.maximum
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(st.text(max_size=80), st.from_regex(r"\A[0-9]{0,5000}(ms|s|m|h|d|w)?\Z")))
+def test_the_cli_duration_flags_give_a_value_in_bounds_or_a_one_line_refusal(text):
+    from vm import cli, cli_admin
+    from vm.protocol import RequestError
+
+    try:
+        ms = cli._timeout(text, "run")
+    except RequestError as exc:
+        assert exc.envelope["error"]["code"] == "E021"
+        assert "\n" not in exc.envelope["error"]["message"]
+    else:
+        assert 1 <= ms <= bounds.TIMEOUT_MS.maximum
+    try:
+        seconds = cli_admin._seconds(text, "grace")
+    except cli_admin.Usage as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert 0 <= seconds * 1000 <= bounds.AGE.maximum

@@ -189,7 +189,10 @@ class Store:
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
-            raise
+            if os.path.islink(path):  # a link to nothing is there, not a missing key
+                raise SigningKeyError(f"the signing key {path} is a link to nothing "
+                                      f"({os.readlink(path)}); restore the key", "T436") from None
+            raise  # removed just now (gc retired it), or never made
         except OSError as exc:
             raise SigningKeyError(f"the signing key {path} cannot be read: "
                                   f"{exc.strerror or exc}", "T436") from None
@@ -240,7 +243,11 @@ class Store:
         if count:
             raise lost_key_error(self.location, self.path("key"), count)
         self._publish_key(1)
-        return self.keys()[0]  # the first maker's key
+        keys = self.keys()
+        if not keys:  # made and gone at once: someone else is at work on this directory
+            raise SigningKeyError(f"the signing key {self.path('key')} could not be made",
+                                  "T436")
+        return keys[0]  # the first maker's key
 
     def _publish_key(self, number: int) -> bool:
         """Write a new key as key `number`, exclusively: False when that number exists."""
