@@ -34,22 +34,22 @@ def shown(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:24]}... ({len(text)} characters)"
 
 
-def duration_ms(text: str, limit: int | None = None) -> int | None:
+def duration_ms(text: str, limit: int = 10**30) -> int | None:
     """`7d`, `12h`, `30m`, `45s`, `500ms`, `1w`, or several (`1h30m`) -> ms; None when the text
-    is no such duration. A number of more digits than `limit` could hold gives `limit + 1`
-    without computing it (so a 5000-digit duration costs nothing and is still too large)."""
+    is no such duration. A duration past `limit` gives `limit + 1`, its digits never all
+    converted (so a 5000-digit duration costs nothing and is still too large)."""
     text = text.strip().lower()
     parts = _PART.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         return None
-    cap = None if limit is None else limit + 1
+    cap = limit + 1
     total = 0
     for digits, unit in parts:
         digits = digits.lstrip("0") or "0"
-        if cap is not None and len(digits) > len(str(cap)):
+        if len(digits) > len(str(cap)):
             return cap
         total += int(digits) * _UNIT_MS[unit]
-        if cap is not None and total >= cap:
+        if total >= cap:
             return cap
     return total
 

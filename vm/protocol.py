@@ -832,12 +832,6 @@ def iso_time(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(bounds.clamp_time(seconds)))
 
 
-def duration_ms(text: str) -> int | None:
-    """`7d`, `12h`, `30m`, `45s`, `500ms`, `1w`, or several (`1h30m`) -> milliseconds; None when
-    the text is not such a duration (vm/bounds.py reads it; a bound then checks the value)."""
-    return bounds.duration_ms(text)
-
-
 def request_ttl_ms(value: Any, name: str) -> int | None:
     """A call's own checkpoint TTL (`checkpointTtl`, `--checkpoint-ttl`): a duration such as
     30m, 12h or 7d, or a positive integer of ms, at most bounds.CHECKPOINT_TTL; None when not
@@ -867,8 +861,6 @@ def checkpoint_ttl_ms(options: Options) -> int | None:
     if not raw:
         return None
     try:
-        if bounds.duration_ms(raw) is None:
-            raise bounds.BoundError("", "form")
         return ttl_bound.parse(raw, "LOBSTER_CHECKPOINT_TTL")
     except bounds.BoundError as exc:
         message = (f"LOBSTER_CHECKPOINT_TTL must be a duration such as 7d, 12h or 30m, got "
