@@ -96,9 +96,10 @@ def test_admin_durations_of_thousands_of_digits_are_usage_errors(cli, argv):
     assert "at most" in proc.stderr.splitlines()[0]
 
 
-def test_the_environment_ttl_past_its_bound_is_refused_before_anything_runs(tmp_path):
+@pytest.mark.parametrize("ttl", [HUGE_WEEKS, "9" * 5000 + "d"])
+def test_the_environment_ttl_past_its_bound_is_refused_before_anything_runs(tmp_path, ttl):
     options = Options(cwd=str(tmp_path), state_dir=str(tmp_path / "state"),
-                      env={"LOBSTER_CHECKPOINT_TTL": HUGE_WEEKS})
+                      env={"LOBSTER_CHECKPOINT_TTL": ttl})
     envelope = handle({"action": "run", "pipeline": GATED}, options)
     assert envelope["error"]["code"] == "E004" and "at most" in envelope["error"]["message"]
     assert not (tmp_path / "ran").exists()
