@@ -16,7 +16,7 @@ import pytest
 from conftest import LOBSTER
 from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 
-from vm import admin, token as tokens
+from vm import admin, mcp, token as tokens
 from vm.protocol import Options, handle
 from vm.store import open_store
 
@@ -67,6 +67,9 @@ def test_a_lost_key_is_reported_by_every_refusal_pending_and_doctor(options, loc
     assert options.store().keys() == []
     (entry,) = admin.pending(options)
     assert entry["status"] == "unverifiable" and "signing key" in entry["error"]
+    over_mcp = mcp.call("lobster_pending", {}, options)
+    assert over_mcp["keyProblem"]["code"] == "T435"
+    assert over_mcp["checkpoints"][0]["status"] == "unverifiable"
     doctor = _run(location, tmp_path, "doctor")
     assert doctor.returncode == 1, doctor.stdout
     assert "signing key" in json.loads(doctor.stdout)["error"]["message"]
