@@ -8,9 +8,10 @@ from typing import Any
 
 from lobsterc.diagnostics import Diagnostic
 from lobsterc.load import Document, Path
+from vm import bounds
 from vm.js import UNDEFINED, to_number, truthy
 
-MAX_TIMEOUT_MS = 2_147_483_647
+MAX_TIMEOUT_MS = bounds.TIMEOUT_MS.maximum  # a step's timeout_ms: the bound of a run's
 
 class _Absent:
     def __repr__(self) -> str:
@@ -157,8 +158,6 @@ def _check_checkpoint_ttl(ttl: Any) -> None:
     from lobsterc.build import checkpoint_ttl_ms
 
     if ttl is not ABSENT and checkpoint_ttl_ms(ttl) is None:
-        from vm import bounds
-
         limit = bounds.CHECKPOINT_TTL.limit_text()
         try:
             bounds.CHECKPOINT_TTL.parse(ttl, "checkpoint_ttl")
