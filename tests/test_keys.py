@@ -234,3 +234,22 @@ def test_a_lost_newest_key_is_reported_not_replaced(options, location, tmp_path)
                       "token": parked["requiresApproval"]["resumeToken"]}, options)
     assert refused["ok"] is False and refused["error"]["code"] == "E502"
     assert [k["number"] for k in admin.key_list(options)] == [1]  # no new key made in its place
+
+
+def test_a_short_key_row_is_refused_on_postgres(pg_url, tmp_path):
+    import psycopg
+
+    from vm.store.postgres import close_pools
+
+    options = Options(cwd=str(tmp_path), state_dir=pg_url, env={})
+    parked = handle({"action": "run", "pipeline": GATED}, options)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE lobster_keys SET key = ''::bytea")
+    close_pools()
+    state_key = tokens.decode(parked["requiresApproval"]["resumeToken"]).state_key
+    forged = tokens.issue("pipeline-resume", state_key, b"")
+    for request in ({"action": "resume", "token": forged, "approve": True},
+                    {"action": "run", "pipeline": GATED}):
+        envelope = handle(request, options)
+        assert envelope["error"]["code"] == "T436", envelope
+        assert "0 bytes" in envelope["error"]["message"]
