@@ -119,7 +119,7 @@ def check_stage(stage: ast.Stage) -> Iterator[Diagnostic | BoundStage]:
 _ONE_POSITIONAL = frozenset({"where", "pick", "state.get", "state.set", "diff.last"})
 
 
-def _positional_words(stage: ast.Stage, cmd: Command) -> list[ast.Word]:
+def positional_words(stage: ast.Stage, cmd: Command) -> list[ast.Word]:
     """The stage's words that bind() made positionals (not flags nor their values)."""
     out: list[ast.Word] = []
     words = stage.words
@@ -143,7 +143,7 @@ def stray_words(stage: ast.Stage, cmd: Command, args: Args) -> Iterator[Diagnost
     and `sort -r` silently do something else than meant: a deliberate difference)."""
     if cmd.rest_after_first_positional or not args.positionals:
         return
-    words = _positional_words(stage, cmd)
+    words = positional_words(stage, cmd)
     name = stage.name.text
     if cmd.lowering == "exec":
         if isinstance(args.get("shell"), str) and words:
@@ -192,7 +192,7 @@ def check_values(stage: ast.Stage, cmd: Command, args: Args) -> Iterator[Diagnos
 
         expr = args.positionals[0]
         if _WHERE_RE.match(expr) is None:
-            words = _positional_words(stage, cmd)
+            words = positional_words(stage, cmd)
             yield Diagnostic("E204", f"Invalid where expression: {expr}",
                              words[0].span if words else stage.span,
                              help="write field OP value as one word, e.g. where 'a=1' "

@@ -197,6 +197,13 @@ def cmd_schema(ns) -> int:
     return 0
 
 
+def cmd_diff(ns) -> int:
+    """`lobsterc diff`: the safety diff of two versions (lobsterc.diff)."""
+    from lobsterc.diff import run_diff
+
+    return run_diff(ns.files, rev=ns.rev, fmt=ns.format, accept=tuple(ns.accept or ()))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from vm import __version__
 
@@ -220,12 +227,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE", help="source files; - reads stdin")
     p.add_argument("--stdin-kind", choices=("pipeline", "workflow"),
                    help="with -: what stdin holds (default: a workflow when it has `steps:`)")
-    p.add_argument("--format", default="text", choices=("text", "json"))
+    p.add_argument("--format", default="text", choices=("text", "json", "sarif", "github"),
+                   help="sarif: SARIF 2.1.0 for code scanning; github: workflow commands")
     p.add_argument("--require-approval", action="store_true",
                    help="prove every writes_state / network step follows an approval gate")
     p.add_argument("--strict", action="store_true",
                    help="with --require-approval: shell and exec steps need approval too")
     p.set_defaults(run=cmd_lint)
+    p = sub.add_parser(
+        "diff", help="the safety diff of two versions of a workflow or pipeline",
+        description="Compile OLD and NEW (or PATH at two git revisions) and compare the "
+        "programs: gates removed or weakened, effects moved before a gate, new effect kinds, "
+        "changed args, env, policies and cost limits. Exit 1 when a safety property weakens "
+        "and the finding is not accepted (--accept ID, or `x-reviewed: [ID]` in NEW).")
+    p.add_argument("files", nargs="+", metavar="FILE", help="OLD NEW, or PATH with --rev")
+    p.add_argument("--rev", metavar="A..B", help="compare PATH at git revisions A and B "
+                   "(B empty: the working tree)")
+    p.add_argument("--format", default="text",
+                   choices=("text", "json", "markdown", "sarif", "github"))
+    p.add_argument("--accept", metavar="ID", action="append",
+                   help="accept a reviewed finding by its id (repeat, or comma-separate)")
+    p.set_defaults(run=cmd_diff)
     p = sub.add_parser("graph", help="print a workflow file's graph (as `lobster graph` does)")
     p.add_argument("file")
     p.add_argument("--format", default="mermaid", help="mermaid (default), dot, or ascii")

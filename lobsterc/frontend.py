@@ -73,6 +73,13 @@ def graph(path: str, fmt: str, args: dict) -> str:
     return render_graph(load_workflow_file(path), fmt, args)
 
 
+def check_migration(old: Program, new: Program, frame: Any, accept: tuple[str, ...] = (),
+                    source: str | None = None) -> Any:
+    from lobsterc.migrate_check import check_migration as check
+
+    return check(old, new, frame, accept, source)
+
+
 def error_fields(exc: CompileError) -> dict[str, Any]:
     diag = exc.first
     location = None

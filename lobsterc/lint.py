@@ -21,8 +21,10 @@ from typing import Any
 from attrs import define, field, frozen
 
 from lobsterc import ast
-from lobsterc.check import check_pipeline, did_you_mean, sub_span
+from lobsterc.check import check_pipeline, did_you_mean, positional_words, sub_span
 from lobsterc.diagnostics import CompileError, Diagnostic, render
+from lobsterc.parse import decode_word_offsets
+from lobsterc.shellwords import command_start, program_texts, split_commands
 from lobsterc.source import Source, Span
 from vm import js
 from vm.frontend import WORKFLOW_EXTENSIONS
@@ -87,13 +89,20 @@ def _pipelines(step: ast.Step) -> Iterator[ast.PipelineText]:
         yield from (b.pipeline for b in kind.branches if b.pipeline is not None)
 
 
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "fish"})
+@frozen
+class CodeText:
+    """A part of a pipeline word that a program runs as code: word.text[start:]."""
+
+    word: ast.Word
+    start: int
+    language: str  # "sh", "python", ... (lobsterc.shellwords.INTERPRETERS)
 
 
-def exec_shell_words(item: Any) -> Iterator[ast.Word]:
-    """The words of a bound exec stage that a shell reads as code: the `--shell` value, a lone
-    positional with whitespace (exec runs it as a shell line), and the text after `-c` of an
-    argv that starts a shell (`exec sh -c '...'`)."""
+def exec_program_texts(item: Any) -> Iterator[CodeText]:
+    """What a bound exec stage runs as code: the `--shell` value and a lone positional with
+    whitespace (shell lines), and the program text its argv hands an interpreter, directly
+    or through a wrapper (`sh -c TEXT`, `env sh -c TEXT`, `python3 -c TEXT`, `node -e TEXT`;
+    lobsterc.shellwords.program_texts). Other argv words are data: not code."""
     if item.command.lowering != "exec":
         return
     words = item.stage.words
@@ -102,20 +111,46 @@ def exec_shell_words(item: Any) -> Iterator[ast.Word]:
         if word.text.startswith("--") and item.command.flag(name[0]) is not None \
                 and item.command.flag(name[0]).name == "shell":
             if name[1]:
-                yield ast.Word(name[2], word.quoted, word.span)
+                yield CodeText(word, len(name[0]) + 3, "sh")
             elif i + 1 < len(words):
-                yield words[i + 1]
-    plain = [w for w in words if not w.text.startswith("--")]
-    shell = item.args.get("shell")
-    if isinstance(shell, str):
+                yield CodeText(words[i + 1], 0, "sh")
+    if isinstance(item.args.get("shell"), str):
         return
-    if len(item.args.positionals) == 1 and any(ch.isspace() for ch in item.args.positionals[0]):
-        yield from plain[:1]
-    elif plain and os.path.basename(plain[0].text) in _SHELLS:
-        for i, word in enumerate(plain[1:-1], 1):
-            if word.text.startswith("-") and "c" in word.text[1:]:
-                yield plain[i + 1]
-                break
+    argv = positional_words(item.stage, item.command)
+    if len(argv) == 1 and any(ch.isspace() for ch in argv[0].text):
+        yield CodeText(argv[0], 0, "sh")
+        return
+    for part in program_texts([w.text for w in argv]):
+        yield CodeText(argv[part.word], part.start, part.language)
+
+
+def nested_languages(text: str, language: str = "sh", depth: int = 0) -> list[tuple[int, int, str]]:
+    """(start, end, language) of the program texts inside a shell text that another
+    interpreter runs (`python3 -c '...'` in a `run:` line), innermost last."""
+    if language != "sh" or depth > 3:
+        return []
+    out: list[tuple[int, int, str]] = []
+    for command in split_commands(text):
+        command = command[command_start([w.text for w in command]):]
+        for part in program_texts([w.text for w in command]):
+            word = command[part.word]
+            if part.start >= len(word.offsets):
+                continue
+            start, end = word.offsets[part.start], word.offsets[-1] + 1
+            out.append((start, end, part.language))
+            inner = word.text[part.start:]
+            out += [(word.offsets[part.start + a], word.offsets[part.start + b - 1] + 1, lang)
+                    for a, b, lang in nested_languages(inner, part.language, depth + 1) if b > a]
+    return out
+
+
+def language_at(spans: list[tuple[int, int, str]], start: int, end: int) -> str:
+    """The innermost language whose program text holds text[start:end] ("sh" outside all)."""
+    language = "sh"
+    for a, b, lang in spans:
+        if a <= start and end <= b:
+            language = lang
+    return language
 
 
 @frozen
@@ -126,6 +161,16 @@ class Splice:
     name: str  # the arg's name or the step id
     text: str  # as written: ${name} or $step.path
     span: Span
+    start: int = 0  # where it sits in the text searched
+    end: int = 0
+
+
+def references(text: str, args: Any, steps: Any) -> list[tuple[int, int, str, str]]:
+    """(start, end, kind, name) of every `${arg}` of a declared arg and every `$step.path` of
+    a step the file has in `text`, in order."""
+    found = [(m.start(), m.end(), "arg", m[1]) for m in ARG.finditer(text) if m[1] in args]
+    found += [(m.start(), m.end(), "step", m[1]) for m in REF.finditer(text) if m[1] in steps]
+    return sorted(found)
 
 
 def splices(text: str, span: Span, args: Any, steps: Any, source: Source,
@@ -134,11 +179,9 @@ def splices(text: str, span: Span, args: Any, steps: Any, source: Source,
     `text`. Positions: of the reference in `raw` (the scalar's text; `text` is the part of it
     from offset `at`), placed in the file by text_span."""
     raw = text if raw is None else raw
-    found = [(m.start(), m.end(), "arg", m[1]) for m in ARG.finditer(text) if m[1] in args]
-    found += [(m.start(), m.end(), "step", m[1]) for m in REF.finditer(text) if m[1] in steps]
-    for start, end, kind, name in sorted(found):
+    for start, end, kind, name in references(text, args, steps):
         yield Splice(kind, name, text[start:end],
-                     text_span(span, raw, at + start, at + end, source))
+                     text_span(span, raw, at + start, at + end, source), start, end)
 
 
 def text_span(span: Span, value: str, start: int, end: int, source: Source) -> Span:
@@ -183,13 +226,33 @@ def _env_var(ref: str) -> str:
     return env_name(ref.lstrip("$").replace(".", "_")) or "VALUE"
 
 
-def _env_fix(s: Splice) -> str:
+# how a program reads an environment variable, for the fix in the help text
+READ_ENV = {"sh": '"${}"', "python": 'os.environ["{}"]', "node": "process.env.{}",
+            "perl": "$ENV{{{}}}", "ruby": 'ENV["{}"]', "php": 'getenv("{}")',
+            "lua": 'os.getenv("{}")', "R": 'Sys.getenv("{}")', "awk": 'ENVIRON["{}"]',
+            "jq": "env.{}", "pwsh": "$env:{}", "osascript": 'system attribute "{}"'}
+
+
+def _where(language: str) -> str:
+    return "the shell" if language == "sh" else f"the {language} program"
+
+
+def _read(language: str, var: str) -> str:
+    pattern = READ_ENV.get(language)
+    if pattern is None:  # sed cannot read the environment
+        return f'"${var}" in a shell (or ENVIRON["{var}"] in awk) instead of {language}'
+    return f"{pattern.format(var)} in {_where(language)}"
+
+
+def _env_fix(s: Splice, language: str = "sh") -> str:
+    then = f"{_where(language)} then reads the value as data, never as code"
     if s.kind == "arg":
-        return (f'read "$LOBSTER_ARG_{env_name(s.name)}" in the shell instead (or pass it through '
-                "the step's `env:`): the shell then reads the value as data, never as code")
+        var = f"LOBSTER_ARG_{env_name(s.name)}"
+        return (f"read {_read(language, var)} instead (or pass it through the step's `env:`): "
+                f"{then}")
     var = _env_var(s.text)
-    return (f"pass it through the step's `env:` ({var}: {s.text}) and read \"${var}\" in the "
-            "shell: the shell then reads the value as data, never as code")
+    return (f"pass it through the step's `env:` ({var}: {s.text}) and read "
+            f"{_read(language, var)}: {then}")
 
 
 def rule_shell_args(ctx: LintContext) -> Iterator[Diagnostic]:
@@ -197,11 +260,14 @@ def rule_shell_args(ctx: LintContext) -> Iterator[Diagnostic]:
     environment variable LOBSTER_ARG_<NAME> carries it as data."""
     for _, step in walk(ctx.wf.steps):
         for line, span in _shell_lines(step):
+            nested = nested_languages(line)
             for s in splices(line, span, ctx.wf.args, (), ctx.wf.source):
                 var = f"LOBSTER_ARG_{env_name(s.name)}"
+                language = language_at(nested, s.start, s.end)
+                use = f'"${var}"' if language == "sh" else _read(language, var)
                 yield Diagnostic(
                     "W301", f"arg '{s.name}' is spliced into a shell line", s.span,
-                    help=f'use "${var}" instead: the shell then reads the value as data, '
+                    help=f"use {use} instead: {_where(language)} then reads the value as data, "
                          "never as code", severity="warning")
 
 
@@ -211,36 +277,64 @@ def rule_shell_refs(ctx: LintContext) -> Iterator[Diagnostic]:
     names = _step_names(ctx.wf)
     for _, step in walk(ctx.wf.steps):
         for line, span in _shell_lines(step):
+            nested = nested_languages(line)
             for s in splices(line, span, (), names, ctx.wf.source):
                 yield Diagnostic("W309", f"step reference {s.text} is spliced into a shell line",
-                                 s.span, help=_env_fix(s), severity="warning")
+                                 s.span, help=_env_fix(s, language_at(nested, s.start, s.end)),
+                                 severity="warning")
 
 
 def rule_exec_shell(ctx: LintContext) -> Iterator[Diagnostic]:
-    """W310: `${arg}` or `$step.path` in the shell text of a pipeline's exec stage (`--shell`,
-    a lone shell-line positional, `sh -c`): spliced into shell code, as in a `run:` line."""
+    """W310: `${arg}` or `$step.path` in what a pipeline's exec stage runs as code (its shell
+    text, or the program text of `sh -c`, `python3 -c`, `node -e`, ... in its argv, also behind
+    `env` and other wrappers): spliced into code, as in a `run:` line. A reference that is an
+    argv word of its own (`exec echo $a.json`) is data and is not reported."""
     names = _step_names(ctx.wf)
+    source = ctx.wf.source
     for _, step in walk(ctx.wf.steps):
         for pipeline in _pipelines(step):
             if pipeline.parsed is None:
                 continue
             for item in pipeline.bound:
-                for word in exec_shell_words(item):
-                    raw = pipeline.text
-                    at = _word_offset(raw, word)
-                    if at is None:
-                        continue
-                    for s in splices(word.text, pipeline.span, ctx.wf.args, names,
-                                         ctx.wf.source, raw, at):
+                for code in exec_program_texts(item):
+                    for s in code_splices(pipeline, code, ctx.wf.args, names, source):
                         what = f"arg '{s.name}'" if s.kind == "arg" else f"step reference {s.text}"
                         yield Diagnostic(
-                            "W310", f"{what} is spliced into the shell text of {item.command.name} "
-                            f"in step {step.id}", s.span, help=_env_fix(s), severity="warning")
+                            "W310", f"{what} is spliced into the {s.where} of "
+                            f"{item.command.name} in step {step.id}", s.span,
+                            help=_env_fix(s, s.language), severity="warning")
 
 
-def _word_offset(raw: str, word: ast.Word) -> int | None:
-    """Where a word's text starts in the pipeline text (past its quotes or its `--flag=`), or
-    None when its text is not there as written (escapes)."""
+@frozen
+class CodeSplice(Splice):
+    language: str = "sh"
+
+    @property
+    def where(self) -> str:
+        return "shell text" if self.language == "sh" else f"{self.language} program text"
+
+
+def code_splices(pipeline: ast.PipelineText, code: CodeText, args: Any, names: Any,
+                 source: Source) -> Iterator[CodeSplice]:
+    """The references in one CodeText, each placed exactly in the file (through the word's
+    quotes and escapes) and with the language that reads it."""
+    text = code.word.text[code.start:]
+    nested = nested_languages(text, code.language)
+    where = _word_offsets(pipeline.text, code.word)
+    for start, end, kind, name in references(text, args, names):
+        if where is None:
+            span = code.word.span
+        else:
+            base, offsets = where
+            span = text_span(pipeline.span, pipeline.text, base + offsets[code.start + start],
+                             base + offsets[code.start + end - 1] + 1, source)
+        language = language_at(nested, start, end) if code.language == "sh" else code.language
+        yield CodeSplice(kind, name, text[start:end], span, start, end, language)
+
+
+def _word_offsets(raw: str, word: ast.Word) -> tuple[int, list[int]] | None:
+    """Where a word's token starts in the pipeline text, and for each character of the word's
+    text its offset from there (through quotes and escapes); None if the token is not there."""
     lines = raw.split("\n")
 
     def offset(line: int, col: int) -> int:
@@ -249,8 +343,9 @@ def _word_offset(raw: str, word: ast.Word) -> int | None:
     sp = word.span
     if sp.end_line > len(lines):
         return None
-    at = raw.find(word.text, offset(sp.line, sp.col), offset(sp.end_line, sp.end_col))
-    return at if at >= 0 else None
+    start = offset(sp.line, sp.col)
+    text, _, offsets = decode_word_offsets(raw[start:offset(sp.end_line, sp.end_col)])
+    return (start, offsets) if text == word.text else None
 
 
 def _can_hang(kind: ast.StepKind) -> bool:
@@ -540,8 +635,8 @@ def run_lint(files: Sequence[str], *, fmt: str = "text", require_approval: bool 
 
     out = out or sys.stdout
     err = err or sys.stderr
-    if fmt not in ("text", "json"):
-        err.write("lint --format must be text or json\n")
+    if fmt not in ("text", "json", "sarif", "github"):
+        err.write("lint --format must be text, json, sarif or github\n")
         return 2
     missing = [f for f in files if not os.path.isfile(f)]
     if missing:
@@ -553,6 +648,10 @@ def run_lint(files: Sequence[str], *, fmt: str = "text", require_approval: bool 
         found += [(f, d) for d in lint_file(f, require_approval=require_approval, strict=strict)]
     if fmt == "json":
         out.write(json.dumps([as_json(f, d) for f, d in found], indent=2) + "\n")
+    elif fmt in ("sarif", "github"):
+        from lobsterc.sarif import lint_github, lint_sarif
+
+        out.write((lint_sarif if fmt == "sarif" else lint_github)(found))
     else:
         sources: dict[str, Source] = {}
         for f, d in found:

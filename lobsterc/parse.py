@@ -23,7 +23,14 @@ def _parser():
 
 def decode_word(raw: str) -> tuple[str, bool]:
     """The text a WORD token stands for, and whether any part of it was quoted."""
+    text, quoted, _ = decode_word_offsets(raw)
+    return text, quoted
+
+
+def decode_word_offsets(raw: str) -> tuple[str, bool, list[int]]:
+    """decode_word, and for each character of the text the offset in `raw` it came from."""
     out: list[str] = []
+    at: list[int] = []
     quoted = False
     i, n = 0, len(raw)
     while i < n:
@@ -34,9 +41,11 @@ def decode_word(raw: str) -> tuple[str, bool]:
             while raw[i] != "'":
                 if raw[i] == "\\" and raw[i + 1] == "'":
                     out.append("'")
+                    at.append(i + 1)
                     i += 2
                 else:
                     out.append(raw[i])
+                    at.append(i)
                     i += 1
             i += 1
         elif ch == '"':
@@ -47,17 +56,21 @@ def decode_word(raw: str) -> tuple[str, bool]:
                     nxt = raw[i + 1]
                     if nxt in DQ_ESCAPES:
                         out.append(nxt)
+                        at.append(i + 1)
                     elif nxt != "\n":
                         out.append("\\" + nxt)
+                        at.extend((i, i + 1))
                     i += 2
                 else:
                     out.append(raw[i])
+                    at.append(i)
                     i += 1
             i += 1
         else:
             out.append(ch)
+            at.append(i)
             i += 1
-    return "".join(out), quoted
+    return "".join(out), quoted, at
 
 
 def parse_pipeline(text: str, name: str = "<pipeline>") -> ast.Pipeline:

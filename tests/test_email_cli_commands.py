@@ -85,7 +85,7 @@ def test_brief_email_triage_example_through_lobster_tool(fake):
     assert report["emails"] == [ALICE, RECEIPT, NDA]
     assert report["mode"] == "deterministic"
     assert [c["argv"] for c in fake.calls()] == [
-        ["gmail", "search", "newer_than:1d", "--json", "--max", "20"]]
+        ["gmail", "search", "--json", "--max=20", "--", "newer_than:1d"]]
 
 
 # gog.gmail.search ---------------------------------------------------------------------------
@@ -94,8 +94,8 @@ def test_search_passes_query_and_max_and_flattens_threads(fake):
         == [ALICE, RECEIPT]
     assert ok(fake.pipeline("gog.gmail.search --limit 1")) == [ALICE]
     assert [c["argv"] for c in fake.calls()] == [
-        ["gmail", "search", "is:unread from:bob", "--json", "--max", "2"],
-        ["gmail", "search", "newer_than:1d", "--json", "--max", "1"]]
+        ["gmail", "search", "--json", "--max=2", "--", "is:unread from:bob"],
+        ["gmail", "search", "--json", "--max=1", "--", "newer_than:1d"]]
 
 
 @pytest.mark.parametrize("stdout, items", [
@@ -138,8 +138,8 @@ def test_send_one_message_per_draft(fake):
     assert out == [{"messageId": "sent-1", "threadId": "thread-1", "to": "a@x.io"},
                    {"messageId": "sent-2", "threadId": "thread-2", "to": "b@x.io"}]
     assert [c["argv"] for c in fake.calls()] == [
-        ["gmail", "send", "--to", "a@x.io", "--subject", "Hi", "--body", "Hello a@x.io", "--json"],
-        ["gmail", "send", "--to", "b@x.io", "--body", "Hello b@x.io", "--json"]]
+        ["gmail", "send", "--to=a@x.io", "--subject=Hi", "--body=Hello a@x.io", "--json"],
+        ["gmail", "send", "--to=b@x.io", "--body=Hello b@x.io", "--json"]]
 
 
 @pytest.mark.parametrize("flag", ["--dry-run", "--dryRun"])
@@ -302,9 +302,9 @@ def test_triage_drafts_feed_gog_send(fake, gateway, tmp_path):
     out = ok(fake.pipeline("gog.gmail.search | email.triage --llm --emit drafts | gog.gmail.send",
                            env=env))
     assert out == [{"messageId": "sent-2", "threadId": "thread-2", "to": "alice@example.com"}]
-    assert fake.calls()[-1]["argv"] == ["gmail", "send", "--to", "alice@example.com", "--subject",
-                                        "Re: Quick question", "--body",
-                                        "Sure, what is the deadline?", "--json"]
+    assert fake.calls()[-1]["argv"] == ["gmail", "send", "--to=alice@example.com",
+                                        "--subject=Re: Quick question",
+                                        "--body=Sure, what is the deadline?", "--json"]
 
 
 def test_triage_llm_errors_are_llm_invokes(fake, gateway, tmp_path):
@@ -324,15 +324,15 @@ def test_agent_argv_and_answer(fake):
                     "result": {"payloads": [{"text": "done: Review this"}]},
                     "agent": "ops", "sessionKey": "inc-42"}]
     assert fake.calls()[-1]["argv"] == [
-        "agent", "--json", "--message", 'Review this\n\nPipeline input (JSONL):\n{"id":"m1"}',
-        "--agent", "ops", "--model", "openai/gpt-5.4", "--session-key", "inc-42",
-        "--thinking", "high", "--timeout", "45", "--local"]
+        "agent", "--json", '--message=Review this\n\nPipeline input (JSONL):\n{"id":"m1"}',
+        "--agent=ops", "--model=openai/gpt-5.4", "--session-key=inc-42",
+        "--thinking=high", "--timeout=45", "--local"]
 
 
 def test_agent_positional_message_and_session_id(fake):
     ok(fake.pipeline("openclaw.agent --sessionId s-1 summarize the day"))
-    assert fake.calls()[-1]["argv"] == ["agent", "--json", "--message", "summarize the day",
-                                        "--session-id", "s-1"]
+    assert fake.calls()[-1]["argv"] == ["agent", "--json", "--message=summarize the day",
+                                        "--session-id=s-1"]
 
 
 @pytest.mark.parametrize("pipeline, code, message", [

@@ -64,7 +64,8 @@ def test_monitor_first_run_then_unchanged_then_changed(fake):
                       "summary": {"changedFields": list(PR7),
                                   "changes": {k: {"from": None, "to": v} for k, v in PR7.items()}},
                       "prSnapshot": {**PR7, "author": {"login": "octo"}}}]
-    assert fake.calls()[0]["argv"] == ["pr", "view", "7", "--repo", "o/r", "--json", VIEW_FIELDS]
+    assert fake.calls()[0]["argv"] == ["pr", "view", "--repo=o/r", f"--json={VIEW_FIELDS}", "--",
+                                       "7"]
     again = ok(run(fake, "github.pr.monitor", {"repo": "o/r", "pr": 7}))[0]
     assert again["changed"] is False and again["summary"] == {"changedFields": [], "changes": {}}
     quiet = ok(run(fake, "github.pr.monitor", {"repo": "o/r", "pr": 7, "changesOnly": True}))
@@ -86,7 +87,7 @@ def test_the_snapshot_is_a_state_value_under_its_key(fake):
     ok(run(fake, "github.pr.monitor", {"repo": "o/r", "pr": "7", "key": "mine"}))
     stored = ok(fake.pipeline("state.get mine"))
     assert stored == [{**PR7, "author": {"login": "octo"}}]
-    assert fake.calls()[0]["argv"][2] == "7"
+    assert fake.calls()[0]["argv"][-1] == "7"
 
 
 def test_notify_speaks_only_on_change(fake):

@@ -33,6 +33,8 @@ usage:
   lobster cancel --id ID                 end one checkpoint (approval id or state key)
   lobster gc [--dry-run]                 remove what no checkpoint needs
   lobster key list|rotate                the signing key set: list it, or add a new key
+  lobster migrate --to NEW.lobster (--id ID | --program HASH) [--dry-run] [--accept ID]
+                                         move paused runs onto a reviewed new version
   lobster mcp                            serve run and resume as MCP tools over stdio
   lobster graph [--file] FILE [--format mermaid|dot|ascii] [--args-json J]
   lobster help [COMMAND]                 this text, `run`/`resume` in full, or a pipeline
@@ -819,6 +821,10 @@ def _dispatch(args: list[str], frontend: Frontend | None) -> int:
         from vm import cli_admin
 
         return getattr(cli_admin, f"cmd_{head}")(rest)
+    if head == "migrate":  # paused runs onto a reviewed new version (vm/migrate.py)
+        from vm.migrate import cmd_migrate
+
+        return cmd_migrate(rest, frontend)
     if "-h" in rest or "--help" in rest:
         return cmd_help([head] if head in SUBCOMMAND_HELP else [])
     if head == "resume":

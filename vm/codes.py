@@ -76,6 +76,8 @@ CODES: dict[str, Code] = {
     "T410": Code("child process exited non-zero", RUNTIME),
     "T411": Code("command not found", RUNTIME),
     "T412": Code("child process could not run", RUNTIME),
+    "T413": Code("value an external CLI would misread (github.pr.monitor's pr is not a positive "
+                 "integer)", RUNTIME),
     "T420": Code("timed out", RUNTIME),
     "T421": Code("child output over the cap", RUNTIME),
     "T422": Code("run cancelled", RUNTIME),

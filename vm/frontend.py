@@ -37,6 +37,11 @@ class Frontend(Protocol):
     def graph(self, path: str, fmt: str, args: dict) -> str:
         """A workflow file's graph in one of `graph_formats()`."""
 
+    def check_migration(self, old: Program, new: Program, frame: Any,
+                        accept: tuple[str, ...] = (), source: str | None = None) -> Any:
+        """Whether a frame paused in `old` may continue in `new` (compiled from `source`, if
+        given): a vm.migrate.MigrationCheck (optional: only `lobster migrate` needs it)."""
+
     def error_fields(self, exc: Exception) -> dict[str, Any]:
         """A compile error as envelope fields: message, code, kind, location (or None)."""
 

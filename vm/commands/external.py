@@ -1,5 +1,10 @@
 """Running an external CLI on behalf of a command (`gog`, `openclaw`, `gh`): its own
-not-found text, an optional output cap of its own, and its stdout and stderr as text."""
+not-found text, an optional output cap of its own, and its stdout and stderr as text.
+
+No value from a pipeline, a workflow arg or an input item reaches a CLI as a word of its own
+before a `--`: it is glued to its flag (`glued("to", v)` is `--to=v`) or it follows `--`
+(`after_terminator`). Either way no flag parser (Go's kong and pflag, commander, argparse) can
+read it as a flag, whatever it starts with."""
 
 from __future__ import annotations
 
@@ -19,6 +24,16 @@ class CliResult:
     code: int
     stdout: str
     stderr: str
+
+
+def glued(flag: str, value: str) -> str:
+    """`--flag=value`: one word that every GNU-style parser reads as that flag's value."""
+    return f"--{flag}={value}"
+
+
+def after_terminator(*positionals: str) -> list[str]:
+    """`--` and then the positionals: after it a parser reads no flags."""
+    return ["--", *positionals]
 
 
 def program_argv(program: str, argv: Sequence[str]) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from vm import js
 from vm.commands.base import Args, CommandError, Context
-from vm.commands.external import program_argv, run_cli
+from vm.commands.external import after_terminator, glued, program_argv, run_cli
 
 GOG_NOT_FOUND = "gog not found on PATH (install: https://github.com/steipete/gogcli)"
 
@@ -41,8 +41,9 @@ def gmail_search(args: Args, items: list, ctx: Context) -> list:
     if raw_max is None:
         raw_max = args.get("limit")
     limit = js.format_number(js.to_number(20 if raw_max is None else raw_max))
-    # gog takes the query as a positional argument: `gog gmail search <query> --json --max N`
-    argv = program_argv(_gog(ctx), ["gmail", "search", query, "--json", "--max", limit])
+    # gog takes the query as a positional argument: after `--`, so `-x` is a query, not a flag
+    argv = program_argv(_gog(ctx), ["gmail", "search", "--json", glued("max", limit),
+                                    *after_terminator(query)])
     result = run_cli(argv, ctx, not_found=GOG_NOT_FOUND)
     if result.code != 0:
         raise CommandError(f"gog.gmail.search failed ({result.code}): {result.stderr[:400]}",
@@ -82,11 +83,11 @@ def gmail_send(args: Args, items: list, ctx: Context) -> list:
         if dry_run:
             results.append({"ok": True, "dryRun": True, **draft})
             continue
-        argv = ["gmail", "send", "--to", draft["to"]]
+        argv = ["gmail", "send", glued("to", draft["to"])]
         if draft["subject"]:
-            argv += ["--subject", draft["subject"]]
+            argv.append(glued("subject", draft["subject"]))
         if draft["body"]:
-            argv += ["--body", draft["body"]]
+            argv.append(glued("body", draft["body"]))
         argv.append("--json")
         sent = True  # from here on the mail may be out: never retried automatically
         result = run_cli(program_argv(_gog(ctx), argv), ctx, not_found=GOG_NOT_FOUND,

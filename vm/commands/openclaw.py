@@ -7,7 +7,7 @@ from typing import Any
 
 from vm import js
 from vm.commands.base import Args, CommandError, Context
-from vm.commands.external import run_cli
+from vm.commands.external import glued, run_cli
 
 MAX_OUTPUT_BYTES = 10 * 1024 * 1024
 
@@ -37,18 +37,18 @@ def agent(args: Args, items: list, ctx: Context) -> list:
     session_id = _text(args.get("session-id"))
     if not (name or session_key or session_id):
         raise CommandError("openclaw.agent requires --agent, --session-key, or --session-id")
-    argv = ["agent", "--json", "--message", with_input(prompt, items)]
-    for flag, value in (("--agent", name), ("--model", _text(args.get("model"))),
-                        ("--session-key", session_key), ("--session-id", session_id),
-                        ("--thinking", _text(args.get("thinking")))):
+    argv = ["agent", "--json", glued("message", with_input(prompt, items))]
+    for flag, value in (("agent", name), ("model", _text(args.get("model"))),
+                        ("session-key", session_key), ("session-id", session_id),
+                        ("thinking", _text(args.get("thinking")))):
         if value is not None:
-            argv += [flag, value]
+            argv.append(glued(flag, value))
     if args.get("timeout") is not None:
         seconds = js.to_number(args.get("timeout"))
         if not (isinstance(seconds, int) or (isinstance(seconds, float) and seconds.is_integer())) \
                 or seconds < 0:
             raise CommandError("openclaw.agent --timeout must be a non-negative integer in seconds")
-        argv += ["--timeout", js.format_number(seconds)]
+        argv.append(glued("timeout", js.format_number(seconds)))
     if args.get("local") is True:
         argv.append("--local")
     program = _text(ctx.env.get("LOBSTER_OPENCLAW_BIN")) or "openclaw"

@@ -8,7 +8,7 @@ from typing import Any
 
 from vm import js
 from vm.commands.base import CommandError, Context
-from vm.commands.external import run_cli
+from vm.commands.external import after_terminator, glued, run_cli
 
 VIEW_FIELDS = ("number", "title", "url", "state", "isDraft", "mergeable", "reviewDecision",
                "author", "baseRefName", "headRefName", "updatedAt")
@@ -60,9 +60,28 @@ def change_message(repo: Any, pr: Any, fields: list, info: dict) -> str:
     return js.js_trim(re.sub(js.WS_CLASS + "+", " ", text))
 
 
+PR_NUMBER = re.compile(r"[1-9][0-9]*")
+
+
+def pr_number(pr: Any) -> str:
+    """`pr` as gh's argument: a positive integer (a JSON number or a string of digits),
+    else T413. gh would also take a URL or a branch here, or read `--web` as a flag."""
+    text = None
+    if isinstance(pr, str):
+        text = pr
+    elif isinstance(pr, (int, float)) and not isinstance(pr, bool):
+        text = js.format_number(pr)
+    if text is None or not PR_NUMBER.fullmatch(text):
+        shown = js.json_compact(pr)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise CommandError(f"github.pr.monitor args.pr must be a positive integer (got {shown})",
+                           code="T413", retryable=False)
+    return text
+
+
 def _view(repo: Any, pr: Any, ctx: Context) -> Any:
-    argv = ["gh", "pr", "view", js.to_string(pr), "--repo", js.to_string(repo),
-            "--json", ",".join(VIEW_FIELDS)]
+    argv = ["gh", "pr", "view", glued("repo", js.to_string(repo)),
+            glued("json", ",".join(VIEW_FIELDS)), *after_terminator(pr_number(pr))]
     result = run_cli(argv, ctx, not_found="gh not found on PATH (install GitHub CLI)")
     if result.code != 0:
         detail = js.js_trim(result.stderr) or js.js_trim(result.stdout)
@@ -83,6 +102,7 @@ def monitor(args: dict, ctx: Context) -> dict:
     repo, pr = args.get("repo"), args.get("pr")
     if not js.truthy(repo) or not js.truthy(pr):
         raise CommandError("github.pr.monitor requires args.repo and args.pr")
+    pr_number(pr)
     key = args.get("key")
     key = js.to_string(key) if key is not None else \
         f"github.pr:{js.to_string(repo)}#{js.to_string(pr)}"

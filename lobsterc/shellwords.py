@@ -1,0 +1,488 @@
+"""Shell words and the program text inside them, for the splicing lint (W301, W309, W310).
+
+`split_commands` is a POSIX shell lexer (XCU 2.3 token recognition and 2.2 quoting): it cuts
+a shell line into simple commands and their words after quote removal, keeping for every
+character of a word the offset it came from, so a reference found in a word is placed exactly
+in the source. `program_texts` reads one argv as the programs it runs would, and says which
+words (or which tail of a word) an interpreter runs as code: `sh -c TEXT`, `python3 -c TEXT`,
+`node -e TEXT`, `perl -lne TEXT`, `awk TEXT`, ..., also behind `env`, `sudo`, `xargs`,
+`timeout` and the other WRAPPERS.
+
+Why not `shlex`: even with posix=True it does not follow POSIX. Inside double quotes it lets
+a backslash escape only `"` and `\\` (POSIX also `$`, `` ` `` and newline, and removes a
+backslash-newline), it splits `a;b` and `x&&y` only with punctuation_chars (which then also
+changes what a word is), knows neither `$'...'` nor `$(...)` / backquotes (a space inside a
+command substitution splits the word), treats `#` as a comment anywhere a word starts only
+when told, and gives no source offsets. Here the lexer is small enough to be exact for what
+lint needs; expansions are kept as text, as the shell keeps them until it expands them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+
+from attrs import frozen
+
+OPERATORS = ("&&", "||", ";;", "<<-", "<<", ">>", "<&", ">&", "<>", ">|", ";", "&", "|", "(",
+             ")", "<", ">", "\n")
+_REDIRECTS = frozenset({"<<-", "<<", ">>", "<&", ">&", "<>", ">|", "<", ">"})
+_BLANK = " \t"
+_ANSI_C = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+           "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+@frozen
+class ShellWord:
+    """One word after quote removal. offsets[i] is where text[i] came from in the source."""
+
+    text: str
+    start: int
+    end: int
+    offsets: tuple[int, ...]
+
+
+def split_commands(source: str) -> list[list[ShellWord]]:
+    """The simple commands of a shell text, each as its argv words (redirections and their
+    targets left out). Never raises: an unclosed quote runs to the end of the text."""
+    commands: list[list[ShellWord]] = []
+    current: list[ShellWord] = []
+    skip_next = False  # the word after a redirection operator is its target, not an argument
+    for token in _tokens(source):
+        if isinstance(token, str):
+            if token in _REDIRECTS:
+                skip_next = True
+                continue
+            if current:
+                commands.append(current)
+            current = []
+            continue
+        if skip_next:
+            skip_next = False
+            continue
+        current.append(token)
+    if current:
+        commands.append(current)
+    return commands
+
+
+def _tokens(s: str) -> Iterator[ShellWord | str]:
+    """Words (ShellWord) and operators (str) in order; comments, blanks and the bodies of
+    here-documents (data for the command, up to their delimiter line) dropped."""
+    i, n = 0, len(s)
+    heredocs: list[tuple[str, bool]] = []  # (delimiter, strip tabs) read at the next newline
+    after_heredoc_op: str | None = None
+    while i < n:
+        ch = s[i]
+        if ch in _BLANK:
+            i += 1
+        elif ch == "\\" and s.startswith("\\\n", i):
+            i += 2  # a line continuation between words
+        elif ch == "#":
+            while i < n and s[i] != "\n":
+                i += 1
+        elif op := _operator_at(s, i):
+            yield op
+            i += len(op)
+            if op == "\n" and heredocs:
+                i = _skip_heredocs(s, i, heredocs)
+                heredocs = []
+            after_heredoc_op = op if op in ("<<", "<<-") else None
+        else:
+            word, i = _word(s, i)
+            if _IO_NUMBER.fullmatch(word.text) and i < n and s[i] in "<>":
+                continue  # `2>file`: the digits belong to the redirection
+            if after_heredoc_op:
+                heredocs.append((word.text, after_heredoc_op == "<<-"))
+                after_heredoc_op = None
+            yield word
+
+
+def _skip_heredocs(s: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
+    """Past the bodies of the here-documents opened on the line that just ended."""
+    for delimiter, strip_tabs in heredocs:
+        while i < len(s):
+            end = s.find("\n", i)
+            end = len(s) if end < 0 else end
+            line = s[i:end].lstrip("\t") if strip_tabs else s[i:end]
+            i = end + 1
+            if line == delimiter:
+                break
+    return min(i, len(s))
+
+
+_IO_NUMBER = re.compile(r"[0-9]+")
+
+
+def _operator_at(s: str, i: int) -> str | None:
+    for op in OPERATORS:
+        if s.startswith(op, i):
+            return op
+    return None
+
+
+def _word(s: str, i: int) -> tuple[ShellWord, int]:
+    """One word from s[i]: up to an unquoted blank or operator."""
+    text: list[str] = []
+    offsets: list[int] = []
+    start, n = i, len(s)
+
+    def keep(chars: str, at: int) -> None:
+        for k, c in enumerate(chars):
+            text.append(c)
+            offsets.append(at + k)
+
+    while i < n:
+        ch = s[i]
+        if ch in _BLANK or _operator_at(s, i):
+            break
+        if ch == "\\":
+            if i + 1 >= n:
+                keep("\\", i)
+                i += 1
+            elif s[i + 1] == "\n":
+                i += 2
+            else:
+                keep(s[i + 1], i + 1)
+                i += 2
+        elif ch == "'":
+            end = s.find("'", i + 1)
+            end = n if end < 0 else end
+            keep(s[i + 1:end], i + 1)
+            i = end + 1
+        elif ch == "$" and s.startswith("$'", i):
+            i = _ansi_c(s, i + 2, text, offsets)
+        elif ch == '"' or (ch == "$" and s.startswith('$"', i)):
+            i = _double(s, i + (2 if ch == "$" else 1), text, offsets)
+        elif ch == "$" and s.startswith("$(", i) or ch == "`" or s.startswith("${", i):
+            end = _substitution_end(s, i)
+            keep(s[i:end], i)
+            i = end
+        else:
+            keep(ch, i)
+            i += 1
+    return ShellWord("".join(text), start, i, tuple(offsets)), i
+
+
+def _double(s: str, i: int, text: list[str], offsets: list[int]) -> int:
+    """Inside "...": a backslash quotes only $ ` " \\ and newline; expansions are kept whole."""
+    n = len(s)
+    while i < n and s[i] != '"':
+        ch = s[i]
+        if ch == "\\" and i + 1 < n and s[i + 1] in '$`"\\\n':
+            if s[i + 1] != "\n":
+                text.append(s[i + 1])
+                offsets.append(i + 1)
+            i += 2
+        elif ch == "$" and s.startswith("$(", i) or ch == "`" or s.startswith("${", i):
+            end = _substitution_end(s, i)
+            text.extend(s[i:end])
+            offsets.extend(range(i, end))
+            i = end
+        else:
+            text.append(ch)
+            offsets.append(i)
+            i += 1
+    return i + 1
+
+
+def _ansi_c(s: str, i: int, text: list[str], offsets: list[int]) -> int:
+    """Inside $'...' (bash, ksh, zsh; POSIX 2024): C escapes, \\xHH, \\NNN octal, \\cX."""
+    n = len(s)
+    while i < n and s[i] != "'":
+        at = i
+        if s[i] == "\\" and i + 1 < n:
+            c = s[i + 1]
+            if c in _ANSI_C:
+                value, i = _ANSI_C[c], i + 2
+            elif c == "x" and (m := re.match(r"[0-9A-Fa-f]{1,2}", s[i + 2:])):
+                value, i = chr(int(m[0], 16)), i + 2 + len(m[0])
+            elif m := re.match(r"[0-7]{1,3}", s[i + 1:]):
+                value, i = chr(int(m[0], 8) & 0xFF), i + 1 + len(m[0])
+            elif c == "c" and i + 2 < n:
+                value, i = chr(ord(s[i + 2]) & 0x1F), i + 3
+            else:
+                value, i = "\\" + c, i + 2
+        else:
+            value, i = s[i], i + 1
+        text.extend(value)
+        offsets.extend([at] * len(value))
+    return i + 1
+
+
+def _substitution_end(s: str, i: int) -> int:
+    """The end of `$(...)`, `$((...))`, `${...}` or a backquoted command starting at s[i],
+    skipping quotes and nested substitutions inside (an unclosed one runs to the end)."""
+    n = len(s)
+    if s[i] == "`":
+        j = i + 1
+        while j < n and s[j] != "`":
+            j += 2 if s[j] == "\\" else 1
+        return min(j + 1, n)
+    close = ")" if s[i + 1] == "(" else "}"
+    opening = s[i + 1]
+    depth, j = 1, i + 2
+    while j < n and depth:
+        ch = s[j]
+        if ch == "\\":
+            j += 2
+            continue
+        if ch == "'" and close == ")":
+            end = s.find("'", j + 1)
+            j = n if end < 0 else end + 1
+            continue
+        if ch == '"':
+            j = _skip_double(s, j + 1)
+            continue
+        if ch == "$" and s.startswith(("$(", "${"), j) or ch == "`":
+            j = _substitution_end(s, j)
+            continue
+        if ch == opening:
+            depth += 1
+        elif ch == close:
+            depth -= 1
+        j += 1
+    return min(j, n)
+
+
+def _skip_double(s: str, j: int) -> int:
+    n = len(s)
+    while j < n and s[j] != '"':
+        if s[j] == "\\":
+            j += 2
+        elif s[j] == "$" and s.startswith(("$(", "${"), j) or s[j] == "`":
+            j = _substitution_end(s, j)
+        else:
+            j += 1
+    return j + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# which words of an argv a program runs as code
+
+@frozen
+class OptionSyntax:
+    """How one program reads its options. Short letters: `code` take program text (attached,
+    `-cTEXT`, when `attached`, else the next word); `arg` take a value (attached or the next
+    word); `rest` take the rest of their cluster only; `digits` take attached digits; `stop`
+    ends option reading (`python -m`); `file` reads the program from a file. Long options:
+    `long_code` take program text, `long_args` take that many words (unless `=value`),
+    `long_file` a program file. `mode_c`: `-c` is a mode (shells): the program text is the
+    first operand. `operand_code`: without -e/-f the first operand is the program (awk, sed,
+    jq). `operands_from`: every operand from this one on is code (ssh's remote command).
+    `plus`: `+o` style options too. `words_code`: whole words, in any case, that the program
+    text follows (pwsh's `-Command`)."""
+
+    code: str = ""
+    attached: bool = True
+    arg: str = ""
+    rest: str = ""
+    digits: str = ""
+    stop: str = ""
+    file: str = ""
+    long_code: frozenset = frozenset()
+    long_args: tuple = ()
+    long_file: frozenset = frozenset()
+    mode_c: bool = False
+    operand_code: bool = False
+    operands_from: int | None = None
+    plus: bool = False
+    words_code: frozenset = frozenset()
+
+
+SHELL = OptionSyntax(code="c", arg="oO", mode_c=True, plus=True,
+                     long_code=frozenset({"--command"}),
+                     long_args=(("--rcfile", 1), ("--init-file", 1)))
+PYTHON = OptionSyntax(code="c", arg="WX", stop="m", long_args=(("--check-hash-based-pycs", 1),))
+NODE = OptionSyntax(code="ep", attached=False, arg="rC",
+                    long_code=frozenset({"--eval", "--print"}),
+                    long_args=(("--require", 1), ("--import", 1), ("--loader", 1),
+                               ("--experimental-loader", 1), ("--input-type", 1),
+                               ("--conditions", 1)))
+PERL = OptionSyntax(code="eE", arg="IMm", rest="ixdD", digits="l0C")
+RUBY = OptionSyntax(code="e", arg="rICEF", rest="xiK", digits="0TW")
+PHP = OptionSyntax(code="r", arg="dcz", file="f")
+LUA = OptionSyntax(code="e", arg="l")
+RSCRIPT = OptionSyntax(code="e")
+OSASCRIPT = OptionSyntax(code="e", arg="ls")
+AWK = OptionSyntax(code="e", arg="Fvil", file="f", operand_code=True,
+                   long_code=frozenset({"--source"}), long_file=frozenset({"--file"}),
+                   long_args=(("--include", 1), ("--load", 1), ("--assign", 1),
+                              ("--field-separator", 1)))
+SED = OptionSyntax(code="e", arg="l", rest="i", file="f", operand_code=True,
+                   long_code=frozenset({"--expression"}), long_file=frozenset({"--file"}),
+                   long_args=(("--line-length", 1),))
+JQ = OptionSyntax(arg="L", file="f", operand_code=True, long_file=frozenset({"--from-file"}),
+                  long_args=(("--arg", 2), ("--argjson", 2), ("--slurpfile", 2),
+                             ("--rawfile", 2), ("--indent", 1)))
+PWSH = OptionSyntax(words_code=frozenset({"-c", "-command", "-command:"}))
+SU = OptionSyntax(code="c", arg="sgG", long_code=frozenset({"--command"}),
+                  long_args=(("--shell", 1), ("--group", 1)))
+SSH = OptionSyntax(arg="BbcDEeFIiJLlmOoPpQRSWw", operands_from=1)
+
+# program name (after the directory and a version suffix) -> how it reads its options
+INTERPRETERS: dict[str, tuple[str, OptionSyntax]] = {
+    **{name: ("sh", SHELL) for name in ("sh", "bash", "dash", "zsh", "ksh", "mksh", "ash",
+                                        "yash", "fish", "rbash", "busybox-sh")},
+    **{name: ("python", PYTHON) for name in ("python", "python2", "python3", "pypy", "pypy3")},
+    **{name: ("node", NODE) for name in ("node", "nodejs", "bun")},
+    "perl": ("perl", PERL), "ruby": ("ruby", RUBY), "php": ("php", PHP), "lua": ("lua", LUA),
+    "luajit": ("lua", LUA), "Rscript": ("R", RSCRIPT), "osascript": ("osascript", OSASCRIPT),
+    **{name: ("awk", AWK) for name in ("awk", "gawk", "mawk", "nawk")},
+    "sed": ("sed", SED), "gsed": ("sed", SED), "jq": ("jq", JQ), "gojq": ("jq", JQ),
+    "pwsh": ("pwsh", PWSH), "powershell": ("pwsh", PWSH), "su": ("sh", SU), "ssh": ("sh", SSH),
+}
+
+# programs that run the rest of their argv as a command: their own options, then how many
+# operands of theirs come before the command (`timeout 5 CMD`)
+WRAPPERS: dict[str, tuple[OptionSyntax, int]] = {
+    "env": (OptionSyntax(code="S", arg="uC", long_code=frozenset({"--split-string"}),
+                         long_args=(("--unset", 1), ("--chdir", 1))), 0),
+    "command": (OptionSyntax(), 0), "exec": (OptionSyntax(arg="a"), 0),
+    "nohup": (OptionSyntax(), 0), "setsid": (OptionSyntax(), 0),
+    "time": (OptionSyntax(arg="fo"), 0), "nice": (OptionSyntax(arg="n"), 0),
+    "ionice": (OptionSyntax(arg="cnp"), 0), "stdbuf": (OptionSyntax(arg="ioe"), 0),
+    "timeout": (OptionSyntax(arg="sk", long_args=(("--signal", 1), ("--kill-after", 1))), 1),
+    "sudo": (OptionSyntax(arg="ugCDhprtUT", long_args=(("--user", 1), ("--group", 1))), 0),
+    "doas": (OptionSyntax(arg="uC"), 0),
+    "xargs": (OptionSyntax(arg="ILnPsdEa", rest="ie"), 0), "busybox": (OptionSyntax(), 0),
+    "chroot": (OptionSyntax(), 1), "flock": (OptionSyntax(code="c", arg="wE"), 1),
+    "unbuffer": (OptionSyntax(), 0),
+}
+
+
+RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for",
+                      "case", "esac", "!", "{", "}", "time"})
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def command_start(words: Sequence[str]) -> int:
+    """Where the program name of a simple command is: past reserved words (`then`, `do`, `!`)
+    and variable assignments (`LANG=C`)."""
+    i = 0
+    while i < len(words) and (words[i] in RESERVED or _ASSIGNMENT.match(words[i])):
+        i += 1
+    return i
+
+
+@frozen
+class ProgramText:
+    """argv[word][start:] is code for `language`."""
+
+    word: int
+    start: int
+    language: str
+
+
+def program_name(word: str) -> str:
+    """`/usr/bin/python3.11` -> `python3`: the base name without a minor version suffix."""
+    base = os.path.basename(word)
+    if base.endswith(".exe"):
+        base = base[:-4]
+    return re.sub(r"(?<=[a-z])(\d)(?:\.\d+)+$", r"\1", base)
+
+
+def program_texts(argv: Sequence[str]) -> list[ProgramText]:
+    """The parts of `argv` that the program it runs (through any WRAPPERS) reads as code."""
+    found: list[ProgramText] = []
+    i = 0
+    while i < len(argv):
+        name = program_name(argv[i])
+        if name not in WRAPPERS and name not in INTERPRETERS:
+            name = re.sub(r"[\d.]+$", "", name)  # ruby3.2, lua5.4, node20
+        if name in WRAPPERS:
+            options, operands = WRAPPERS[name]
+            codes, first = _read_options(argv, i + 1, options)
+            # `env -S 'cmd args'` and `flock -c 'cmd'`: a command line in one word
+            found += [ProgramText(w, s, "sh") for w, s, _ in codes]
+            i = first + operands
+            if name == "flock":  # `flock FILE -c 'cmd'`: its options may follow the file
+                codes, i = _read_options(argv, i, options)
+                found += [ProgramText(w, s, "sh") for w, s, _ in codes]
+            while name in ("env", "sudo") and i < len(argv) and "=" in argv[i][1:]:
+                i += 1  # `env NAME=value CMD`
+            continue
+        if name in INTERPRETERS:
+            language, options = INTERPRETERS[name]
+            codes, first = _read_options(argv, i + 1, options)
+            found += [ProgramText(w, s, language) for w, s, mode in codes if not mode]
+            if first < len(argv):
+                if options.operands_from is not None:
+                    found += [ProgramText(k, 0, language)
+                              for k in range(first + options.operands_from, len(argv))]
+                elif any(mode for *_, mode in codes) or (options.operand_code and not codes and
+                                                    not _reads_file(argv[i + 1:first], options)):
+                    found.append(ProgramText(first, 0, language))
+        break
+    return found
+
+
+def _reads_file(words: Sequence[str], options: OptionSyntax) -> bool:
+    for word in words:
+        if word.startswith("--") and word.partition("=")[0] in options.long_file:
+            return True
+        if word.startswith("-") and not word.startswith("--") and options.file \
+                and any(c in options.file for c in word[1:2]):
+            return True
+    return False
+
+
+def _read_options(argv: Sequence[str], i: int, o: OptionSyntax) -> tuple[list, int]:
+    """Read options from argv[i]: ([(word, start, is_mode_c)], index of the first operand).
+    start -1 marks a `-c` mode flag (shells), whose program is the first operand."""
+    codes: list = []
+    n = len(argv)
+    while i < n:
+        word = argv[i]
+        if word == "--":
+            return codes, i + 1
+        if word.lower() in o.words_code:
+            if i + 1 < n:
+                codes.append((i + 1, 0, False))
+            return codes, n
+        if word.startswith("--") and len(word) > 2:
+            name, eq, _ = word.partition("=")
+            if name in o.long_code:
+                if eq:
+                    codes.append((i, len(name) + 1, False))
+                elif i + 1 < n:
+                    i += 1
+                    codes.append((i, 0, False))
+            elif name in o.long_file or name in dict(o.long_args):
+                i += 0 if eq else dict(o.long_args).get(name, 1)
+            i += 1
+            continue
+        if not (word[:1] == "-" or (o.plus and word[:1] == "+")) or len(word) < 2:
+            return codes, i
+        pending_code = False
+        j = 1
+        while j < len(word):
+            ch = word[j]
+            if ch in o.code:
+                if o.mode_c:
+                    codes.append((i, -1, True))
+                elif o.attached and word[j + 1:]:
+                    codes.append((i, j + 1, False))
+                    break
+                else:
+                    pending_code = True
+                    if o.attached:
+                        break
+            elif ch in o.stop:
+                return codes, n
+            elif ch in o.arg or ch in o.file:
+                if not word[j + 1:]:
+                    i += 1
+                break
+            elif ch in o.rest:
+                break
+            elif ch in o.digits:
+                while j + 1 < len(word) and word[j + 1].isdigit():
+                    j += 1
+            j += 1
+        if pending_code and i + 1 < n:
+            i += 1
+            codes.append((i, 0, False))
+        i += 1
+    return codes, i
