@@ -59,16 +59,16 @@ def test_a_lost_key_is_reported_by_every_refusal_pending_and_doctor(options, loc
     _lose_every_key(location)
     for how in ({"token": token}, {"approvalId": approval_id}):
         envelope = handle({"action": "resume", "approve": True, **how}, options)
-        assert envelope["error"]["code"] == "T435", envelope
+        assert envelope["error"]["code"] == "T451", envelope
         assert "signing key" in envelope["error"]["message"]
         assert "1 checkpoint" in envelope["error"]["message"]
     refused = handle({"action": "run", "pipeline": GATED}, options)  # no silent new key
-    assert refused["error"]["code"] == "T435", refused
+    assert refused["error"]["code"] == "T451", refused
     assert options.store().keys() == []
     (entry,) = admin.pending(options)
     assert entry["status"] == "unverifiable" and "signing key" in entry["error"]
     over_mcp = mcp.call("lobster_pending", {}, options)
-    assert over_mcp["keyProblem"]["code"] == "T435"
+    assert over_mcp["keyProblem"]["code"] == "T451"
     assert over_mcp["checkpoints"][0]["status"] == "unverifiable"
     doctor = _run(location, tmp_path, "doctor")
     assert doctor.returncode == 1, doctor.stdout
@@ -118,11 +118,11 @@ def test_a_short_key_is_refused_and_a_token_forged_with_it_does_not_work(cli, co
     key_path.write_bytes(content)
     forged = tokens.issue("pipeline-resume", state_key, content)
     envelope, code = cli.tool("resume", "--token", forged, "--approve", "yes")
-    assert code == 1 and envelope["error"]["code"] == "T436", envelope
+    assert code == 1 and envelope["error"]["code"] == "T452", envelope
     assert f"{len(content)} bytes" in envelope["error"]["message"]
     assert str(key_path) in envelope["error"]["message"]
     again, code = cli.pipeline(GATED)
-    assert code == 1 and again["error"]["code"] == "T436"
+    assert code == 1 and again["error"]["code"] == "T452"
     doctor, code = cli.tool("doctor")
     assert code == 1 and "signing key" in doctor["error"]["message"]
 
@@ -131,7 +131,7 @@ def test_a_key_others_can_read_is_refused(cli):
     cli.pipeline(GATED)
     os.chmod(cli.state / "key", 0o644)
     envelope, code = cli.pipeline(GATED)
-    assert code == 1 and envelope["error"]["code"] == "T436", envelope
+    assert code == 1 and envelope["error"]["code"] == "T452", envelope
     assert "0644" in envelope["error"]["message"] and "chmod 600" in envelope["error"]["message"]
     doctor, code = cli.tool("doctor")
     assert code == 1 and "0644" in doctor["error"]["message"]
@@ -141,7 +141,7 @@ def test_a_directory_in_the_keys_place_is_one_line_not_a_traceback(cli):
     (cli.state).mkdir()
     (cli.state / "key").mkdir()
     envelope, code = cli.pipeline(GATED)
-    assert code == 1 and envelope["error"]["code"] == "T436", envelope
+    assert code == 1 and envelope["error"]["code"] == "T452", envelope
     assert "not a regular file" in envelope["error"]["message"]
     for argv, code in ((["doctor"], 1), (["key", "list"], 1), (["pending"], 0)):
         proc = cli.run(*argv)  # pending lists what it can, after a warning
@@ -251,5 +251,5 @@ def test_a_short_key_row_is_refused_on_postgres(pg_url, tmp_path):
     for request in ({"action": "resume", "token": forged, "approve": True},
                     {"action": "run", "pipeline": GATED}):
         envelope = handle(request, options)
-        assert envelope["error"]["code"] == "T436", envelope
+        assert envelope["error"]["code"] == "T452", envelope
         assert "0 bytes" in envelope["error"]["message"]

@@ -355,7 +355,7 @@ def test_no_key_is_made_while_checkpoints_exist(store):
         store._backend.key = None
     with pytest.raises(StoreError) as caught:
         store.key()
-    assert caught.value.code == "T435" and "1 checkpoint" in str(caught.value)
+    assert caught.value.code == "T451" and "1 checkpoint" in str(caught.value)
     assert store.keys() == []
     with pytest.raises(StoreError):
         store.verification_keys()

@@ -86,7 +86,7 @@ def _key_state(store: StateStore) -> tuple[list[bytes], str | None]:
 
 def key_problem(options: Options) -> dict[str, str] | None:
     """What keeps the store's key set from verifying its checkpoints (`{"code", "message"}`:
-    T435 lost while checkpoints wait, T436 a key that is no key), or None."""
+    T451 lost while checkpoints wait, T452 a key that is no key), or None."""
     try:
         options.store().verification_keys()
     except SigningKeyError as exc:

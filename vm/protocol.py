@@ -869,7 +869,7 @@ def checkpoint_ttl_ms(options: Options) -> int | None:
 
 
 def signing_key(store: StateStore) -> bytes:
-    """The key a new checkpoint is signed with: a SigningKeyError (T435, T436) or a store that
+    """The key a new checkpoint is signed with: a SigningKeyError (T451, T452) or a store that
     cannot be written (T450) is refused as a RequestError before anything runs."""
     try:
         return store.key()
@@ -911,7 +911,7 @@ def store_problem(options: Options) -> str | None:
 
 def store_error(exc: StoreError) -> dict:
     """The store could not be reached, read or written, or its key set cannot be used
-    (T435, T436): nothing was claimed or consumed."""
+    (T451, T452): nothing was claimed or consumed."""
     return error_envelope("runtime_error", str(exc), getattr(exc, "code", "T450"))
 
 

@@ -22,8 +22,8 @@ class StoreError(Exception):
 
 
 class SigningKeyError(StoreError):
-    """The signing key set cannot be used: lost while checkpoints need it (T435), or a key
-    that is no key (too short, open to others, not a regular file: T436). One line."""
+    """The signing key set cannot be used: lost while checkpoints need it (T451), or a key
+    that is no key (too short, open to others, not a regular file: T452). One line."""
 
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
@@ -41,23 +41,23 @@ def key_id(key: bytes) -> str:
 
 
 def check_key(key: bytes, where: str) -> bytes:
-    """`key` if it is long enough to sign with, else a SigningKeyError (T436) naming `where`."""
+    """`key` if it is long enough to sign with, else a SigningKeyError (T452) naming `where`."""
     if not KEY_MIN_BYTES <= len(key) <= KEY_MAX_BYTES:
         raise SigningKeyError(
             f"the signing key {where} is {len(key)} bytes; a key is {KEY_MIN_BYTES} to "
             f"{KEY_MAX_BYTES} bytes (restore it from a backup; every checkpoint it signed "
-            "needs it)", "T436")
+            "needs it)", "T452")
     return key
 
 
 def lost_key_error(location: str, where: str, checkpoints: int) -> SigningKeyError:
-    """The refusal of a store whose key set is gone while `checkpoints` wait (T435)."""
+    """The refusal of a store whose key set is gone while `checkpoints` wait (T451)."""
     plural = "" if checkpoints == 1 else "s"
     return SigningKeyError(
         f"the signing key of the state store at {location} is missing ({where}), and "
         f"{checkpoints} checkpoint{plural} signed with it cannot be verified or resumed: restore "
         "the key from a backup, or cancel them (`lobster pending`, `lobster cancel --id ID`); "
-        "`lobster key rotate` starts a new key", "T435")
+        "`lobster key rotate` starts a new key", "T451")
 
 
 class KeyInfo(NamedTuple):
@@ -172,7 +172,7 @@ class StateStore(Protocol):
     def key(self) -> bytes:
         """The signing key (the newest of the key set), made (32 random bytes) on first use;
         the first maker wins. Never made while checkpoints exist: then a SigningKeyError
-        (T435) says the key set is lost. A key that is no key is a SigningKeyError (T436)."""
+        (T451) says the key set is lost. A key that is no key is a SigningKeyError (T452)."""
 
     def existing_key(self) -> bytes | None:
         """The signing key if one was made, without making one."""
@@ -181,7 +181,7 @@ class StateStore(Protocol):
         """Every key that verifies (the key set), newest first; [] when none was made."""
 
     def verification_keys(self) -> list[bytes]:
-        """`keys()`, or a SigningKeyError (T435) when there are none while checkpoints exist."""
+        """`keys()`, or a SigningKeyError (T451) when there are none while checkpoints exist."""
 
     def key_set(self) -> list[KeyInfo]:
         """The key set as ids and numbers, newest (the signing key) first."""

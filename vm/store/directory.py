@@ -184,28 +184,28 @@ class Store:
 
     def _read_key(self, number: int) -> tuple[bytes, float]:
         """A key file's key and mtime, checked: a regular file, private to its owner, of a
-        key's length; else a SigningKeyError (T436) that says what to do."""
+        key's length; else a SigningKeyError (T452) that says what to do."""
         path = self._key_path(number)
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
             if os.path.islink(path):  # a link to nothing is there, not a missing key
                 raise SigningKeyError(f"the signing key {path} is a link to nothing "
-                                      f"({os.readlink(path)}); restore the key", "T436") from None
+                                      f"({os.readlink(path)}); restore the key", "T452") from None
             raise  # removed just now (gc retired it), or never made
         except OSError as exc:
             raise SigningKeyError(f"the signing key {path} cannot be read: "
-                                  f"{exc.strerror or exc}", "T436") from None
+                                  f"{exc.strerror or exc}", "T452") from None
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise SigningKeyError(f"the signing key {path} is not a regular file (remove "
-                                      "what is there and restore the key file)", "T436")
+                                      "what is there and restore the key file)", "T452")
             if info.st_mode & 0o077:
                 raise SigningKeyError(
                     f"the signing key {path} is open to others (mode "
                     f"{stat.S_IMODE(info.st_mode):04o}): chmod 600 {path}, and rotate it "
-                    "(`lobster key rotate`) if others may have read it", "T436")
+                    "(`lobster key rotate`) if others may have read it", "T452")
             with os.fdopen(os.dup(fd), "rb") as fh:
                 key = fh.read(KEY_MAX_BYTES + 1)
         finally:
@@ -246,7 +246,7 @@ class Store:
         keys = self.keys()
         if not keys:  # made and gone at once: someone else is at work on this directory
             raise SigningKeyError(f"the signing key {self.path('key')} could not be made",
-                                  "T436")
+                                  "T452")
         return keys[0]  # the first maker's key
 
     def _publish_key(self, number: int) -> bool:
