@@ -132,6 +132,11 @@ def cmd_pending(argv: list[str]) -> int:
         envelope = protocol.store_error(exc)
         _print_json(envelope)
         return 1
+    lost = sum(e["status"] == "unverifiable" for e in entries)
+    if lost and problem is None and not values.get("cancel"):
+        sys.stderr.write(f"lobster: warning: {lost} checkpoint{'' if lost == 1 else 's'} "
+                         "signed by no key of this store's key set (a lost key?) can only be "
+                         "cancelled; `lobster key list` shows the keys\n")
     if values.get("format") == "json":
         _print_json(entries)
         return 0

@@ -903,9 +903,9 @@ def store_problem(options: Options) -> str | None:
     if lost:
         return (f"{lost} checkpoint{'' if lost == 1 else 's'} in the state store at "
                 f"{store.location} {'is' if lost == 1 else 'are'} signed by no key of its "
-                "signing key set (its key was lost, or they were planted, edited or written "
-                "by an earlier version): `lobster pending` lists them as unverifiable; restore "
-                "the key, or cancel them")
+                "signing key set (a lost key, or a frame planted, edited or written by an "
+                "earlier version): `lobster pending` lists them as unverifiable; restore the "
+                "key, or cancel them")
     return None
 
 
