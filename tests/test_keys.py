@@ -119,7 +119,7 @@ def test_a_short_key_is_refused_and_a_token_forged_with_it_does_not_work(cli, co
     forged = tokens.issue("pipeline-resume", state_key, content)
     envelope, code = cli.tool("resume", "--token", forged, "--approve", "yes")
     assert code == 1 and envelope["error"]["code"] == "T452", envelope
-    assert f"{len(content)} bytes" in envelope["error"]["message"]
+    assert f"is {len(content)} byte" in envelope["error"]["message"]
     assert str(key_path) in envelope["error"]["message"]
     again, code = cli.pipeline(GATED)
     assert code == 1 and again["error"]["code"] == "T452"

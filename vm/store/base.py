@@ -44,7 +44,8 @@ def check_key(key: bytes, where: str) -> bytes:
     """`key` if it is long enough to sign with, else a SigningKeyError (T452) naming `where`."""
     if not KEY_MIN_BYTES <= len(key) <= KEY_MAX_BYTES:
         raise SigningKeyError(
-            f"the signing key {where} is {len(key)} bytes; a key is {KEY_MIN_BYTES} to "
+            f"the signing key {where} is {len(key)} byte{'' if len(key) == 1 else 's'}; a key "
+            f"is {KEY_MIN_BYTES} to "
             f"{KEY_MAX_BYTES} bytes (restore it from a backup; every checkpoint it signed "
             "needs it)", "T452")
     return key
