@@ -92,14 +92,16 @@ def _strings_of(mapping: Any) -> dict[str, str]:
 
 def checkpoint_ttl_ms(value: Any) -> int | None:
     """A workflow's `checkpoint_ttl` in ms: a duration ("30m", "7d", "1h30m") or a positive
-    integer of ms; None when absent or not such a value (validation has refused that)."""
-    from vm.protocol import duration_ms
+    integer of ms, within vm.bounds.CHECKPOINT_TTL; None when absent or not such a value
+    (validation has refused that)."""
+    from vm import bounds
 
-    if isinstance(value, str):
-        return duration_ms(value) or None
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return None
+    if isinstance(value, float):
+        return None
+    try:
+        return bounds.CHECKPOINT_TTL.parse(value, "checkpoint_ttl")
+    except bounds.BoundError:
+        return None
 
 
 def _str_or_none(value: Any) -> str | None:

@@ -8,9 +8,10 @@ from typing import Any
 
 from lobsterc.diagnostics import Diagnostic
 from lobsterc.load import Document, Path
+from vm import bounds
 from vm.js import UNDEFINED, to_number, truthy
 
-MAX_TIMEOUT_MS = 2_147_483_647
+MAX_TIMEOUT_MS = bounds.TIMEOUT_MS.maximum  # a step's timeout_ms: the bound of a run's
 
 class _Absent:
     def __repr__(self) -> str:
@@ -157,6 +158,12 @@ def _check_checkpoint_ttl(ttl: Any) -> None:
     from lobsterc.build import checkpoint_ttl_ms
 
     if ttl is not ABSENT and checkpoint_ttl_ms(ttl) is None:
+        limit = bounds.CHECKPOINT_TTL.limit_text()
+        try:
+            bounds.CHECKPOINT_TTL.parse(ttl, "checkpoint_ttl")
+        except bounds.BoundError as exc:
+            if exc.kind == "range":
+                _fail(f"Workflow checkpoint_ttl must be at most {limit}", "checkpoint_ttl")
         _fail("Workflow checkpoint_ttl must be a duration such as 30m, 12h or 7d, or a positive "
               "number of milliseconds", "checkpoint_ttl")
 

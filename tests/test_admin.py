@@ -330,8 +330,8 @@ def test_gc_removes_unreferenced_programs_and_their_cache_entries_only_when_old(
     kept = handle({"action": "run", "pipeline": GATED}, options)
     store = options.store()
     assert len(store.list_programs()) == 2 and len(store.list_cache()) == 2
-    assert admin.gc(options) == {"dryRun": False, "checkpoints": [], "programs": [], "cache": [],
-                                 "leftovers": []}  # all too recent
+    assert admin.gc(options) == {"dryRun": False, "checkpoints": [], "keys": [], "programs": [],
+                                 "cache": [], "leftovers": []}  # all too recent
     later = time.time() + admin.GC_RECENT_S + 1
     dry = admin.gc(options, dry_run=True, now=later)
     assert len(dry["programs"]) == 1 and len(dry["cache"]) == 1

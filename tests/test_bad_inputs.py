@@ -99,6 +99,7 @@ def run_entry(entry: dict) -> dict:
         for name, data in (entry.get("files_b64") or {}).items():
             (work / name).parent.mkdir(parents=True, exist_ok=True)
             (work / name).write_bytes(base64.b64decode(data))
+            (work / name).chmod(0o600)  # private, as the store writes its own (a key must be)
         env = _env(home, entry.get("env"))
         found: dict[str, str] = {}
         setups = []

@@ -226,3 +226,26 @@ def test_inside_a_for_each_the_loop_body_counts_as_before_the_gate(tmp_path):
     assert after.returncode == 0, after.stdout
     env, _ = cli.tool("resume", "--id", second, "--approve", "yes")
     assert env["status"] == "ok" and env["output"] == ["all done\n"]
+
+
+def test_a_run_signed_before_a_key_rotation_migrates_and_keeps_its_key(ship):
+    """The moved frame stays signed by the key that signed its token, so gc keeps that key
+    while the run waits and the old token still resumes it."""
+    import time
+
+    from vm import admin
+    from vm.protocol import Options
+    from vm.store import open_store
+
+    parked, _ = ship.tool("run", "--mode", "tool", "--file", "ship.lobster", "--args-json",
+                          json.dumps({"log": str(ship.work / "ship.log")}), env=WHO)
+    approval = parked["requiresApproval"]["approvalId"]
+    assert ship.run("key", "rotate").returncode == 0
+    done = migrate(ship, "--to", "ship.fixed.lobster", "--id", approval)
+    assert done.returncode == 0, done.stdout + done.stderr
+    options = Options(cwd=str(ship.work), state_dir=ship.env["LOBSTER_STORE"], env={})
+    assert admin.gc(options, now=time.time() + 3600)["keys"] == []  # key 1 still signs it
+    assert len(open_store(ship.env["LOBSTER_STORE"]).keys()) == 2
+    env, _ = ship.tool("resume", "--token", parked["requiresApproval"]["resumeToken"],
+                       "--approve", "yes", env=APPROVER)
+    assert env["status"] == "needs_input", env

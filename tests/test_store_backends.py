@@ -311,3 +311,51 @@ def test_a_claim_record_of_an_earlier_version_is_still_read_and_cleared(tmp_path
     store.finish_claim("k")
     assert store.in_doubt() == [] and store.claim_record("k") is None
     assert store.leftovers(time.time() + 3600) == [f"runs/{approval_id}.approval"]
+
+
+def test_the_key_set_rotates_verifies_with_every_key_and_never_retires_the_newest(store,
+                                                                                   location):
+    first = store.key()
+    store.save_frame("old", b"frame")
+    second = store.rotate_key()
+    assert second.number == 2 and store.key() == store.keys()[0] != first
+    assert store.keys()[1] == first
+    assert store.read_parked("old").authentic(store.keys())
+    assert not store.read_parked("old").authentic(store.keys()[:1])
+    assert [k.number for k in store.key_set()] == [2, 1]
+    assert store.retire_key(2) is False  # the signing key stays
+    assert store.retire_key(1) is True and [k.number for k in store.key_set()] == [2]
+    assert open_store(location, {}).keys() == store.keys()
+
+
+def test_concurrent_rotations_each_add_one_key(location):
+    open_store(location, {}).key()
+    numbers: list[int] = []
+    threads = [threading.Thread(target=lambda: numbers.append(
+        open_store(location, {}).rotate_key().number)) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(numbers) == [2, 3, 4, 5, 6]
+    assert len(set(open_store(location, {}).keys())) == 6
+
+
+def test_no_key_is_made_while_checkpoints_exist(store):
+    store.key()
+    store.save_frame("k", b"frame")
+    for number in [k.number for k in store.key_set()]:
+        if number != 1:
+            store.retire_key(number)
+    if hasattr(store, "root"):
+        os.unlink(os.path.join(store.root, "key"))
+    else:
+        with store._connection() as conn:
+            conn.execute("DELETE FROM lobster_keys")
+        store._backend.key = None
+    with pytest.raises(StoreError) as caught:
+        store.key()
+    assert caught.value.code == "T451" and "1 checkpoint" in str(caught.value)
+    assert store.keys() == []
+    with pytest.raises(StoreError):
+        store.verification_keys()

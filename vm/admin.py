@@ -8,28 +8,35 @@ import json
 import time
 from typing import Any
 
-from vm import codec
+from vm import bounds, codec
 from vm.codec import LoadError
 from vm.protocol import (Decision, Options, RequestError, cancel_state, claim_is_running,
                          iso_time, resume, unknown_approval_id)
 from vm.store import StateStore
-from vm.store.base import STATE_KEY, approval_id_form
+from vm.store.base import STATE_KEY, SigningKeyError, approval_id_form, key_id
 
 GC_GRACE_S = 24 * 3600  # an expired checkpoint is kept this long before gc removes it
 GC_RECENT_S = 600  # a program saved (or cache entry written) this recently is never removed
 GC_CACHE_AGE_S = 30 * 24 * 3600  # cache entries older than this are removed
 GC_TEMP_AGE_S = 60  # temporary files of interrupted writes older than this are removed
+# A superseded key is kept at least this long after its successor was made: a halt that read
+# it before the rotation has saved its frame by then (PostgreSQL processes re-read the
+# signing key every 60 s), so gc sees every frame it signed.
+KEY_RETIRE_S = GC_RECENT_S
 
 
 # pending ------------------------------------------------------------------------------------
 def pending(options: Options, now: float | None = None) -> list[dict[str, Any]]:
-    """Every checkpoint that waits (status "waiting", or "expired" once past its expiry), then
-    every claim record: "running" (a live process of this host holds it) or "in_doubt" (its
-    resume did not finish). Oldest first within each group. Times are ISO 8601 UTC."""
+    """Every checkpoint that waits (status "waiting", or "expired" once past its expiry, or
+    "unverifiable" when no key of the store's key set signed it: the key was lost; `error`
+    says why), then every claim record: "running" (a live process of this host holds it) or
+    "in_doubt" (its resume did not finish). Oldest first within each group. Times are ISO
+    8601 UTC; a stored time however absurd shows as a date."""
     store = options.store()
     now = time.time() if now is None else now
     sources: dict[str, str | None] = {}
     entries = []
+    keys, problem = _key_state(store)
     for parked in store.list_parked():
         entry = {"status": "waiting", "approvalId": None, "stateKey": parked.state_key,
                  "kind": None, "prompt": None, "step": None, "source": None,
@@ -38,10 +45,15 @@ def pending(options: Options, now: float | None = None) -> list[dict[str, Any]]:
                  "expiresAt": None if parked.expires_at is None else iso_time(parked.expires_at)}
         if parked.expires_at is not None and parked.expires_at <= now:
             entry["status"] = "expired"
+        if not parked.authentic(keys):
+            entry["status"] = "unverifiable"
+            entry["error"] = (problem or "not signed by any key of this store (its key was "
+                              "lost, or it was planted, edited or written by an earlier "
+                              "version)") + "; it can only be cancelled"
         try:
             frame = codec.load_frame(parked.blob)
         except LoadError as exc:
-            entry["error"] = f"unreadable frame: {exc}"
+            entry.setdefault("error", f"unreadable frame: {exc}")
             entries.append(entry)
             continue
         halt = frame.pending
@@ -64,10 +76,28 @@ def pending(options: Options, now: float | None = None) -> list[dict[str, Any]]:
     return entries
 
 
+def _key_state(store: StateStore) -> tuple[list[bytes], str | None]:
+    """The key set, and what is wrong with it (lost while checkpoints wait, or unusable)."""
+    try:
+        return store.verification_keys(), None
+    except SigningKeyError as exc:
+        return [], str(exc)
+
+
+def key_problem(options: Options) -> dict[str, str] | None:
+    """What keeps the store's key set from verifying its checkpoints (`{"code", "message"}`:
+    T451 lost while checkpoints wait, T452 a key that is no key), or None."""
+    try:
+        options.store().verification_keys()
+    except SigningKeyError as exc:
+        return {"code": exc.code, "message": str(exc)}
+    return None
+
+
 # The `lobster_pending` request's fields, as protocol.REQUEST_FIELDS (`lobster mcp` publishes
 # them as its schema): name -> (JSON Schema of the value, what it is).
 PENDING_FIELDS: dict[str, tuple[dict, str]] = {
-    "olderThan": ({"type": "string"},
+    "olderThan": ({"type": "string", "maxLength": bounds.MAX_TEXT},
                   "only the checkpoints at least this old: a duration such as 30m, 12h or 7d"),
 }
 
@@ -75,22 +105,30 @@ PENDING_FIELDS: dict[str, tuple[dict, str]] = {
 def pending_request(request: dict[str, Any], options: Options) -> dict[str, Any]:
     """`pending` as a request: `{"olderThan"?: duration}` -> `{"protocolVersion": 1, "ok": true,
     "status": "ok", "checkpoints": [...]}` (the entries of `pending`), or an error envelope."""
-    from vm.protocol import PROTOCOL_VERSION, StoreError, duration_ms, store_error
+    from vm.protocol import PROTOCOL_VERSION, StoreError, store_error
 
     older = request.get("olderThan")
     if older is not None:
-        seconds = duration_ms(older) if isinstance(older, str) else None
-        if seconds is None:
-            return RequestError(f"olderThan must be a duration such as 30m, 12h or 7d, got "
-                                f"{older!r}").envelope
+        try:
+            if not isinstance(older, str):
+                raise bounds.BoundError("", "form")
+            older_ms = bounds.AGE.parse(older, "olderThan")
+        except bounds.BoundError as exc:
+            return RequestError(exc.message if exc.kind == "range" else
+                                f"olderThan must be a duration such as 30m, 12h or 7d, got "
+                                f"{bounds.shown(older)}").envelope
     try:
         entries = pending(options)
     except StoreError as exc:
         return store_error(exc)
     if older is not None:
-        entries = [e for e in entries if e["ageSeconds"] * 1000 >= seconds]
-    return {"protocolVersion": PROTOCOL_VERSION, "ok": True, "status": "ok",
-            "checkpoints": entries}
+        entries = [e for e in entries if e["ageSeconds"] * 1000 >= older_ms]
+    reply = {"protocolVersion": PROTOCOL_VERSION, "ok": True, "status": "ok",
+             "checkpoints": entries}
+    problem = key_problem(options)
+    if problem is not None:
+        reply["keyProblem"] = problem
+    return reply
 
 
 def _source_name(store: StateStore, program_hash: str, memo: dict[str, str | None]) -> str | None:
@@ -145,16 +183,19 @@ def gc(options: Options, *, dry_run: bool = False, now: float | None = None,
       its program just before its frame, so a run halting now keeps its program);
     - cache entries older than `cache_age_s`, and compile cache entries whose program is gone;
     - temporary files of interrupted writes, and approval ids without a frame, older than
-      `temp_age_s`.
+      `temp_age_s`;
+    - keys of the key set that no waiting checkpoint was signed with, superseded more than
+      KEY_RETIRE_S ago (never the newest, the signing key).
 
     Safe while other processes run, halt and resume: a frame is removed only through a claim,
     and a program only if nothing saved it since it was found unused."""
     store = options.store()
     now = time.time() if now is None else now
-    report: dict[str, Any] = {"dryRun": dry_run, "checkpoints": [], "programs": [], "cache": [],
-                              "leftovers": []}
+    report: dict[str, Any] = {"dryRun": dry_run, "checkpoints": [], "keys": [], "programs": [],
+                              "cache": [], "leftovers": []}
     referenced: set[str] = set()
-    for parked in store.list_parked():
+    parked_all = store.list_parked()
+    for parked in parked_all:
         try:
             frame = codec.load_frame(parked.blob)
         except LoadError:
@@ -167,6 +208,9 @@ def gc(options: Options, *, dry_run: bool = False, now: float | None = None,
                 continue
         if frame is not None:
             referenced.add(frame.program_hash)
+    report["keys"] = _retire_keys(store, [p for p in parked_all
+                                          if p.state_key not in report["checkpoints"]],
+                                  now - KEY_RETIRE_S, dry_run)
     unused_since = now - recent_s
     stored = set()
     for program_hash, used_at in store.list_programs():
@@ -188,6 +232,49 @@ def gc(options: Options, *, dry_run: bool = False, now: float | None = None,
         if dry_run or store.remove_leftover(name):
             report["leftovers"].append(name)
     return report
+
+
+def _retire_keys(store: StateStore, parked: list, superseded_before: float,
+                 dry_run: bool) -> list[str]:
+    """Retire (or list) each key no waiting checkpoint needs, whose successor was made before
+    `superseded_before`; returns their ids."""
+    try:
+        keys, infos = store.keys(), store.key_set()
+    except SigningKeyError:
+        return []
+    if [key_id(k) for k in keys] != [info.id for info in infos]:
+        return []  # rotated while read: next time
+    retired = []
+    for newer, info, key in zip(infos, infos[1:], keys[1:]):
+        if newer.created_at >= superseded_before or any(p.authentic(key) for p in parked):
+            continue
+        if dry_run or store.retire_key(info.number):
+            retired.append(info.id)
+    return retired
+
+
+# keys ---------------------------------------------------------------------------------------
+def key_list(options: Options) -> list[dict[str, Any]]:
+    """The store's key set, newest (the signing key) first: number, id (never the key),
+    createdAt, whether it signs, and how many waiting checkpoints it signed. A key set that
+    cannot be used raises its SigningKeyError (a StoreError)."""
+    store = options.store()
+    keys, infos = store.keys(), store.key_set()
+    parked = store.list_parked()
+    return [{"number": info.number, "id": info.id, "createdAt": iso_time(info.created_at),
+             "signing": n == 0, "checkpoints": sum(p.authentic(key) for p in parked)}
+            for n, (info, key) in enumerate(zip(infos, keys))]
+
+
+def rotate_key(options: Options) -> dict[str, Any]:
+    """Add a new signing key; the others verify until gc retires them. Returns the new key's
+    number, id and createdAt, and `unverifiable`: checkpoints no key verifies (a lost key)."""
+    store = options.store()
+    info = store.rotate_key()
+    keys = store.keys()
+    unverifiable = sum(not p.authentic(keys) for p in store.list_parked())
+    return {"number": info.number, "id": info.id, "createdAt": iso_time(info.created_at),
+            "unverifiable": unverifiable}
 
 
 def _compiled_program(store: StateStore, key: str) -> str | None:

@@ -32,6 +32,7 @@ usage:
   lobster pending [--format json] [--older-than 7d [--cancel]]   checkpoints waiting, in doubt
   lobster cancel --id ID                 end one checkpoint (approval id or state key)
   lobster gc [--dry-run]                 remove what no checkpoint needs
+  lobster key list|rotate                the signing key set: list it, or add a new key
   lobster migrate --to NEW.lobster (--id ID | --program HASH) [--dry-run] [--accept ID]
                                          move paused runs onto a reviewed new version
   lobster mcp                            serve run and resume as MCP tools over stdio
@@ -226,15 +227,19 @@ def _shown(value: str | None) -> str:
 
 
 def _timeout(text: str | None, command: str) -> int | None:
-    """`--timeout 30000` (ms) or `--timeout 30s` (a duration) -> ms; None when not given."""
+    """`--timeout 30000` (ms) or `--timeout 30s` (a duration) -> ms, within
+    bounds.TIMEOUT_MS; None when not given."""
     if text is None:
         return None
-    raw = text.strip()
-    ms = int(raw) if raw.isdigit() else protocol.duration_ms(raw) if raw else None
-    if not ms:
-        raise RequestError(f"{command} --timeout must be a number of milliseconds or a "
-                           f"duration such as 30s (got {_shown(text)})", code="E021")
-    return ms
+    from vm import bounds
+
+    try:
+        return bounds.TIMEOUT_MS.parse(text, f"{command} --timeout")
+    except bounds.BoundError as exc:
+        message = exc.message if exc.kind == "range" else (
+            f"{command} --timeout must be a number of milliseconds or a duration such as 30s "
+            f"(got {_shown(text if len(text) <= 64 else text[:24] + '...')})")
+        raise RequestError(message, code="E021") from None
 
 
 def _listener(events: str | None, command: str, human: bool):
@@ -531,7 +536,7 @@ SUBCOMMAND_HELP = {"run": RUN_HELP, "resume": RESUME_HELP}
 
 
 # completion ---------------------------------------------------------------------------------
-COMMANDS = ("run", "resume", "tool", "pending", "cancel", "gc", "mcp", "graph", "help",
+COMMANDS = ("run", "resume", "tool", "pending", "cancel", "gc", "key", "mcp", "graph", "help",
             "doctor", "completion", "version")
 COMMAND_FLAGS = {
     "run": "--mode --args-json --dry-run --file --timeout --quiet --events --checkpoint-ttl "
@@ -541,6 +546,7 @@ COMMAND_FLAGS = {
     "pending": "--format --older-than --cancel --help",
     "cancel": "--id --format --help",
     "gc": "--dry-run --format --grace --help",
+    "key": "list rotate --format --help",
     "graph": "--file --format --args-json --help",
 }
 FLAG_VALUES = {"--mode": "tool human", "--approve": "yes no", "--events": "jsonl",
@@ -811,7 +817,7 @@ def _dispatch(args: list[str], frontend: Frontend | None) -> int:
         return cmd_graph(rest, frontend)
     if head == "completion":
         return cmd_completion(rest)
-    if head in ("pending", "cancel", "gc"):
+    if head in ("pending", "cancel", "gc", "key"):
         from vm import cli_admin
 
         return getattr(cli_admin, f"cmd_{head}")(rest)

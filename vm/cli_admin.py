@@ -1,5 +1,6 @@
-"""`lobster pending`, `lobster cancel` and `lobster gc`: the store's checkpoints from outside a
-run (the logic is vm/admin.py). Usage errors exit 2 with a one-line message."""
+"""`lobster pending`, `lobster cancel`, `lobster gc` and `lobster key`: the store's checkpoints
+and key set from outside a run (the logic is vm/admin.py). Usage errors exit 2 with a one-line
+message."""
 
 from __future__ import annotations
 
@@ -27,6 +28,19 @@ usage: lobster gc [--dry-run] [--format text|json] [--grace DURATION]
 Remove what no checkpoint needs: programs no checkpoint refers to, old cache entries, leftovers
 of interrupted writes, and checkpoints expired longer than the grace (default 1d) ago.
 --dry-run lists what would be removed. Safe while other lobster processes run.
+"""
+
+
+KEY_USAGE = """\
+usage: lobster key list [--format text|json]
+       lobster key rotate [--format text|json]
+
+The signing key set of the state store: tokens and checkpoints are signed with the newest key
+and verified with any of them. `list` shows each key's number and id (never the key), when it
+was made, and how many waiting checkpoints it signed. `rotate` adds a new key that signs from
+now on; the old ones keep verifying until their checkpoints end, and `lobster gc` then retires
+them. After a key was lost, `rotate` starts a new one (the checkpoints the lost key signed can
+only be cancelled).
 """
 
 
@@ -66,10 +80,13 @@ def _parse(argv: list[str], flags: set[str], switches: set[str], usage: str) -> 
 
 
 def _seconds(text: str, flag: str) -> float:
-    ms = protocol.duration_ms(text)
-    if ms is None:
-        raise Usage(f"--{flag} must be a duration such as 7d, 12h or 30m, got {text!r}")
-    return ms / 1000
+    """A duration flag (`--older-than`, `--grace`) in seconds, within bounds.AGE."""
+    from vm import bounds
+
+    try:
+        return bounds.AGE.parse(text, f"--{flag}") / 1000
+    except bounds.BoundError as exc:
+        raise Usage(exc.message) from None
 
 
 def _usage_error(exc: Exception, usage: str) -> int:
@@ -98,6 +115,9 @@ def cmd_pending(argv: list[str]) -> int:
         older = _seconds(values["older-than"], "older-than") if "older-than" in values else None
     except Usage as exc:
         return _usage_error(exc, PENDING_USAGE)
+    problem = admin.key_problem(_options()) if not values.get("cancel") else None
+    if problem is not None:
+        sys.stderr.write(f"lobster: warning[{problem['code']}]: {problem['message']}\n")
     try:
         if values.get("cancel"):
             entries = admin.cancel_older_than(_options(), older)
@@ -112,6 +132,11 @@ def cmd_pending(argv: list[str]) -> int:
         envelope = protocol.store_error(exc)
         _print_json(envelope)
         return 1
+    lost = sum(e["status"] == "unverifiable" for e in entries)
+    if lost and problem is None and not values.get("cancel"):
+        sys.stderr.write(f"lobster: warning: {lost} checkpoint{'' if lost == 1 else 's'} "
+                         "signed by no key of this store's key set (a lost key?) can only be "
+                         "cancelled; `lobster key list` shows the keys\n")
     if values.get("format") == "json":
         _print_json(entries)
         return 0
@@ -165,11 +190,55 @@ def cmd_gc(argv: list[str]) -> int:
         _print_json(report)
         return 0
     verb = "would remove" if report["dryRun"] else "removed"
-    labels = (("checkpoints", "expired checkpoint"), ("programs", "program"),
-              ("cache", "cache entry"), ("leftovers", "leftover"))
+    labels = (("checkpoints", "expired checkpoint"), ("keys", "retired key"),
+              ("programs", "program"), ("cache", "cache entry"), ("leftovers", "leftover"))
     for key, label in labels:
         for name in report[key]:
             sys.stdout.write(f"{verb} {label} {name}\n")
     counts = ", ".join(f"{len(report[key])} {key}" for key, _ in labels)
     sys.stdout.write(f"{verb}: {counts}\n")
+    return 0
+
+
+def cmd_key(argv: list[str]) -> int:
+    from vm import admin
+
+    action, rest = (argv[0], argv[1:]) if argv and not argv[0].startswith("-") else ("", argv)
+    try:
+        values = _parse(rest, {"format"}, set(), KEY_USAGE)
+        if action not in ("list", "rotate"):
+            raise Usage(f"lobster key takes list or rotate (got {action!r})" if action
+                        else "lobster key takes list or rotate")
+    except Usage as exc:
+        return _usage_error(exc, KEY_USAGE)
+    try:
+        result = admin.key_list(_options()) if action == "list" else admin.rotate_key(_options())
+    except (protocol.StoreError, OSError) as exc:
+        if isinstance(exc, OSError):
+            exc = protocol.StoreError(f"the state store cannot be used: {exc.strerror or exc}")
+        _print_json(protocol.store_error(exc))
+        return 1
+    if action == "rotate":
+        lost = result["unverifiable"]
+        if lost:
+            sys.stderr.write(f"lobster: warning: {lost} checkpoint{'' if lost == 1 else 's'} "
+                             "no key of this store verifies (a lost key) can only be cancelled\n")
+        if values.get("format") == "json":
+            _print_json(result)
+        else:
+            sys.stdout.write(f"key {result['number']} ({result['id']}) signs from now on; older "
+                             "keys verify until `lobster gc` retires them\n")
+        return 0
+    if values.get("format") == "json":
+        _print_json(result)
+        return 0
+    if not result:
+        sys.stdout.write("no signing key yet (the first checkpoint makes one)\n")
+        return 0
+    rows = [("NUMBER", "ID", "CREATED", "ROLE", "CHECKPOINTS")]
+    rows += [(str(k["number"]), k["id"], k["createdAt"], "signs" if k["signing"] else "verifies",
+              str(k["checkpoints"])) for k in result]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
     return 0

@@ -31,6 +31,7 @@ CODES: dict[str, Code] = {
     "E007": Code("JSON nested too deep", PARSE),
     "E008": Code("unknown tool request field", PARSE),
     "E009": Code("text that is not Unicode (a lone surrogate or bytes that are not UTF-8)", PARSE),
+    "E010": Code("an embedding Options value that is not a number in its bounds", RUNTIME),
     # the lobster command line
     "E020": Code("unknown --mode", PARSE),
     "E021": Code("invalid --timeout", PARSE),
@@ -91,6 +92,8 @@ CODES: dict[str, Code] = {
     "T440": Code("unknown step reference at run time", RUNTIME),
     "T441": Code("for_each source is not an array", RUNTIME),
     "T450": Code("state store failed", RUNTIME),
+    "T451": Code("signing key set lost while checkpoints need it", RUNTIME),
+    "T452": Code("signing key unusable (too short or long, open to others, not a file)", RUNTIME),
     "T460": Code("cost limit reached", RUNTIME),
     "T498": Code("internal error (a bug in Lobster; nothing was consumed by it)", RUNTIME),
     "T499": Code("environment check failed", DOCTOR),

@@ -147,7 +147,9 @@ def _one(store: Any, key: str, new: Program, check: Any, dry_run: bool,
     if parked is None:
         return MigrationResult(key, None, "", "", new.hash, "resumed meanwhile")
     try:
-        if not parked.authentic(store.existing_key()):
+        # the key of the key set that signed it (and its token): the moved frame keeps it
+        signer = next((k for k in store.keys() if parked.authentic(k)), None)
+        if signer is None:
             raise codec.LoadError("not written by this store")
         frame = codec.load_frame(parked.blob)
         blob = store.load_program_bytes(frame.program_hash)
@@ -187,7 +189,7 @@ def _one(store: Any, key: str, new: Program, check: Any, dry_run: bool,
     if not store.claim_frame(key, Claimant("migrate", approval_id or key)):
         return MigrationResult(**done, gate=verdict.gate, status="resumed meanwhile",
                                checked=verdict.checked, diff=verdict.diff)
-    _repark(store, key, data, parked.expires_at)
+    _repark(store, key, data, parked.expires_at, signer)
     _record(store, key, {"at": time.time(), "from": old.hash, "to": new.hash,
                          "gate": verdict.gate, "accepted": list(accept)})
     return MigrationResult(**done, gate=verdict.gate, status="migrated",
@@ -219,12 +221,15 @@ def _rewrite(frame: Any, old: Program, new: Program, verdict: MigrationCheck) ->
     return out
 
 
-def _repark(store: Any, key: str, data: bytes, expires_at: float | None) -> None:
+def _repark(store: Any, key: str, data: bytes, expires_at: float | None,
+            signer: bytes) -> None:
     """Park the rewritten frame under its key again and drop the migration's claim. The
     directory store keeps the claim as a renamed file that finish_claim removes; the
     PostgreSQL store's save_frame turns the claimed row back into a parked one, and a
-    finish_claim after it could remove the claim of a resume that took the new frame."""
-    store.save_frame(key, data, expires_at=expires_at)
+    finish_claim after it could remove the claim of a resume that took the new frame. The
+    frame is signed with the key that signed it before (its token's), so gc keeps that key
+    while the frame waits."""
+    store.save_frame(key, data, expires_at=expires_at, key=signer)
     from vm.store.directory import Store
 
     if isinstance(store, Store):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from attrs import define, evolve, field, frozen
 
-from vm import codec, js, machine, token as tokens
+from vm import bounds, codec, js, machine, token as tokens
 from vm.codec import LoadError
 from vm.commands import Context
 from vm.frame import Frame
@@ -24,7 +23,7 @@ from vm.frontend import WORKFLOW_EXTENSIONS
 from vm.process import Scope
 from vm.program import Program
 from vm.store import StateStore, StoreError, open_store
-from vm.store.base import approval_id_form
+from vm.store.base import SigningKeyError, approval_id_form
 
 if TYPE_CHECKING:
     from vm.events import Event
@@ -35,8 +34,8 @@ PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT_MS = 20000
 DEFAULT_MAX_STDOUT_BYTES = 512000
 # Limits on what a request may ask for (README "Limits"): each refuses with its own code.
-MAX_TIMEOUT_MS = 2**31 - 1  # about 24.8 days: the longest wait a timer can hold (E001)
-MAX_STDOUT_BYTES_LIMIT = 2**53  # the largest integer a JSON number holds exactly (E001)
+MAX_TIMEOUT_MS = bounds.TIMEOUT_MS.maximum  # (E001; every bound: vm/bounds.py)
+MAX_STDOUT_BYTES_LIMIT = bounds.MAX_STDOUT_BYTES.maximum  # (E001)
 MAX_REQUEST_BYTES = 4 * 1024 * 1024  # one tool request's JSON text (E006)
 MAX_PIPELINE_BYTES = 64 * 1024  # inline pipeline text, in UTF-8 bytes (E105)
 
@@ -148,16 +147,19 @@ class Settings:
 
     @classmethod
     def of(cls, options: Options) -> Settings:
-        return cls(options.cwd, options.mode, options.timeout_ms, options.max_stdout_bytes)
+        """The options' own bounds, each checked against vm/bounds.py (E010)."""
+        return cls(options.cwd, options.mode, option_bound(options, "timeout_ms"),
+                   option_bound(options, "max_stdout_bytes"))
 
     @classmethod
     def of_request(cls, request: dict, options: Options) -> Settings:
         """A tool request's bounds: its own (floored), else the options', else the defaults."""
-        timeout_ms = _positive(request, "timeoutMs", options.timeout_ms or DEFAULT_TIMEOUT_MS,
+        timeout_ms = _positive(request, "timeoutMs",
+                               option_bound(options, "timeout_ms") or DEFAULT_TIMEOUT_MS,
                                floor=200)
         max_stdout_bytes = _positive(request, "maxStdoutBytes",
-                                     options.max_stdout_bytes or DEFAULT_MAX_STDOUT_BYTES,
-                                     floor=1024)
+                                     option_bound(options, "max_stdout_bytes")
+                                     or DEFAULT_MAX_STDOUT_BYTES, floor=1024)
         return cls(options.cwd, options.mode, timeout_ms, max_stdout_bytes,
                    request_ttl_ms(request.get("checkpointTtl"), "checkpointTtl"))
 
@@ -175,6 +177,23 @@ class Settings:
                        stdin_is_tty=options.stdin_is_tty, scope=scope)
 
 
+_OPTION_BOUNDS = {"timeout_ms": bounds.TIMEOUT_MS, "max_stdout_bytes": bounds.MAX_STDOUT_BYTES}
+
+
+def option_bound(options: Options, name: str) -> int | None:
+    """An `Options` field under its bound (None: not set), else a RequestError (E010)."""
+    value = getattr(options, name)
+    if value is None:
+        return None
+    try:
+        return _OPTION_BOUNDS[name].parse(value, f"Options.{name}", text=False)
+    except bounds.BoundError as exc:
+        unit = _OPTION_BOUNDS[name].unit
+        message = exc.message if exc.kind == "range" else \
+            f"Options.{name} must be a positive number of {unit}, got {bounds.shown(value)}"
+        raise RequestError(message, "E010", kind="runtime_error") from None
+
+
 def _env_int(env: Mapping[str, str], name: str) -> int | None:
     raw = (env.get(name) or "").strip()
     if not (raw.isascii() and raw.isdigit()):
@@ -185,14 +204,13 @@ def _env_int(env: Mapping[str, str], name: str) -> int | None:
 
 
 # the embedding API --------------------------------------------------------------------------
-_BOUNDS = {
-    "timeoutMs": ({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIMEOUT_MS},
+_BOUNDS = {  # their limits: vm/bounds.py
+    "timeoutMs": ({"type": "number", **bounds.schema(bounds.TIMEOUT_MS, text=False)},
                   f"wall-clock limit of this call in ms (default {DEFAULT_TIMEOUT_MS}, at least 200)"),
-    "maxStdoutBytes": ({"type": "number", "exclusiveMinimum": 0,
-                        "maximum": MAX_STDOUT_BYTES_LIMIT},
+    "maxStdoutBytes": ({"type": "number", **bounds.schema(bounds.MAX_STDOUT_BYTES, text=False)},
                        f"cap on the envelope and on each child's output in bytes (default "
                        f"{DEFAULT_MAX_STDOUT_BYTES}, at least 1024)"),
-    "checkpointTtl": ({"type": ["string", "integer"]},
+    "checkpointTtl": ({"type": ["string", "integer"], **bounds.schema(bounds.CHECKPOINT_TTL)},
                       "how long a checkpoint this call parks stays resumable: a duration (30m, "
                       "12h, 7d) or ms; before the workflow's checkpoint_ttl and "
                       "LOBSTER_CHECKPOINT_TTL"),
@@ -308,16 +326,17 @@ def _run_request(request: dict, options: Options, scope: Scope) -> dict:
 
 
 def _positive(request: dict, name: str, default: int, floor: int) -> int:
+    """A request's numeric bound (`timeoutMs`, `maxStdoutBytes`; vm/bounds.py), raised to
+    `floor`; `default` when absent."""
     value = request.get(name)
     if value is None:
         return default
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or value != value
-            or value <= 0):
-        raise RequestError(f"{name} must be a positive number")
-    limit = MAX_TIMEOUT_MS if name == "timeoutMs" else MAX_STDOUT_BYTES_LIMIT
-    if value > limit:
-        raise RequestError(f"{name} must be at most {limit}")
-    return max(int(value), floor)
+    try:
+        number = bounds.BOUNDS[name].parse(value, name, text=False)
+    except bounds.BoundError as exc:
+        raise RequestError(f"{name} must be a positive number" if exc.kind == "form"
+                           else exc.message) from None
+    return max(number, floor)
 
 
 def contained_cwd(cwd: Any, base: str) -> str:
@@ -451,6 +470,8 @@ def _run(pipeline: str, options: Options, settings: Settings, scope: Scope, *,
             args = {}
         if program is None:
             program = compile_source(pipeline, options, settings.cwd, workflow=workflow)
+        if program.halts:  # it may park: its key is checked before anything runs
+            signing_key(options.store())
         frame = machine.new_frame(program, cwd=settings.cwd, mode=settings.mode, args=args)
         frame.origin = "workflow" if workflow else "pipeline"
         return _drive(program, frame, options, settings, scope)
@@ -575,6 +596,7 @@ def _park(program: Program, frame: Frame, options: Options, settings: Settings) 
     stores and loads again, the envelope fits maxStdoutBytes): a checkpoint is saved only when
     its token is handed out and resume or cancel can take it."""
     store = options.store()
+    key = signing_key(store)  # the token and the frame's MAC: one key, read once
     pending = frame.pending
     state_key = f"{frame.origin}_resume_{secrets.token_hex(16)}"
     kind = "pipeline-resume" if frame.origin == "pipeline" else "workflow-file"
@@ -588,16 +610,16 @@ def _park(program: Program, frame: Frame, options: Options, settings: Settings) 
         except codec.Unstorable as exc:
             raise RequestError(f"lobster runtime checkpoint cannot be stored: {exc}", "T424",
                                kind="runtime_error") from None
-        envelope = _cap_subject(_halt_envelope(pending, tokens.issue(kind, state_key,
-                                                                     store.key())), options.env,
-                                frame)
+        envelope = _cap_subject(_halt_envelope(pending, tokens.issue(kind, state_key, key)),
+                                options.env, frame)
         _check_envelope_size(envelope, settings)
     except RequestError:
         store.remove_approval_id(pending.approval_id)
         raise
     store.save_program(program.hash, lambda: codec.dump_program(program),
                        intact=lambda blob: codec.intact(blob, program.hash))
-    store.save_frame(state_key, blob, expires_at=None if ttl is None else time.time() + ttl / 1000)
+    store.save_frame(state_key, blob, expires_at=None if ttl is None else time.time() + ttl / 1000,
+                     key=key)
     return envelope
 
 
@@ -672,7 +694,7 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
             return _unparked(store, state_key, decision, not_found, approval_id)
         if decision.cancel:
             return _cancel_parked(store, parked, approval_id, not_found)
-        if not parked.authentic(store.existing_key()):  # first: its expiry is not covered
+        if not parked.authentic(store.verification_keys()):  # first: expiry is not covered
             raise RequestError(NOT_AUTHENTIC, "T434", kind="runtime_error")
         _refuse_expired(parked.expires_at)
         checkpoint_ttl_ms(options)  # a bad TTL is refused before anything runs
@@ -705,7 +727,7 @@ def _cancel_parked(store: StateStore, parked, approval_id: str | None, not_found
     unreadable or not authentic is cancelled too. Its approval id goes with it (the frame's
     own only when this store wrote the frame; an id left behind is collected by `gc`)."""
     ids = {approval_id}
-    if parked.authentic(store.existing_key()):
+    if parked.authentic(_keys_if_any(store)):
         try:
             ids.add(codec.load_frame(parked.blob).pending.approval_id)
         except (LoadError, AttributeError):
@@ -805,57 +827,63 @@ def _refuse_expired(expires_at: float | None) -> None:
 
 
 def iso_time(seconds: float) -> str:
-    """Unix seconds -> `2026-12-03T19:04:05Z`."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-_DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w)")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
-
-
-def duration_ms(text: str) -> int | None:
-    """`7d`, `12h`, `30m`, `45s`, `500ms`, `1w`, or several (`1h30m`) -> milliseconds; None when
-    the text is not such a duration."""
-    text = text.strip().lower()
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    return sum(int(n) * _UNIT_MS[u] for n, u in parts)
+    """Unix seconds -> `2026-12-03T19:04:05Z`; any stored time, however absurd, gives a date
+    (clamped to 1970..9999: one bad record never breaks a listing)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(bounds.clamp_time(seconds)))
 
 
 def request_ttl_ms(value: Any, name: str) -> int | None:
     """A call's own checkpoint TTL (`checkpointTtl`, `--checkpoint-ttl`): a duration such as
-    30m, 12h or 7d, or a positive integer of ms; None when not given. Else a parse error."""
+    30m, 12h or 7d, or a positive integer of ms, at most bounds.CHECKPOINT_TTL; None when not
+    given. Else a parse error (E001) naming the limit."""
     if value is None:
         return None
-    if isinstance(value, str):
-        ttl = duration_ms(value)
-        if ttl:
-            return ttl
-    elif isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    raise RequestError(f"{name} must be a duration such as 30m, 12h or 7d, or a positive number "
-                       f"of milliseconds, got {value!r}")
+    try:
+        return bounds.CHECKPOINT_TTL.parse(value, name)
+    except bounds.BoundError as exc:
+        raise RequestError(exc.message) from None
 
 
 def checkpoint_ttl_ms(options: Options) -> int | None:
     """How long a new checkpoint stays resumable by default (under a call's own TTL and the
     workflow's `checkpoint_ttl`): `Options.checkpoint_ttl_ms`, else LOBSTER_CHECKPOINT_TTL,
-    else forever. A bad value is a RequestError (E004)."""
+    else forever. A bad value, or one past bounds.CHECKPOINT_TTL, is a RequestError (E004)."""
     ttl = options.checkpoint_ttl_ms
+    ttl_bound = bounds.CHECKPOINT_TTL
     if ttl is not None:
-        if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
-            raise RequestError(f"checkpoint_ttl_ms must be a positive number of milliseconds, "
-                               f"got {ttl!r}", "E004", kind="runtime_error")
-        return ttl
+        try:
+            return ttl_bound.parse(ttl, "checkpoint_ttl_ms", text=False)
+        except bounds.BoundError as exc:
+            message = (f"checkpoint_ttl_ms must be a positive number of milliseconds, got "
+                       f"{bounds.shown(ttl)}" if exc.kind == "form" else exc.message)
+            raise RequestError(message, "E004", kind="runtime_error") from None
     raw = (options.env.get("LOBSTER_CHECKPOINT_TTL") or "").strip()
     if not raw:
         return None
-    ttl = duration_ms(raw)
-    if not ttl:
-        raise RequestError(f"LOBSTER_CHECKPOINT_TTL must be a duration such as 7d, 12h or 30m, "
-                           f"got {raw!r}", "E004", kind="runtime_error")
-    return ttl
+    try:
+        return ttl_bound.parse(raw, "LOBSTER_CHECKPOINT_TTL")
+    except bounds.BoundError as exc:
+        message = (f"LOBSTER_CHECKPOINT_TTL must be a duration such as 7d, 12h or 30m, got "
+                   f"{bounds.shown(raw)}" if exc.kind == "form" else exc.message)
+        raise RequestError(message, "E004", kind="runtime_error") from None
+
+
+def signing_key(store: StateStore) -> bytes:
+    """The key a new checkpoint is signed with: a SigningKeyError (T451, T452) or a store that
+    cannot be written (T450) is refused as a RequestError before anything runs."""
+    try:
+        return store.key()
+    except OSError as exc:  # the state dir is a file, read-only, full...
+        raise RequestError(f"The state store at {store.location} cannot be written: "
+                           f"{exc.strerror or exc}", "T450", kind="runtime_error") from None
+
+
+def _keys_if_any(store: StateStore) -> list[bytes]:
+    """The key set for a cancel, which needs none: a key set that cannot be read is empty."""
+    try:
+        return store.keys()
+    except StoreError:
+        return []
 
 
 def store_problem(options: Options) -> str | None:
@@ -866,20 +894,31 @@ def store_problem(options: Options) -> str | None:
         if location and "://" not in location and os.path.exists(location) and not os.path.isdir(location):
             return f"the state directory {location} is not a directory"
         store.key()  # reads, or creates, the signing key: the store is there and writable
+        keys = store.keys()
+        lost = sum(not parked.authentic(keys) for parked in store.list_parked())
+    except SigningKeyError as exc:
+        return str(exc)
     except (OSError, StoreError) as exc:
         return f"the state store cannot be used: {getattr(exc, 'strerror', None) or exc}"
+    if lost:
+        return (f"{lost} checkpoint{'' if lost == 1 else 's'} in the state store at "
+                f"{store.location} {'is' if lost == 1 else 'are'} signed by no key of its "
+                "signing key set (a lost key, or a frame planted, edited or written by an "
+                "earlier version): `lobster pending` lists them as unverifiable; restore the "
+                "key, or cancel them")
     return None
 
 
 def store_error(exc: StoreError) -> dict:
-    """The store could not be reached, read or written: nothing was claimed or consumed."""
-    return error_envelope("runtime_error", str(exc), "T450")
+    """The store could not be reached, read or written, or its key set cannot be used
+    (T451, T452): nothing was claimed or consumed."""
+    return error_envelope("runtime_error", str(exc), getattr(exc, "code", "T450"))
 
 
 def _checked_token(token: str | None, store: StateStore) -> tokens.Token:
     try:
         parsed = tokens.decode(token or "")
-        tokens.verify(parsed, store.existing_key())
+        tokens.verify(parsed, store.verification_keys())
     except tokens.TokenError as exc:
         raise RequestError(exc.message, exc.code) from None
     return parsed

@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import json
 import re
+from collections.abc import Sequence
 
 from attrs import frozen
 
@@ -82,10 +83,11 @@ def decode(text: str) -> Token:
     return Token(kind, state_key, sig)
 
 
-def verify(token: Token, key: bytes | None) -> None:
-    expected = None if key is None else _sign(token.kind, token.state_key, key)
+def verify(token: Token, keys: bytes | Sequence[bytes] | None) -> None:
+    """The token's signature matches under the key, or one key of the key set, given."""
+    given = token.sig.encode("utf-8", "surrogatepass")
     # bytes: compare_digest refuses str with non-ASCII characters (a forged sig may have them)
-    if expected is None or not hmac.compare_digest(token.sig.encode("utf-8", "surrogatepass"),
-                                                   expected.encode("ascii")):
+    if not any(hmac.compare_digest(given, _sign(token.kind, token.state_key, key).encode("ascii"))
+               for key in ([] if keys is None else [keys] if isinstance(keys, bytes) else keys)):
         raise TokenError("Invalid token: signature does not match this state directory",
                          code="E502")

@@ -8,7 +8,7 @@ import hmac
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
@@ -17,6 +17,56 @@ if TYPE_CHECKING:
 
 class StoreError(Exception):
     """The store could not be read or written, or was given a name it cannot hold."""
+
+    code = "T450"
+
+
+class SigningKeyError(StoreError):
+    """The signing key set cannot be used: lost while checkpoints need it (T451), or a key
+    that is no key (too short, open to others, not a regular file: T452). One line."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+KEY_BYTES = 32  # a key the store makes
+KEY_MIN_BYTES = 32  # a shorter key is refused (an empty one would sign anything for anyone)
+KEY_MAX_BYTES = 4096
+
+
+def key_id(key: bytes) -> str:
+    """A key's public name (8 hex digits): derived from it one way, never the key itself."""
+    return hmac.new(key, b"lobster-key-id", hashlib.sha256).hexdigest()[:8]
+
+
+def check_key(key: bytes, where: str) -> bytes:
+    """`key` if it is long enough to sign with, else a SigningKeyError (T452) naming `where`."""
+    if not KEY_MIN_BYTES <= len(key) <= KEY_MAX_BYTES:
+        raise SigningKeyError(
+            f"the signing key {where} is {len(key)} byte{'' if len(key) == 1 else 's'}; a key "
+            f"is {KEY_MIN_BYTES} to "
+            f"{KEY_MAX_BYTES} bytes (restore it from a backup; every checkpoint it signed "
+            "needs it)", "T452")
+    return key
+
+
+def lost_key_error(location: str, where: str, checkpoints: int) -> SigningKeyError:
+    """The refusal of a store whose key set is gone while `checkpoints` wait (T451)."""
+    plural = "" if checkpoints == 1 else "s"
+    return SigningKeyError(
+        f"the signing key of the state store at {location} is missing ({where}), and "
+        f"{checkpoints} checkpoint{plural} signed with it cannot be verified or resumed: restore "
+        "the key from a backup, or cancel them (`lobster pending`, `lobster cancel --id ID`); "
+        "`lobster key rotate` starts a new key", "T451")
+
+
+class KeyInfo(NamedTuple):
+    """One key of a store's key set, as `key_set` lists it (never the secret)."""
+
+    number: int  # 1 for the first key; each rotation adds the next number
+    id: str  # key_id
+    created_at: float  # unix seconds
 
 
 def default_state_dir(env: dict | os._Environ = os.environ) -> str:
@@ -74,10 +124,13 @@ class Parked(NamedTuple):
     expires_at: float | None = None
     mac: bytes | None = None
 
-    def authentic(self, key: bytes | None) -> bool:
-        """Whether this store wrote these bytes under this state key (its MAC matches)."""
-        return key is not None and self.mac is not None \
-            and hmac.compare_digest(self.mac, frame_mac(key, self.state_key, self.blob))
+    def authentic(self, keys: bytes | Sequence[bytes] | None) -> bool:
+        """Whether this store wrote these bytes under this state key: its MAC matches under
+        the key, or one key of the key set, given."""
+        if keys is None or self.mac is None:
+            return False
+        return any(hmac.compare_digest(self.mac, frame_mac(key, self.state_key, self.blob))
+                   for key in ([keys] if isinstance(keys, bytes) else keys))
 
 
 FRAME_MAC_SIZE = 32
@@ -118,10 +171,31 @@ class StateStore(Protocol):
     location: str  # where the store is, for messages (a directory, or a URL without password)
 
     def key(self) -> bytes:
-        """The signing key, made (32 random bytes) on first use; the first maker wins."""
+        """The signing key (the newest of the key set), made (32 random bytes) on first use;
+        the first maker wins. Never made while checkpoints exist: then a SigningKeyError
+        (T451) says the key set is lost. A key that is no key is a SigningKeyError (T452)."""
 
     def existing_key(self) -> bytes | None:
         """The signing key if one was made, without making one."""
+
+    def keys(self) -> list[bytes]:
+        """Every key that verifies (the key set), newest first; [] when none was made."""
+
+    def verification_keys(self) -> list[bytes]:
+        """`keys()`, or a SigningKeyError (T451) when there are none while checkpoints exist."""
+
+    def key_set(self) -> list[KeyInfo]:
+        """The key set as ids and numbers, newest (the signing key) first."""
+
+    def rotate_key(self) -> KeyInfo:
+        """Add a new key, the signing key from now on; the others keep verifying. Makes the
+        first key even while checkpoints exist (an explicit act, unlike `key()`)."""
+
+    def retire_key(self, number: int) -> bool:
+        """Remove a key that is not the newest (gc: when no checkpoint needs it)."""
+
+    def count_checkpoints(self) -> int:
+        """Parked frames and unfinished claims."""
 
     def save_program(self, program_hash: str, encode: Callable[[], bytes],
                      intact: Callable[[bytes], bool] | None = None) -> None:
@@ -137,9 +211,11 @@ class StateStore(Protocol):
     def remove_program(self, program_hash: str, unused_since: float) -> bool:
         """Remove the program unless it was saved at or after `unused_since` (unix seconds)."""
 
-    def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None) -> None:
+    def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None,
+                   key: bytes | None = None) -> None:
         """Park a frame (durable when this returns), with its expiry (unix seconds) if any,
-        and its MAC (`frame_mac` under this store's key)."""
+        and its MAC (`frame_mac` under `key`, default the store's signing key: the caller
+        passes the key it signed the frame's token with)."""
 
     def read_frame(self, state_key: str) -> bytes | None:
         """The parked frame, or None when there is none or it has been claimed."""

@@ -2,7 +2,10 @@
 key, claim records, `state.*` values and cache entries. Every write is atomic (temp file, fsync,
 rename, fsync of the dir), except cache entries, which are hints and are not synced.
 
-  <state>/key                      32 random bytes, mode 0600, created on first use
+  <state>/key                      key 1 of the signing key set: 32 random bytes, mode 0600,
+                                   created on first use (never while checkpoints exist)
+  <state>/keys/<n>                 key n >= 2, added by `lobster key rotate`; the newest signs,
+                                   every one verifies until gc retires it (vm/admin.py)
   <state>/programs/<hash>.lbc      compiled programs (msgpack), written once
   <state>/runs/<state_key>.frame   parked frames; claimed by removing the file. Since format 2:
                                    "LBXA", the frame's MAC (32 bytes, base.frame_mac), the expiry
@@ -36,13 +39,16 @@ import json
 import math
 import os
 import secrets
+import stat
 import struct
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from vm.store.base import (FRAME_MAC_SIZE, STATE_KEY, CacheEntry, Parked, StoreError,
-                           approval_id_form, cache_name, frame_mac, value_file_name, value_json)
+from vm.store.base import (FRAME_MAC_SIZE, KEY_BYTES, KEY_MAX_BYTES, STATE_KEY, CacheEntry,
+                           KeyInfo, Parked, SigningKeyError, StoreError, approval_id_form,
+                           cache_name, check_key, frame_mac, key_id, lost_key_error,
+                           value_file_name, value_json)
 
 if TYPE_CHECKING:
     from vm.store.claims import Claimant, ClaimRecord
@@ -164,31 +170,135 @@ class Store:
     def path(self, *parts: str) -> str:
         return os.path.join(self.root, *parts)
 
-    # signing key ---------------------------------------------------------------------------
+    # signing keys --------------------------------------------------------------------------
+    def _key_path(self, number: int) -> str:
+        return self.path("key") if number == 1 else self.path("keys", str(number))
+
+    def _key_numbers(self) -> list[int]:
+        """The numbers of the key files present (whatever they hold), newest first."""
+        numbers = [int(e.name) for e in _scan(self.path("keys"))
+                   if e.name.isascii() and e.name.isdigit() and int(e.name) >= 2]
+        if os.path.lexists(self.path("key")):
+            numbers.append(1)
+        return sorted(numbers, reverse=True)
+
+    def _read_key(self, number: int) -> tuple[bytes, float]:
+        """A key file's key and mtime, checked: a regular file, private to its owner, of a
+        key's length; else a SigningKeyError (T452) that says what to do."""
+        path = self._key_path(number)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except FileNotFoundError:
+            if os.path.islink(path):  # a link to nothing is there, not a missing key
+                raise SigningKeyError(f"the signing key {path} is a link to nothing "
+                                      f"({os.readlink(path)}); restore the key", "T452") from None
+            raise  # removed just now (gc retired it), or never made
+        except OSError as exc:
+            raise SigningKeyError(f"the signing key {path} cannot be read: "
+                                  f"{exc.strerror or exc}", "T452") from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise SigningKeyError(f"the signing key {path} is not a regular file (remove "
+                                      "what is there and restore the key file)", "T452")
+            if info.st_mode & 0o077:
+                raise SigningKeyError(
+                    f"the signing key {path} is open to others (mode "
+                    f"{stat.S_IMODE(info.st_mode):04o}): chmod 600 {path}, and rotate it "
+                    "(`lobster key rotate`) if others may have read it", "T452")
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                key = fh.read(KEY_MAX_BYTES + 1)
+        finally:
+            os.close(fd)
+        return check_key(key, path), info.st_mtime
+
+    def _key_files(self) -> list[tuple[int, bytes, float]]:
+        found = []
+        for number in self._key_numbers():
+            try:
+                found.append((number, *self._read_key(number)))
+            except FileNotFoundError:  # removed just now (gc retired it)
+                continue
+        return found
+
+    def keys(self) -> list[bytes]:
+        return [key for _, key, _ in self._key_files()]
+
+    def verification_keys(self) -> list[bytes]:
+        keys = self.keys()
+        if not keys:
+            count = self.count_checkpoints()
+            if count:
+                raise lost_key_error(self.location, self.path("key"), count)
+        return keys
+
+    def key_set(self) -> list[KeyInfo]:
+        return [KeyInfo(n, key_id(key), at) for n, key, at in self._key_files()]
+
     def key(self) -> bytes:
-        path = self.path("key")
-        key = _read(path)
-        if key is not None:
-            return key
-        key = secrets.token_bytes(32)
-        make_private_dirs(self.root)
-        tmp = self.path(f".key.{secrets.token_hex(6)}.tmp")
+        keys = self.keys()
+        if keys:
+            return keys[0]
+        count = self.count_checkpoints()
+        if count:
+            raise lost_key_error(self.location, self.path("key"), count)
+        self._publish_key(1)
+        keys = self.keys()
+        if not keys:  # made and gone at once: someone else is at work on this directory
+            raise SigningKeyError(f"the signing key {self.path('key')} could not be made",
+                                  "T452")
+        return keys[0]  # the first maker's key
+
+    def _publish_key(self, number: int) -> bool:
+        """Write a new key as key `number`, exclusively: False when that number exists."""
+        path = self._key_path(number)
+        directory = os.path.dirname(path)
+        make_private_dirs(directory)
+        tmp = os.path.join(directory, f".key.{secrets.token_hex(6)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
         os.fchmod(fd, PRIVATE_FILE)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(key)
+            fh.write(secrets.token_bytes(KEY_BYTES))
             fh.flush()
             os.fsync(fh.fileno())
         try:
             os.link(tmp, path)  # first writer wins; a concurrent creator reads the winner's key
         except FileExistsError:
-            pass
+            return False
         finally:
             _remove(tmp)
-        return _read(path) or b""
+        _fsync_dir(directory)
+        return True
+
+    def rotate_key(self) -> KeyInfo:
+        for _ in range(16):
+            numbers = self._key_numbers()
+            number = numbers[0] + 1 if numbers else 1
+            if self._publish_key(number):
+                key, at = self._read_key(number)
+                return KeyInfo(number, key_id(key), at)
+        raise StoreError(f"the state store at {self.location} could not add a key")
+
+    def retire_key(self, number: int) -> bool:
+        numbers = self._key_numbers()
+        if not numbers or number not in numbers or number == numbers[0]:
+            return False
+        return _remove(self._key_path(number))
 
     def existing_key(self) -> bytes | None:
-        return _read(self.path("key"))
+        keys = self.keys()
+        return keys[0] if keys else None
+
+    def count_checkpoints(self) -> int:
+        from vm.store.claims import parse_claim_file_name
+
+        count = 0
+        for entry in _scan(self.runs):
+            state_key, _, suffix = entry.name.rpartition(".")
+            if (suffix == "frame" and STATE_KEY.fullmatch(state_key)) \
+                    or parse_claim_file_name(entry.name) is not None:
+                count += 1
+        return count
 
     # programs ------------------------------------------------------------------------------
     def program_path(self, program_hash: str) -> str:
@@ -237,10 +347,11 @@ class Store:
     def frame_path(self, state_key: str) -> str:
         return os.path.join(self.runs, f"{state_key}.frame")
 
-    def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None) -> None:
+    def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None,
+                   key: bytes | None = None) -> None:
         """Park a frame. It, and an approval id published for it just before, are durable
         when this returns: they share a directory, and one sync of it covers both."""
-        head = SEALED_MAGIC + frame_mac(self.key(), state_key, blob) \
+        head = SEALED_MAGIC + frame_mac(key or self.key(), state_key, blob) \
             + _EXPIRY.pack(math.nan if expires_at is None else expires_at)
         atomic_write(self.frame_path(state_key), head + blob, sync_dir=False)
         _fsync_dir(self.runs)

@@ -3,7 +3,10 @@
 each in lobster_meta. Tables live in the first schema of the connection's search_path.
 
   lobster_meta(version)                         one row per migration step applied
-  lobster_key(id = 1, key)                      the signing key; the first insert wins
+  lobster_keys(id, key, created_at)             the signing key set: the highest id signs,
+                                                every row verifies; id 1 is made by the first
+                                                insert (none while frames exist), each
+                                                rotation adds max(id) + 1; gc retires old ones
   lobster_programs(hash, body, used_at)         compiled programs (msgpack); used_at: last saved
   lobster_frames(state_key, body, created_at,   parked frames; claimed by a DELETE (no claimant)
                  claimed_at, claimant,          or an UPDATE setting claimed_at (a claim record);
@@ -25,13 +28,15 @@ import json
 import os
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from vm.store.base import (STATE_KEY, CacheEntry, Parked, StoreError, approval_id_form,
-                           cache_name, frame_mac, value_json, value_name)
+from vm.store.base import (KEY_BYTES, STATE_KEY, CacheEntry, KeyInfo, Parked, StoreError,
+                           approval_id_form, cache_name, check_key, frame_mac, key_id,
+                           lost_key_error, value_json, value_name)
 from vm.store.claims import Claimant, ClaimRecord
 
 try:
@@ -62,12 +67,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 3: each frame's MAC (base.frame_mac); NULL: written before, never authentic
         "ALTER TABLE lobster_frames ADD COLUMN mac bytea",
     ),
+    (  # 4: a key set (rotation) instead of one key; the key of version 3 is key 1
+        "CREATE TABLE lobster_keys (id integer PRIMARY KEY CHECK (id >= 1), key bytea NOT NULL,"
+        " created_at timestamptz NOT NULL DEFAULT now())",
+        "INSERT INTO lobster_keys (id, key) SELECT 1, key FROM lobster_key",
+        "DROP TABLE lobster_key",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 _MIGRATION_LOCK = 0x6C6F6273746572  # "lobster"
 POOL_MAX = 8
 POOL_TIMEOUT = 10.0  # seconds to wait for a free connection
 CONNECT_TIMEOUT = 10  # seconds
+KEY_REFRESH_S = 60  # a process re-reads the signing key this often (vm/admin.py KEY_RETIRE_S)
 _LAZY = "SELECT set_config('synchronous_commit', 'off', true)"
 
 
@@ -101,7 +113,7 @@ class _Backend:
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT,
                     "prepare_threshold": 0},  # a fixed set of statements: prepare each at once
             name=f"lobster-store-{os.getpid()}")
-        self.key: bytes | None = None
+        self.key: tuple[bytes, float] | None = None  # the signing key, when it was read
 
 
 _BACKENDS: dict[tuple[int, str], _Backend] = {}
@@ -187,20 +199,72 @@ class PostgresStore:
             cursor = conn.execute(f"WITH lazy AS ({_LAZY}) {sql}", params)
             return cursor.fetchone() if cursor.description else None
 
-    # signing key ---------------------------------------------------------------------------
+    # signing keys --------------------------------------------------------------------------
+    def _key_rows(self) -> list[tuple[int, bytes, float]]:
+        with self._connection() as conn:
+            rows = conn.execute("SELECT id, key, extract(epoch FROM created_at)::float8"
+                                " FROM lobster_keys ORDER BY id DESC").fetchall()
+        found = [(n, check_key(bytes(key), f"{n} of {self.location}"), at)
+                 for n, key, at in rows]
+        if found:
+            self._backend.key = (found[0][1], time.monotonic())
+        return found
+
+    def keys(self) -> list[bytes]:
+        return [key for _, key, _ in self._key_rows()]
+
+    def verification_keys(self) -> list[bytes]:
+        keys = self.keys()
+        if not keys:
+            count = self.count_checkpoints()
+            if count:
+                raise lost_key_error(self.location, "no row in lobster_keys", count)
+        return keys
+
+    def key_set(self) -> list[KeyInfo]:
+        return [KeyInfo(n, key_id(key), at) for n, key, at in self._key_rows()]
+
     def key(self) -> bytes:
-        if self.existing_key() is None:
-            self._one("INSERT INTO lobster_key (id, key) VALUES (1, %s)"
-                      " ON CONFLICT (id) DO NOTHING RETURNING 1", (secrets.token_bytes(32),))
-        return self.existing_key() or b""  # the first maker's key
+        """The newest key, read again at most every KEY_REFRESH_S (a rotation by another
+        process is followed within that; gc keeps a superseded key far longer)."""
+        cached = self._backend.key
+        if cached is not None and time.monotonic() - cached[1] < KEY_REFRESH_S:
+            return cached[0]
+        keys = self.keys()
+        if keys:
+            return keys[0]
+        # one statement: the first key of a store without keys and without frames
+        self._one("INSERT INTO lobster_keys (id, key) SELECT 1, %s WHERE NOT EXISTS"
+                  " (SELECT 1 FROM lobster_frames) AND NOT EXISTS (SELECT 1 FROM lobster_keys)"
+                  " ON CONFLICT (id) DO NOTHING RETURNING 1", (secrets.token_bytes(KEY_BYTES),))
+        keys = self.keys()
+        if keys:
+            return keys[0]  # the first maker's key
+        raise lost_key_error(self.location, "no row in lobster_keys", self.count_checkpoints())
 
     def existing_key(self) -> bytes | None:
-        if self._backend.key is None:
-            row = self._one("SELECT key FROM lobster_key WHERE id = 1")
-            if row is None:
-                return None
-            self._backend.key = bytes(row[0])
-        return self._backend.key
+        keys = self.keys()
+        return keys[0] if keys else None
+
+    def rotate_key(self) -> KeyInfo:
+        for _ in range(16):
+            row = self._one("INSERT INTO lobster_keys (id, key) SELECT coalesce(max(id), 0) + 1,"
+                            " %s FROM lobster_keys ON CONFLICT (id) DO NOTHING"
+                            " RETURNING id, key, extract(epoch FROM created_at)::float8",
+                            (secrets.token_bytes(KEY_BYTES),))
+            if row is not None:
+                self._backend.key = None
+                return KeyInfo(row[0], key_id(bytes(row[1])), row[2])
+        raise StoreError(f"PostgreSQL store {self.location}: could not add a key")
+
+    def retire_key(self, number: int) -> bool:
+        row = self._one("DELETE FROM lobster_keys WHERE id = %s"
+                        " AND id < (SELECT max(id) FROM lobster_keys) RETURNING 1", (number,))
+        return row is not None
+
+    def count_checkpoints(self) -> int:
+        row = self._one("SELECT count(*) FROM lobster_frames")
+        return int(row[0]) if row else 0
 
     # programs ------------------------------------------------------------------------------
     def save_program(self, program_hash: str, encode: Callable[[], bytes],
@@ -237,8 +301,9 @@ class PostgresStore:
         return row is not None
 
     # frames and claims ---------------------------------------------------------------------
-    def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None) -> None:
-        mac = frame_mac(self.key(), state_key, blob)
+    def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None,
+                   key: bytes | None = None) -> None:
+        mac = frame_mac(key or self.key(), state_key, blob)
         self._one("INSERT INTO lobster_frames (state_key, body, expires_at, mac)"
                   " VALUES (%s, %s, to_timestamp(%s), %s)"
                   " ON CONFLICT (state_key) DO UPDATE SET body = excluded.body,"
