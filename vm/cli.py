@@ -701,11 +701,19 @@ def cmd_tool(argv: list[str], frontend: Frontend | None = None) -> int:
     else:
         data = sys.stdin.buffer.read(limit + 1)
         oversize = len(data) > limit
-        text = data.decode("utf-8", "replace")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:  # refused, never replaced: U+FFFD is not what was sent
+            text = None
+            not_utf8 = protocol.error_envelope(
+                "parse_error", f"tool request is not UTF-8 text (invalid byte at offset "
+                f"{exc.start})", "E009")
     envelope = None
     if oversize:
         envelope = protocol.error_envelope(
             "parse_error", f"tool request is over the limit of {limit} bytes", "E006")
+    elif text is None:
+        envelope = not_utf8
     else:
         try:
             request = js.json_loads(text)
