@@ -18,3 +18,118 @@ def test_tool_refuses_a_request_that_is_not_utf8(cli):
     assert (proc.returncode, refused["error"]["code"]) == (2, "E009")
     assert "UTF-8" in refused["error"]["message"]
     assert not marker.exists()
+
+
+# MCP: the wire as a client that does not play by the rules ----------------------------------
+class RawMcp:
+    """`lobster mcp` driven with hand-written JSON-RPC lines (the SDK client would refuse to
+    send most of what these tests send)."""
+
+    def __init__(self, cli) -> None:
+        self.proc = subprocess.Popen([LOBSTER, "mcp"], cwd=cli.work, env=cli.env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                              "clientInfo": {"name": "abuse", "version": "0"}}})
+        assert "result" in self.receive()
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict | bytes) -> None:
+        data = message if isinstance(message, bytes) else json.dumps(message).encode()
+        self.proc.stdin.write(data + b"\n")
+        self.proc.stdin.flush()
+
+    def call(self, ident: int, tool: str, **arguments) -> None:
+        self.send({"jsonrpc": "2.0", "id": ident, "method": "tools/call",
+                   "params": {"name": tool, "arguments": arguments}})
+
+    def receive(self, wait: float = 60) -> dict:
+        import select
+
+        ready, _, _ = select.select([self.proc.stdout], [], [], wait)
+        assert ready, "no answer from lobster mcp"
+        line = self.proc.stdout.readline()
+        assert line, "lobster mcp closed its output"
+        return json.loads(line)
+
+    def peak_rss_kib(self) -> int:
+        with open(f"/proc/{self.proc.pid}/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
+    def close(self) -> int:
+        self.proc.stdin.close()
+        code = self.proc.wait(timeout=60)
+        self.proc.stdout.close()
+        return code
+
+
+def envelope_of(answer: dict) -> dict:
+    return answer["result"]["structuredContent"]
+
+
+def test_mcp_every_tool_refuses_an_unknown_field(cli):
+    server = RawMcp(cli)
+    try:
+        for ident, (tool, arguments) in enumerate([
+                ("lobster_pending", {"olderThan": "1d", "bogus": 1}),
+                ("lobster_run", {"pipeline": "exec --json --shell 'echo [1]'", "dryRun": True}),
+                ("lobster_run", {"pipeline": "exec --json --shell 'echo [1]'",
+                                 "action": "resume"}),
+                ("lobster_resume", {"token": "x", "cancel": True, "force": True})], start=1):
+            server.call(ident, tool, **arguments)
+            answer = server.receive()
+            assert answer["id"] == ident
+            refused = envelope_of(answer)
+            assert (refused["ok"], refused["error"]["code"]) == (False, "E008"), refused
+    finally:
+        assert server.close() == 0
+
+
+def test_mcp_refuses_an_oversized_frame_without_holding_it(cli):
+    from vm.mcp import MAX_FRAME_BYTES
+
+    server = RawMcp(cli)
+    try:
+        server.call(1, "lobster_pending")
+        assert envelope_of(server.receive())["ok"] is True
+        before = server.peak_rss_kib()
+        size = 8 * MAX_FRAME_BYTES  # 64 MiB and more
+        head = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"lobster_run",' \
+               b'"arguments":{"pipeline":"'
+        server.send(head + b"x" * size + b'"}}}')
+        answer = server.receive()
+        assert answer["id"] == 7
+        assert answer["error"]["data"] == {"code": "E006"}
+        assert f"limit of {MAX_FRAME_BYTES} bytes" in answer["error"]["message"]
+        grown = server.peak_rss_kib() - before
+        assert grown * 1024 < size // 4, f"peak RSS grew {grown} KiB for a {size}-byte line"
+        server.send(b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":\xff}')
+        refused = server.receive()
+        assert (refused["id"], refused["error"]["data"]) == (8, {"code": "E009"})
+        server.call(9, "lobster_run", pipeline="exec --json --shell 'echo [3]'")
+        assert envelope_of(server.receive())["output"] == [3]  # still serving
+    finally:
+        assert server.close() == 0
+
+
+def test_mcp_busy_answer_instead_of_starvation_and_cheap_calls_get_through(cli):
+    from vm.mcp import MAX_RUNS
+
+    server = RawMcp(cli)
+    extra = 13  # 45 long calls in all: more than the SDK's 40 default worker threads
+    try:
+        for ident in range(1, MAX_RUNS + extra + 1):
+            server.call(ident, "lobster_run", pipeline="exec --shell 'sleep 600'",
+                        timeoutMs=900000)
+        server.call(1001, "lobster_pending")
+        server.call(1002, "lobster_resume", token="nope", cancel=True)
+        answers = {}
+        while len(answers) < extra + 2:  # none of the sleepers can answer: they sleep on
+            answer = server.receive()
+            answers[answer["id"]] = envelope_of(answer)
+        busy = [i for i, e in answers.items() if e.get("error", {}).get("code") == "T470"]
+        assert len(busy) == extra
+        assert answers[1001]["ok"] is True
+        assert answers[1002]["error"]["code"] in ("T430", "E501", "E001"), answers[1002]
+    finally:
+        assert server.close() == 0  # the client left: the sleepers are cancelled with it
