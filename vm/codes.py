@@ -90,6 +90,7 @@ CODES: dict[str, Code] = {
     "T441": Code("for_each source is not an array", RUNTIME),
     "T450": Code("state store failed", RUNTIME),
     "T460": Code("cost limit reached", RUNTIME),
+    "T470": Code("server busy: too many runs and resumes at once", RUNTIME),
     "T498": Code("internal error (a bug in Lobster; nothing was consumed by it)", RUNTIME),
     "T499": Code("environment check failed", DOCTOR),
     # tokens and resume decisions
