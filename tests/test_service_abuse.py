@@ -133,3 +133,39 @@ def test_mcp_busy_answer_instead_of_starvation_and_cheap_calls_get_through(cli):
         assert answers[1002]["error"]["code"] in ("T430", "E501", "E001"), answers[1002]
     finally:
         assert server.close() == 0  # the client left: the sleepers are cancelled with it
+
+
+# Speed: linear in the size of the input, checked by counting, not by a clock ----------------
+class CountingSteps(tuple):
+    """A program's step table that counts the passes made over it."""
+
+    passes = 0
+
+    def __iter__(self):
+        CountingSteps.passes += 1
+        return super().__iter__()
+
+
+def _steps_workflow(path, n: int) -> str:
+    lines = ["steps:", "  - id: s0", "    run: echo 0"]
+    for i in range(1, n):
+        lines += [f"  - id: s{i}", f"    run: echo {i}", '    when: $s0.stdout == "x"']
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_dis_passes_over_the_steps_a_fixed_number_of_times(tmp_path):
+    import attrs
+
+    from lobsterc.workflow import compile_workflow
+    from vm.dis import disassemble
+
+    passes = []
+    for n in (20, 80):
+        program = compile_workflow(_steps_workflow(tmp_path / f"w{n}.lobster", n))
+        counted = attrs.evolve(program)
+        object.__setattr__(counted, "steps", CountingSteps(program.steps))
+        CountingSteps.passes = 0
+        assert disassemble(counted) == disassemble(program)
+        passes.append(CountingSteps.passes)
+    assert passes[0] == passes[1] <= 8, passes  # not once per instruction or jump
