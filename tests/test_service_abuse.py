@@ -169,3 +169,33 @@ def test_dis_passes_over_the_steps_a_fixed_number_of_times(tmp_path):
         assert disassemble(counted) == disassemble(program)
         passes.append(CountingSteps.passes)
     assert passes[0] == passes[1] <= 8, passes  # not once per instruction or jump
+
+
+def test_a_workflow_with_many_errors_stops_checking_after_max_errors(tmp_path):
+    from lobsterc.check import MAX_ERRORS, check_file
+
+    path = tmp_path / "w.lobster"
+    path.write_text("steps:\n" + "".join(f"  - id: s{i}\n    run: echo\n    stdin: $nope{i}.stdout\n"
+                                         for i in range(3 * MAX_ERRORS)))
+    _, diags = check_file(str(path))
+    assert [d.code for d in diags] == ["E211"] * MAX_ERRORS + ["E230"]
+    assert diags[-1].message == (f"Workflow file over a limit: more than {MAX_ERRORS} errors, "
+                                 "the rest are not checked")
+
+
+def test_a_workflow_over_the_node_limit_is_refused_without_a_second_parse(tmp_path):
+    # libyaml counts the values as ruamel would: the slower pure-Python parser is not asked
+    import sys
+
+    from lobsterc.load.document import MAX_DOCUMENT_NODES
+
+    path = tmp_path / "w.lobster"
+    path.write_text("steps:\n" + "".join(f"  - id: x\n    run: echo {i}\n"
+                                         for i in range(MAX_DOCUMENT_NODES // 3)))
+    script = ("import sys, json; from lobsterc.build import load\n"
+              "loaded = load(sys.argv[1])\n"
+              "print(json.dumps([[d.code for d in loaded.diagnostics], "
+              "'ruamel.yaml' in sys.modules]))")
+    proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True,
+                          text=True, timeout=120)
+    assert json.loads(proc.stdout) == [["E230"], False], proc.stderr
