@@ -199,3 +199,94 @@ def test_a_workflow_over_the_node_limit_is_refused_without_a_second_parse(tmp_pa
     proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True,
                           text=True, timeout=120)
     assert json.loads(proc.stdout) == [["E230"], False], proc.stderr
+
+
+# Events: never block a run for long, never dropped silently ---------------------------------
+def _event_options(tmp_path, **kw):
+    from vm.protocol import Options
+
+    return Options(cwd=str(tmp_path), state_dir=str(tmp_path / "state"), **kw)
+
+
+def test_a_hung_callback_holds_one_thread_not_one_per_run(tmp_path):
+    import threading
+
+    from vm.events import drain
+    from vm.protocol import handle
+
+    release = threading.Event()
+
+    def hung(event):
+        release.wait(120)
+
+    options = _event_options(tmp_path, on_event=hung)
+    before = {t.ident for t in threading.enumerate()}
+    try:
+        for n in range(4):
+            envelope = handle({"action": "run",
+                               "pipeline": f"exec --json --shell 'echo [{n}]'"}, options)
+            assert envelope["output"] == [n]
+        started = [t for t in threading.enumerate() if t.ident not in before]
+        assert len(started) == 1, started
+    finally:
+        release.set()
+    assert drain(hung, 60)
+
+
+def test_events_past_the_queue_bound_are_counted_in_the_envelope(tmp_path, monkeypatch):
+    import threading
+
+    from vm import events
+    from vm.protocol import handle
+
+    monkeypatch.setattr(events, "MAX_QUEUED", 3)
+    release = threading.Event()
+    logged: list[str] = []
+
+    def hung(event):
+        release.wait(120)
+
+    options = _event_options(tmp_path, on_event=hung, log=logged.append)
+    pipeline = " | ".join(["exec --json --shell 'echo [1]'"] + ["head --n 1"] * 5)
+    try:
+        envelope = handle({"action": "run", "pipeline": pipeline}, options)
+    finally:
+        release.set()
+    assert envelope["output"] == [1]
+    # 12 events: one is in the callback (unless it had not started yet), 3 wait, the rest
+    # are dropped and counted
+    dropped = envelope["eventsDropped"]
+    assert dropped in (8, 9), envelope
+    assert logged == [f"lobster: {dropped} run events were dropped: the event callback fell 3 "
+                      "events behind\n"]
+
+
+def test_events_jsonl_past_the_pipe_buffer_all_arrive_with_the_halt(cli):
+    # A reader that reads all of stdout before stderr: the events overflow the pipe buffer
+    # long before the envelope is written.
+    loud = ("exec --json --shell 'i=0; while [ $i -lt 3000 ]; do echo line-$i-" + "x" * 60
+            + " >&2; i=$((i+1)); done; echo [1]' | approve --prompt ok")
+    proc = subprocess.Popen([LOBSTER, "run", "--mode", "tool", "--events", "jsonl", loud],
+                            cwd=cli.work, env=cli.env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0
+    assert json.loads(out)["status"] == "needs_approval"
+    events = [json.loads(line) for line in err.splitlines()]
+    assert sum(e["type"] == "stderr" for e in events) == 3000
+    assert events[-1]["type"] == "halted"
+
+
+def test_a_closed_stderr_or_stdout_is_not_a_traceback(cli):
+    pipeline = "exec --json --shell 'echo [1]'"
+    no_stderr = subprocess.run(["sh", "-c", f'"$0" run --mode tool "$1" 2>&-', LOBSTER,
+                                pipeline], cwd=cli.work, env=cli.env, capture_output=True,
+                               text=True, timeout=60)
+    assert no_stderr.returncode == 0
+    assert json.loads(no_stderr.stdout)["output"] == [1]
+    for argv in (["run", "--mode", "tool", pipeline], ["run", pipeline],
+                 ["run", "--events", "jsonl", pipeline]):
+        no_stdout = subprocess.run(["sh", "-c", '"$0" "$@" >&-', LOBSTER, *argv], cwd=cli.work,
+                                   env=cli.env, capture_output=True, text=True, timeout=60)
+        assert (no_stdout.returncode, "Traceback" in no_stdout.stderr) == (0, False), argv

@@ -480,10 +480,13 @@ def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
 
     events = Emitter(options.on_event, options.log)
     try:
-        return _drive_with(program, frame, options, settings, Scope(scope, listener=events),
-                           events)
+        envelope = _drive_with(program, frame, options, settings,
+                               Scope(scope, listener=events), events)
     finally:
-        events.close()
+        dropped = events.close()
+    if dropped:  # additive: the events this run could not hand to the callback
+        envelope = {**envelope, "eventsDropped": dropped}
+    return envelope
 
 
 def _drive_with(program: Program, frame: Frame, options: Options, settings: Settings,
