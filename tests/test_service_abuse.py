@@ -290,3 +290,39 @@ def test_a_closed_stderr_or_stdout_is_not_a_traceback(cli):
         no_stdout = subprocess.run(["sh", "-c", '"$0" "$@" >&-', LOBSTER, *argv], cwd=cli.work,
                                    env=cli.env, capture_output=True, text=True, timeout=60)
         assert (no_stdout.returncode, "Traceback" in no_stdout.stderr) == (0, False), argv
+
+
+# Runs: a step is over when its child is; what the child left behind goes with it -------------
+def _running(argv_text: str) -> list[int]:
+    """The pids whose command line is `argv_text` (words joined by spaces)."""
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                    if cmdline.read().rstrip(b"\0").replace(b"\0", b" ") == argv_text.encode():
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def test_a_background_child_holding_the_output_does_not_hold_the_step(cli):
+    done, code = cli.pipeline("exec --shell 'sleep 303.125 & echo hi'", env={})
+    assert code == 0 and done["output"] == ["hi"], done  # not the timeout (T420)
+    assert _running("sleep 303.125") == []
+
+
+def test_a_setsid_grandchild_is_killed_with_its_step(cli):
+    request = {"action": "run", "timeoutMs": 1500,
+               "pipeline": "exec --shell 'setsid sleep 304.125 >/dev/null 2>&1 < /dev/null & "
+                           "sleep 30'"}
+    timed_out, code = cli.tool("tool", json.dumps(request))
+    assert timed_out["error"]["code"] == "T420"
+    assert _running("sleep 304.125") == []
+    # and one that holds the output after its parent exits
+    done, code = cli.pipeline("exec --shell 'setsid sleep 305.125 & echo hi'")
+    assert done["output"] == ["hi"], done
+    assert _running("sleep 305.125") == []
