@@ -326,3 +326,39 @@ def test_a_setsid_grandchild_is_killed_with_its_step(cli):
     done, code = cli.pipeline("exec --shell 'setsid sleep 305.125 & echo hi'")
     assert done["output"] == ["hi"], done
     assert _running("sleep 305.125") == []
+
+
+# Paths: a request's workflow files and templated step cwds stay in the working directory ----
+def test_a_request_workflow_path_outside_the_working_directory_is_refused(cli, tmp_path):
+    outside = tmp_path / "outside.lobster"
+    marker = tmp_path / "ran"
+    outside.write_text(f"steps:\n  - id: a\n    run: touch {marker}\n")
+    (cli.work / "calls.lobster").write_text("steps:\n  - id: a\n    workflow: ../outside.lobster\n")
+    (cli.work / "sub").mkdir()
+    (cli.work / "sub" / "inner.lobster").write_text("steps:\n  - id: a\n    run: echo in\n")
+    (cli.work / "calls_inner.lobster").write_text(
+        "steps:\n  - id: a\n    workflow: sub/inner.lobster\n")
+    for pipeline in (str(outside), "../outside.lobster", "calls.lobster"):
+        refused, code = cli.tool("tool", json.dumps({"action": "run", "pipeline": pipeline}))
+        assert code == 2 and "stay within the gateway working directory" in \
+            refused["error"]["message"], (pipeline, refused)
+    assert not marker.exists()
+    done, code = cli.tool("tool", json.dumps({"action": "run", "pipeline": "calls_inner.lobster"}))
+    assert done["ok"] is True, done
+    # the CLI is the user's own shell: a file anywhere runs there, as before
+    done, code = cli.tool("run", "--mode", "tool", str(outside))
+    assert done["ok"] is True and marker.exists()
+
+
+def test_a_templated_step_cwd_stays_in_the_run_directory(cli, tmp_path):
+    (cli.work / "data").mkdir()
+    (cli.work / "w.lobster").write_text(
+        "args:\n  dir:\n    default: data\nsteps:\n  - id: a\n    cwd: ${dir}\n    run: pwd\n")
+    for escape in (str(tmp_path), "..", "data/../.."):
+        request = {"action": "run", "pipeline": "w.lobster", "argsJson": json.dumps({"dir": escape})}
+        refused, code = cli.tool("tool", json.dumps(request))
+        assert refused["ok"] is False and refused["error"]["code"] == "T412", (escape, refused)
+        assert "stay within" in refused["error"]["message"] or "relative" in \
+            refused["error"]["message"]
+    done, code = cli.tool("tool", json.dumps({"action": "run", "pipeline": "w.lobster"}))
+    assert done["output"][0].strip().endswith("/work/data"), done
