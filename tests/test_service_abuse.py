@@ -362,3 +362,62 @@ def test_a_templated_step_cwd_stays_in_the_run_directory(cli, tmp_path):
             refused["error"]["message"]
     done, code = cli.tool("tool", json.dumps({"action": "run", "pipeline": "w.lobster"}))
     assert done["output"][0].strip().endswith("/work/data"), done
+
+
+# PostgreSQL: the pool after a server restart -------------------------------------------------
+def test_pooled_connections_after_a_postgresql_restart():
+    """A throwaway cluster of its own (never the shared server): every call after a restart
+    works, on fast and on immediate shutdown, though the pool held connections from before."""
+    import threading
+
+    import pytest
+
+    pytest.importorskip("psycopg")
+    from tests import pg_server
+    from vm.store.postgres import POOL_MAX, PostgresStore, close_pools
+
+    import tempfile
+
+    directory = tempfile.mkdtemp(prefix="lobster-pg-restart-")  # the server's user can reach it
+    try:
+        url = pg_server.start(directory)
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"no PostgreSQL to start: {exc}")
+    try:
+        store = PostgresStore(url)
+        pool = store._backend.pool
+        held = [pool.getconn() for _ in range(POOL_MAX)]  # the pool holds POOL_MAX connections
+        for conn in held:
+            pool.putconn(conn)
+        store.set_value("n", 0)
+        for mode in ("fast", "immediate"):
+            subprocess.run(pg_server._as_owner(
+                [pg_server._bin("pg_ctl"), "-D", f"{directory}/data", "-l", f"{directory}/log",
+                 "-m", mode, "-w", "-t", "60", "restart"], pg_server._owner()), check=True,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=directory, timeout=120)
+            failures = []
+            for n in range(2 * POOL_MAX):
+                try:
+                    store.set_value("n", n)
+                    assert store.get_value("n") == n
+                except Exception as exc:  # noqa: BLE001 - counted, then reported
+                    failures.append(f"{type(exc).__name__}: {exc}")
+            assert failures == [], (mode, failures)
+            # and calls made at once, each on a connection of its own
+            errors: list[str] = []
+
+            def one(i: int) -> None:
+                try:
+                    store.set_value(f"k{i}", i)
+                except Exception as exc:  # noqa: BLE001
+                    errors.append(str(exc))
+
+            threads = [threading.Thread(target=one, args=(i,)) for i in range(POOL_MAX)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert errors == [], (mode, errors)
+    finally:
+        close_pools()
+        pg_server.stop(directory)
