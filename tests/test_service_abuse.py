@@ -421,3 +421,19 @@ def test_pooled_connections_after_a_postgresql_restart():
     finally:
         close_pools()
         pg_server.stop(directory)
+
+
+def test_the_claim_statements_are_the_ones_never_retried():
+    """The store retries a statement whose connection broke, except the claim (its first
+    attempt may have committed): every statement of claim_frame is recognised as a claim."""
+    import ast
+    import inspect
+    import textwrap
+
+    from vm.store import postgres
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(postgres.PostgresStore.claim_frame)))
+    statements = [node.args[0].value for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "_one"]
+    assert len(statements) == 2, statements
+    assert all(statement.startswith(postgres._CLAIMS) for statement in statements)
