@@ -106,8 +106,9 @@ class Options:
       `LOBSTER_CHECKPOINT_TTL`, else never.
     - `on_event`: hears every run's events (`vm.events.Event`: step started, finished,
       retried, skipped, halted, failed, child stderr lines) on a thread of its own; events
-      never change the envelope. For one request: `handle(request, evolve(options,
-      on_event=cb))`.
+      never change the envelope, except that one with events dropped for a callback too far
+      behind says how many in `eventsDropped` (vm.events). For one request:
+      `handle(request, evolve(options, on_event=cb))`.
     """
 
     env: Mapping[str, str] = field(factory=lambda: os.environ)
