@@ -243,8 +243,8 @@ async def serve(options: protocol.Options) -> None:
     replies: list = []
 
     async def refuse(request_id: int | str | None, message: str, code: str) -> None:
-        error = types.ErrorData(code=types.INVALID_REQUEST, message=message,
-                                data={"code": code})
+        kind = types.PARSE_ERROR if code == "E009" else types.INVALID_REQUEST  # JSON-RPC's
+        error = types.ErrorData(code=kind, message=message, data={"code": code})
         try:
             await replies[0].send(SessionMessage(
                 types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)))
