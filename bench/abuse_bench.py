@@ -128,6 +128,11 @@ def main() -> None:
             rows.append(("1 MB workflow, every step an unknown reference (E211)",
                          _timed(_lobster("run", "--mode", "tool", str(refs)), root, work,
                                 opts.limit)))
+            commands = _fill(work / "commands.lobster", "steps:\n",
+                             lambda i: f"  - id: s{i}\n    pipeline: nosuch{i} --x {i}\n")
+            rows.append(("1 MB workflow, every step an unknown command (E201)",
+                         _timed(_lobster("run", "--mode", "tool", str(commands)), root, work,
+                                opts.limit)))
             nodes = _fill(work / "nodes.lobster", "steps:\n",
                           lambda i: f"  - id: x\n    run: echo {i}\n")
             rows.append(("1 MB workflow over the value limit (E230)",
