@@ -252,29 +252,29 @@ def check_pipeline(pipeline: ast.Pipeline) -> tuple[list[BoundStage], list[Diagn
 # workflow files
 
 
-# Errors reported for one workflow file and its callees; checking stops at the next one (each
-# error may cost a pass over the names in scope for its hint, so this keeps a refusal linear).
+# Errors reported for one workflow file and its callees; checking stops there (each error may
+# cost a pass over the names in scope for its hint, so this keeps a refusal linear).
 MAX_ERRORS = 100
 
 
 def check_file(path: str, *, lenient: bool = False) -> tuple[Any, list[Diagnostic]]:
     """Load a workflow file (lobsterc.build.load) and check it: the Loaded file and every
-    diagnostic of it and of the files it calls, file by file, up to MAX_ERRORS errors and an
-    E230 that says checking stopped there."""
+    diagnostic of it and of the files it calls, file by file, up to MAX_ERRORS errors and then
+    an E230 that says checking stopped there (lobsterc.build leaves pipelines past that
+    unbound)."""
     from lobsterc.build import load
 
     loaded = load(path, lenient=lenient)
     diags: list[Diagnostic] = []
     errors = 0
     for diag in check_workflow(loaded):
-        if diag.severity == "error":
-            if errors == MAX_ERRORS:
-                diags.append(Diagnostic("E230", f"Workflow file over a limit: more than "
-                                        f"{MAX_ERRORS} errors, the rest are not checked",
-                                        diag.span))
-                break
-            errors += 1
         diags.append(diag)
+        if diag.severity == "error":
+            errors += 1
+            if errors == MAX_ERRORS:
+                diags.append(Diagnostic("E230", f"Workflow file over a limit: {MAX_ERRORS} "
+                                        "errors, checking stopped there", diag.span))
+                break
     return loaded, diags
 
 

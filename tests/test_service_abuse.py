@@ -179,8 +179,8 @@ def test_a_workflow_with_many_errors_stops_checking_after_max_errors(tmp_path):
                                          for i in range(3 * MAX_ERRORS)))
     _, diags = check_file(str(path))
     assert [d.code for d in diags] == ["E211"] * MAX_ERRORS + ["E230"]
-    assert diags[-1].message == (f"Workflow file over a limit: more than {MAX_ERRORS} errors, "
-                                 "the rest are not checked")
+    assert diags[-1].message == (f"Workflow file over a limit: {MAX_ERRORS} errors, checking "
+                                 "stopped there")
 
 
 def test_a_workflow_over_the_node_limit_is_refused_without_a_second_parse(tmp_path):
@@ -437,3 +437,15 @@ def test_the_claim_statements_are_the_ones_never_retried():
                   if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "_one"]
     assert len(statements) == 2, statements
     assert all(statement.startswith(postgres._CLAIMS) for statement in statements)
+
+
+def test_pipelines_past_max_errors_are_not_bound(tmp_path):
+    from lobsterc.check import MAX_ERRORS, check_file
+
+    path = tmp_path / "w.lobster"
+    path.write_text("steps:\n" + "".join(f"  - id: s{i}\n    pipeline: nosuch{i} --x\n"
+                                         for i in range(3 * MAX_ERRORS)))
+    loaded, diags = check_file(str(path))
+    assert [d.code for d in diags] == ["E201"] * MAX_ERRORS + ["E230"]
+    parsed = [step.kind.pipeline.parsed is not None for step in loaded.workflow.steps]
+    assert parsed == [True] * MAX_ERRORS + [False] * (2 * MAX_ERRORS)
