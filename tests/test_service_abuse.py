@@ -9,6 +9,7 @@ import json
 import subprocess
 
 from tests.conftest import LOBSTER
+from tests.pg_server import pg_server  # noqa: F401  (the fixture)
 
 
 def test_tool_refuses_a_request_that_is_not_utf8(cli):
@@ -452,3 +453,97 @@ def test_pipelines_past_max_errors_are_not_bound(tmp_path):
     assert [d.code for d in diags] == ["E201"] * MAX_ERRORS + ["E230"]
     parsed = [step.kind.pipeline.parsed is not None for step in loaded.workflow.steps]
     assert parsed == [True] * MAX_ERRORS + [False] * (2 * MAX_ERRORS)
+
+
+class DroppingProxy:
+    """A TCP proxy on 127.0.0.1 to PostgreSQL's unix socket that can cut the connections it
+    already carries: after `cut()`, the next bytes a client sends on one of them close it
+    unforwarded (a connection that died without a word: nothing to read while it is idle)."""
+
+    def __init__(self, socket_path: str) -> None:
+        import socket
+        import threading
+
+        self.path = socket_path
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.live: list[dict] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.socket(socket.AF_UNIX)
+            upstream.connect(self.path)
+            entry = {"cut": False, "sockets": (client, upstream)}
+            self.live.append(entry)
+            threading.Thread(target=self._pump, args=(client, upstream, entry, True),
+                             daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, entry, False),
+                             daemon=True).start()
+
+    def _pump(self, source, target, entry, outbound: bool) -> None:
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data or (outbound and entry["cut"]):
+                    break
+                target.sendall(data)
+        except OSError:
+            pass
+        for sock in entry["sockets"]:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def cut(self) -> None:
+        for entry in self.live:
+            entry["cut"] = True
+
+    def close(self) -> None:
+        self.listener.close()
+        self.cut()
+
+
+def test_a_statement_on_a_dead_connection_is_retried_once_but_never_the_claim(pg_server):
+    import os
+    import uuid
+
+    import psycopg
+    import pytest
+
+    from tests.pg_server import with_search_path
+    from vm.store.base import StoreError
+    from vm.store.postgres import PostgresStore, close_pools
+
+    host = dict(part.split("=", 1) for part in pg_server.split("?", 1)[1].split("&")).get("host")
+    if not host or not os.path.exists(f"{host}/.s.PGSQL.5432"):
+        pytest.skip("needs a PostgreSQL server on a unix socket")
+    schema = f"lobster_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    proxy = DroppingProxy(f"{host}/.s.PGSQL.5432")
+    try:
+        url = with_search_path(f"postgresql://lobster@127.0.0.1:{proxy.port}/postgres", schema)
+        store = PostgresStore(url)
+        store.set_value("n", 1)
+        proxy.cut()
+        store.set_value("n", 2)  # the pooled connection dies under it: retried on a new one
+        assert store.get_value("n") == 2
+        store.save_frame("pipeline_resume_x", b"frame")
+        proxy.cut()
+        with pytest.raises(StoreError):  # a claim whose answer was lost is not made twice
+            store.claim_frame("pipeline_resume_x")
+        assert store.claim_frame("pipeline_resume_x") is True  # the cut claim never arrived
+    finally:
+        close_pools()
+        proxy.close()
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")

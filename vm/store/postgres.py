@@ -222,7 +222,10 @@ class PostgresStore:
                     cursor = conn.execute(sql, params)
                     return cursor.fetchone() if cursor.description else None
                 except psycopg.OperationalError:
-                    if not retry or attempt == 2 or not (conn.broken or conn.closed):
+                    if not (conn.broken or conn.closed):
+                        raise
+                    pool.check()  # its other idle connections may be as dead: test each
+                    if not retry or attempt == 2:
                         raise
                 finally:
                     pool.putconn(conn)  # a broken one is discarded there
