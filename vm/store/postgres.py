@@ -14,10 +14,11 @@ each in lobster_meta. Tables live in the first schema of the connection's search
 
 A pooled connection is checked as it is taken from the pool, without a round trip: one whose
 socket has input while idle (a server that shut down or restarted sends its last words and
-closes) is closed and replaced. A statement that still fails because its connection broke has the pool test its idle
-connections (one round trip each, on this path only) and is run once more, except the claim: its first attempt may have committed with the answer
-lost, and a second would then find the frame claimed and report a claim that happened as
-none; that failure is a store error, and the claim, if made, reads as in doubt.
+closes) is closed and replaced. A statement that still fails because its connection broke has
+the pool test its idle connections (one round trip each, on this path only) and is run once
+more, except the claim: its first attempt may have committed with the answer lost, and a
+second would then find the frame claimed and report a claim that happened as none; that
+failure is a store error, and the claim, if made, reads as in doubt.
 
 Frames, claims, values and the key are committed durably. Approval ids and programs are
 committed with synchronous_commit off: the frame's durable commit that follows flushes the WAL
