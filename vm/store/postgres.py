@@ -18,7 +18,8 @@ closes) is closed and replaced. A statement that still fails because its connect
 the pool test its idle connections (one round trip each, on this path only) and is run once
 more, except the claim: its first attempt may have committed with the answer lost, and a
 second would then find the frame claimed and report a claim that happened as none; that
-failure is a store error, and the claim, if made, reads as in doubt.
+failure is a store error, and a claim that was made reads as in doubt (with a claim record;
+a claim by DELETE, without one, is gone: the claim record exists for that).
 
 Frames, claims, values and the key are committed durably. Approval ids and programs are
 committed with synchronous_commit off: the frame's durable commit that follows flushes the WAL
