@@ -11,7 +11,7 @@ from attrs import frozen
 
 from lobsterc import ast
 from lobsterc.ast import ABSENT, Loc
-from lobsterc.check import check_pipeline
+from lobsterc.check import MAX_ERRORS, check_pipeline
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.expr import compile_condition
 from lobsterc.load import Document, parse_text, read_text
@@ -112,6 +112,7 @@ class _Builder:
     def __init__(self, doc: Document, library: Library) -> None:
         self.doc = doc
         self.library = library
+        self.errors = 0  # in the pipelines built so far (check_file stops at MAX_ERRORS)
 
     def loc(self, *at: Any) -> Loc:
         return Loc(self.doc, at)
@@ -183,11 +184,18 @@ class _Builder:
         return ast.Shell(str(step.get(key, "")), key)
 
     def pipeline(self, text: str, at: tuple) -> ast.PipelineText:
+        """A pipeline step's text, parsed and bound to its commands. Past MAX_ERRORS errors in
+        this file's pipelines it is left unparsed: the file is refused, and check_file stops
+        before it reaches this step (so a refusal costs no more than MAX_ERRORS errors)."""
+        if self.errors >= MAX_ERRORS:
+            return ast.PipelineText(text, None, self.loc(*at))
         try:
             parsed = parse_pipeline(text, self.doc.path)
         except CompileError:
+            self.errors += 1
             return ast.PipelineText(text, None, self.loc(*at))
         bound, problems = check_pipeline(parsed)
+        self.errors += sum(problem.severity == "error" for problem in problems)
         return ast.PipelineText(text, parsed, self.loc(*at), tuple(bound), tuple(problems))
 
     def when(self, value: Any, key: str, at: tuple) -> ast.When:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections import ChainMap
 from collections.abc import Iterator
 from typing import Any
 
@@ -251,14 +252,31 @@ def check_pipeline(pipeline: ast.Pipeline) -> tuple[list[BoundStage], list[Diagn
 # workflow files
 
 
+# Errors reported for one workflow file and its callees; checking stops there (each error may
+# cost a pass over the names in scope for its hint, so this keeps a refusal linear).
+MAX_ERRORS = 100
+
+
 def check_file(path: str, *, lenient: bool = False, text: str | None = None
                ) -> tuple[Any, list[Diagnostic]]:
     """Load a workflow file (lobsterc.build.load) and check it: the Loaded file and every
-    diagnostic of it and of the files it calls, file by file. `text`: the file's unsaved text."""
+    diagnostic of it and of the files it calls, file by file, up to MAX_ERRORS errors and then
+    an E230 that says checking stopped there (lobsterc.build leaves pipelines past that
+    unbound). `text`: the file's unsaved text."""
     from lobsterc.build import load
 
     loaded = load(path, lenient=lenient, text=text)
-    return loaded, list(check_workflow(loaded))
+    diags: list[Diagnostic] = []
+    errors = 0
+    for diag in check_workflow(loaded):
+        diags.append(diag)
+        if diag.severity == "error":
+            errors += 1
+            if errors == MAX_ERRORS:
+                diags.append(Diagnostic("E230", f"Workflow file over a limit: {MAX_ERRORS} "
+                                        "errors, checking stopped there", diag.span))
+                break
+    return loaded, diags
 
 
 def refusal(diags: list[Diagnostic]) -> CompileError | None:
@@ -285,7 +303,7 @@ def check_workflow(loaded: Any) -> Iterator[Diagnostic]:
 def _check_tree(wf: Any, path: str, state: dict[str, str]) -> Iterator[Diagnostic]:
     state[path] = "open"
     calls: list[ast.Step] = []
-    yield from _check_steps(wf, wf.steps, [], None, calls)
+    yield from _check_steps(wf, wf.steps, ChainMap(), None, calls, _all_names(wf))
     for step in calls:
         call = step.kind
         if call.path is None:
@@ -310,13 +328,13 @@ def _check_tree(wf: Any, path: str, state: dict[str, str]) -> Iterator[Diagnosti
     state[path] = "done"
 
 
-def _check_steps(wf: Any, steps: tuple, scope: list[str], outer_later: Any,
-                 calls: list) -> Iterator[Diagnostic]:
-    """`scope` holds the names a step may read (earlier steps, loop variables); `later` is
-    only worked out for a hint, when a reference is unknown. A stdin or for_each value that
-    is one whole reference must name a step in scope."""
-    scope = list(scope)
-    names = _all_names(wf)
+def _check_steps(wf: Any, steps: tuple, outer: ChainMap, outer_later: Any,
+                 calls: list, names: frozenset[str]) -> Iterator[Diagnostic]:
+    """`outer` holds the names a step may read (earlier steps, loop variables), one map per
+    loop level, so entering a loop copies nothing; `later` is only worked out for a hint,
+    when a reference is unknown. A stdin or for_each value that is one whole reference must
+    name a step in scope. `names` are all the file's names (E218)."""
+    scope = outer.new_child()
     for index, step in enumerate(steps):
         later = (steps, index, outer_later)  # made a _Later only for a hint
         kind = step.kind
@@ -341,11 +359,11 @@ def _check_steps(wf: Any, steps: tuple, scope: list[str], outer_later: Any,
         elif isinstance(kind, ast.SubWorkflow):
             calls.append(step)
         elif isinstance(kind, ast.ForEach):
-            yield from _check_steps(wf, kind.steps, scope + [kind.item_var, kind.index_var],
-                                    later, calls)
-        scope.append(step.id)
+            loop = scope.new_child(dict.fromkeys((kind.item_var, kind.index_var)))
+            yield from _check_steps(wf, kind.steps, loop, later, calls, names)
+        scope[step.id] = None
         if isinstance(kind, ast.Parallel):  # each branch's result is kept under its id
-            scope += [branch.id for branch in kind.branches]
+            scope.update(dict.fromkeys(branch.id for branch in kind.branches))
 
 
 # The fields a step result has (vm.steps, vm.machine); what follows json, response and subject
@@ -420,7 +438,7 @@ class _Later:
         return self.outer is not None and name in _Later(*self.outer)
 
 
-def _check_when(when: ast.When, scope: list[str], later: Any) -> Iterator[Diagnostic]:
+def _check_when(when: ast.When, scope: ChainMap, later: Any) -> Iterator[Diagnostic]:
     from lobsterc.expr import compile_condition, tree_refs
 
     if when.tree is None:
@@ -444,7 +462,7 @@ def _ref_span(when: ast.When, ref: str) -> Span:
     return span
 
 
-def unknown_ref(ref: str, text: str, span: Span, scope: list[str], later: tuple) -> Diagnostic:
+def unknown_ref(ref: str, text: str, span: Span, scope: ChainMap, later: tuple) -> Diagnostic:
     """E211, with a hint: the step is a later one (`later` is (steps, index, outer) for
     _Later), or a name in scope that is close."""
     message = f"Unknown step reference: {text}"

@@ -15,6 +15,7 @@ import pytest
 from vm.process import (
     Cancelled,
     CommandNotFound,
+    TAG_VARIABLE,
     OutputLimitExceeded,
     ProcessError,
     ProcessResult,
@@ -156,8 +157,10 @@ def test_env_is_passed_exactly():
     r = run(py("import os, json; print(json.dumps(dict(os.environ)))"), env=env)
     got = json.loads(r.stdout)
     assert got["LOBSTER_TEST_VAR"] == "hello world"
-    # nothing of our own environment leaks in (Python may add LC_CTYPE for C-locale coercion)
-    assert set(got) - {"LC_CTYPE"} == set(env)
+    # nothing of our own environment leaks in (Python may add LC_CTYPE for C-locale coercion);
+    # the one addition is the tag that lets a kill find what the child starts
+    assert set(got) - {"LC_CTYPE", TAG_VARIABLE} == set(env)
+    assert len(got[TAG_VARIABLE]) == 16
 
 
 def test_cwd_is_passed(tmp_path):

@@ -242,6 +242,56 @@ def _timeout(text: str | None, command: str) -> int | None:
         raise RequestError(message, code="E021") from None
 
 
+_EVENT_WRITERS: list = []  # this process's `--events jsonl` callbacks, drained before exit
+EXIT_DRAIN_S = 60.0  # after the envelope, how long the process waits to write queued events
+
+
+def _write_fd_2(text: str) -> None:
+    """Events go straight to fd 2, not through sys.stderr's buffer: a writer blocked on a full
+    pipe holds no lock that the rest of the process (or its exit) needs."""
+    data = text.encode("utf-8", "backslashreplace")
+    while data:
+        data = data[os.write(2, data):]
+
+
+def _finish_events() -> None:
+    """The envelope is written: close stdout, so a reader that reads all of stdout before
+    stderr gets to the events, then write every event still queued (at most EXIT_DRAIN_S)."""
+    if not _EVENT_WRITERS:
+        return
+    from vm.events import drain
+
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    for writer in _EVENT_WRITERS:
+        drain(writer, EXIT_DRAIN_S)
+
+
+def _standard_fds() -> None:
+    """A stdin, stdout or stderr that was closed (`2>&-`) becomes the null device: nothing the
+    process opens lands on fds 0-2 (a child would inherit it), and writing there is no error."""
+    for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, mode)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    if sys.stdin is None:
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace",  # noqa: SIM115
+                          closefd=False)
+
+
 def _listener(events: str | None, command: str, human: bool):
     """The event callback a command's flags ask for: `--events jsonl` (JSON lines on stderr),
     else the progress display in human mode; and the display, to clear it at the end."""
@@ -251,7 +301,9 @@ def _listener(events: str | None, command: str, human: bool):
                                code="E022")
         from vm.events import jsonl_writer
 
-        return jsonl_writer(sys.stderr.write, sys.stderr.flush), None
+        writer = jsonl_writer(_write_fd_2)
+        _EVENT_WRITERS.append(writer)
+        return writer, None
     if not human:
         return None, None
     from vm.events import Progress
@@ -709,11 +761,19 @@ def cmd_tool(argv: list[str], frontend: Frontend | None = None) -> int:
     else:
         data = sys.stdin.buffer.read(limit + 1)
         oversize = len(data) > limit
-        text = data.decode("utf-8", "replace")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:  # refused, never replaced: U+FFFD is not what was sent
+            text = None
+            not_utf8 = protocol.error_envelope(
+                "parse_error", f"tool request is not UTF-8 text (invalid byte at offset "
+                f"{exc.start})", "E009")
     envelope = None
     if oversize:
         envelope = protocol.error_envelope(
             "parse_error", f"tool request is over the limit of {limit} bytes", "E006")
+    elif text is None:
+        envelope = not_utf8
     else:
         try:
             request = js.json_loads(text)
@@ -783,15 +843,26 @@ def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) ->
     the installed compiler is looked up when a command first needs to compile. An exception
     nothing else caught is a bug: one line (T498) and exit 1, never a traceback."""
     args = list(sys.argv[1:] if argv is None else argv)
+    _standard_fds()
     _install_signal_handlers()
     try:
-        return _dispatch(args, frontend)
-    except Exception as exc:  # noqa: BLE001 - the last resort
-        envelope = protocol.internal_error(exc)
-        if _tool_mode(args):
-            _print_json(envelope)
-        else:
-            sys.stderr.write(f"lobster: error[T498]: {envelope['error']['message']}\n")
+        try:
+            return _dispatch(args, frontend)
+        except BrokenPipeError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last resort
+            envelope = protocol.internal_error(exc)
+            if _tool_mode(args):
+                _print_json(envelope)
+            else:
+                sys.stderr.write(f"lobster: error[T498]: {envelope['error']['message']}\n")
+            return 1
+        finally:
+            _finish_events()
+    except BrokenPipeError:  # the reader went away (`| head -1`): nothing more to say to it
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
         return 1
 
 

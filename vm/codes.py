@@ -95,6 +95,7 @@ CODES: dict[str, Code] = {
     "T451": Code("signing key set lost while checkpoints need it", RUNTIME),
     "T452": Code("signing key unusable (too short or long, open to others, not a file)", RUNTIME),
     "T460": Code("cost limit reached", RUNTIME),
+    "T470": Code("server busy: too many runs and resumes at once", RUNTIME),
     "T498": Code("internal error (a bug in Lobster; nothing was consumed by it)", RUNTIME),
     "T499": Code("environment check failed", DOCTOR),
     # tokens and resume decisions

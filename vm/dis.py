@@ -13,7 +13,7 @@ import attrs
 from vm import js
 from vm.opcodes import CONST, HALT, OPS, REG, STEP, TARGET, Op
 from vm.ops import Branch, Given
-from vm.program import Program
+from vm.program import Program, StepInfo
 
 _MNEMONIC_WIDTH = max(len(op.name) for op in Op)
 _LABEL_WIDTH = 12  # the least label column; a block with longer labels widens its own
@@ -50,7 +50,32 @@ def _label_at(labels: list[str], pc: int) -> str:
     return labels[pc] if 0 <= pc < len(labels) else "@end"
 
 
-def _blocks(program: Program) -> tuple[list[str], list[str | None]]:
+class _Index:
+    """What the disassembler asks about pcs, computed in one pass over the steps and the
+    code: the step at each pc (the first listed, as `Program.step_at`), the pcs that start a
+    step, the steps that end just before each pc, and the next RETURN from each pc. Every
+    question is then a lookup, so a program disassembles in time linear in its size."""
+
+    def __init__(self, program: Program) -> None:
+        code = program.code
+        n = len(code)
+        self.step_of: list[StepInfo | None] = [None] * n
+        for step in reversed(program.steps):  # the first listed wins, as in step_at
+            for pc in range(max(step.first_pc, 0), min(step.last_pc + 1, n)):
+                self.step_of[pc] = step
+        self.starts = {step.first_pc for step in program.steps}
+        self.ending: dict[int, list[StepInfo]] = {}
+        for step in program.steps:
+            self.ending.setdefault(step.last_pc + 1, []).append(step)
+        self.next_return: list[int | None] = [None] * (n + 1)
+        for pc in range(n - 1, -1, -1):
+            self.next_return[pc] = pc if code[pc].op == Op.RETURN else self.next_return[pc + 1]
+
+    def step_at(self, pc: int) -> StepInfo | None:
+        return self.step_of[pc] if 0 <= pc < len(self.step_of) else None
+
+
+def _blocks(program: Program, index: _Index) -> tuple[list[str], list[str | None]]:
     """The label of every pc, and the block header that starts at it (or None)."""
     code = program.code
     n = len(code)
@@ -60,12 +85,12 @@ def _blocks(program: Program) -> tuple[list[str], list[str | None]]:
             owner[pc] = (f"step {step.id}", step.id)
     for pc, ins in enumerate(code):
         if ins.op == Op.CALL:
-            end = next((at for at in range(ins.c, n) if code[at].op == Op.RETURN), None)
-            call = program.step_at(pc)
+            end = index.next_return[ins.c] if 0 <= ins.c < n else None
+            call = index.step_at(pc)
             if end is not None and owner[end] is None and call is not None:
                 owner[end] = (f"@return {call.id}", f"{call.id}/(return)")
         elif ins.op == Op.PARALLEL:
-            step = program.step_at(pc)
+            step = index.step_at(pc)
             prefix = f"{step.id}/" if step is not None else ""
             for branch in program.constants[ins.b].branches:
                 at = branch.start
@@ -81,27 +106,26 @@ def _blocks(program: Program) -> tuple[list[str], list[str | None]]:
         elif owner[pc][0].startswith("step "):
             seen_step = True
     labels, headers = [], []
-    previous, index = None, 0
+    previous, count = None, 0
     for pc in range(n):
         header, stem = owner[pc]
-        if (header, stem) != previous or (header.startswith("step ") and any(
-                s.first_pc == pc for s in program.steps)):
-            previous, index = (header, stem), 0
+        if (header, stem) != previous or (header.startswith("step ") and pc in index.starts):
+            previous, count = (header, stem), 0
             headers.append(header)
         else:
             headers.append(None)
-        labels.append(f"{stem}.{index}")
-        index += 1
+        labels.append(f"{stem}.{count}")
+        count += 1
     return labels, headers
 
 
-def _target(program: Program, labels: list[str], pc: int, here: int) -> str:
+def _target(index: _Index, labels: list[str], pc: int, here: int) -> str:
     """A jump target as a label: `step.index`, or `step.end` for the first pc after the
     current step, so that no line depends on how long other steps are."""
-    current = program.step_at(here)
+    current = index.step_at(here)
     if current is not None:
-        for step in program.steps:  # the end of this step, or of one of its own blocks
-            if pc == step.last_pc + 1 and (step is current or step.id.startswith(current.id + "/")):
+        for step in index.ending.get(pc, ()):  # the end of this step, or of one of its blocks
+            if step is current or step.id.startswith(current.id + "/"):
                 return f"{step.id}.end"
     return _label_at(labels, pc)
 
@@ -111,13 +135,14 @@ def _halt_text(program: Program, value: int, labels: list[str]) -> str:
     return f"{site.kind} {_fields(site, labels, skip=('id', 'kind'))}"
 
 
-def _operand(program: Program, labels: list[str], kind: str, value: int, here: int) -> str:
+def _operand(program: Program, index: _Index, labels: list[str], kind: str, value: int,
+             here: int) -> str:
     if kind == REG:
         return f"r{value}"
     if kind == STEP:
         return str(program.constants[value])
     if kind == TARGET:
-        return "-> " + _target(program, labels, value, here)
+        return "-> " + _target(index, labels, value, here)
     if kind == CONST:
         constant = program.constants[value]
         if attrs.has(type(constant)):
@@ -139,7 +164,8 @@ def disassemble(program: Program, source_text: str | None = None) -> str:
     if program.checkpoint_ttl_ms is not None:
         out.append(f"; checkpoint_ttl {program.checkpoint_ttl_ms}ms")
     lines = source_text.splitlines() if source_text is not None else None
-    labels, headers = _blocks(program)
+    index = _Index(program)
+    labels, headers = _blocks(program, index)
     widths: list[int] = []  # per block, so that a long label moves no other block's columns
     for pc in range(len(labels)):
         if headers[pc] is not None:
@@ -154,7 +180,7 @@ def disassemble(program: Program, source_text: str | None = None) -> str:
             header = headers[pc]
             out.append(header)
         op = Op(ins.op)
-        operands = [_operand(program, labels, kind, value, pc)
+        operands = [_operand(program, index, labels, kind, value, pc)
                     for kind, value in zip(OPS[op].operands, (ins.a, ins.b, ins.c))]
         width = width_of[widths[pc]]
         text = f"  {labels[pc]:<{width}} {op.name:<{_MNEMONIC_WIDTH}} {' '.join(operands)}"

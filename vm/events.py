@@ -17,7 +17,12 @@ and then the fields of its type:
             on_error policy took it)
   stderr    line (one line a child wrote to stderr, without its newline)
 The callback runs on a thread of its own, in the order events happened: a slow callback
-delays no step, and one that raises is reported once and then no longer called.
+delays no step, and one that raises is reported once and then no longer called for that run.
+Every run that uses one callback shares its one delivery thread, so a callback that hangs
+holds one thread, not one per run. The end of a run waits at most DRAIN_S for its events to
+be delivered; the rest are still delivered, in order, after the run has returned. At most
+MAX_QUEUED events wait for a callback: past that an event is dropped, never silently: the run
+counts what it dropped, says so through its log, and its envelope carries `eventsDropped`.
 """
 
 from __future__ import annotations
@@ -29,12 +34,14 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, TypedDict
 
-__all__ = ["Emitter", "Event", "EventCallback", "Progress", "jsonl_writer"]
+__all__ = ["Emitter", "Event", "EventCallback", "Progress", "drain", "jsonl_writer"]
 
 EventType = Literal["started", "finished", "retried", "skipped", "halted", "failed", "stderr"]
 EVENT_TYPES: tuple[str, ...] = ("started", "finished", "retried", "skipped", "halted", "failed",
                                 "stderr")
-DRAIN_S = 5.0  # how long the end of a run waits for a slow callback before dropping the rest
+DRAIN_S = 0.5  # how long the end of a run waits for its events to reach the callback
+MAX_QUEUED = 10_000  # events waiting for one callback; one more is dropped and counted
+IDLE_S = 2.0  # a delivery thread with nothing to deliver for this long ends
 
 
 class Event(TypedDict, total=False):
@@ -83,10 +90,104 @@ class _OpenSteps(threading.local):
         self.stack: list[_Open] = []
 
 
+class _Ticket:
+    """One run's share of a dispatcher: what it queued, what was delivered, what it dropped."""
+
+    __slots__ = ("queued", "delivered", "dropped", "broken", "done")
+
+    def __init__(self) -> None:
+        self.queued = self.delivered = self.dropped = 0
+        self.broken = False
+        self.done = threading.Condition(threading.Lock())
+
+
+class _Dispatcher:
+    """Delivers the events of every run that uses one callback, in order, on one thread that
+    ends when it has been idle for IDLE_S (a new event starts another)."""
+
+    def __init__(self, callback: EventCallback) -> None:
+        self.callback = callback
+        self.queue: queue.Queue = queue.Queue(MAX_QUEUED)
+        self.thread: threading.Thread | None = None
+        self.pending = 0  # queued and not yet delivered, of every run
+
+    def put(self, ticket: _Ticket, event: dict, log: Callable[[str], None] | None) -> None:
+        with _DISPATCHERS_LOCK:
+            try:
+                self.queue.put_nowait((ticket, event, log))
+            except queue.Full:
+                with ticket.done:
+                    ticket.dropped += 1
+                return
+            with ticket.done:
+                ticket.queued += 1
+            self.pending += 1
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._deliver, daemon=True,
+                                               name="lobster-events")
+                self.thread.start()
+
+    def _deliver(self) -> None:
+        while True:
+            try:
+                ticket, event, log = self.queue.get(timeout=IDLE_S)
+            except queue.Empty:
+                with _DISPATCHERS_LOCK:
+                    if self.queue.empty():
+                        self.thread = None
+                        if _DISPATCHERS.get(id(self.callback)) is self:
+                            del _DISPATCHERS[id(self.callback)]
+                        return
+                continue
+            if not ticket.broken:
+                try:
+                    self.callback(event)
+                except Exception as exc:  # the listener's fault: the run goes on without it
+                    ticket.broken = True
+                    if log is not None:
+                        try:
+                            log(f"lobster: the event callback failed and is no longer "
+                                f"called: {type(exc).__name__}: {exc}\n")
+                        except Exception:
+                            pass
+            with _DISPATCHERS_LOCK:
+                self.pending -= 1
+            with ticket.done:
+                ticket.delivered += 1
+                ticket.done.notify_all()
+
+
+_DISPATCHERS: dict[int, _Dispatcher] = {}  # id(callback) -> its dispatcher (which holds it)
+_DISPATCHERS_LOCK = threading.Lock()
+
+
+def _dispatcher(callback: EventCallback) -> _Dispatcher:
+    with _DISPATCHERS_LOCK:
+        found = _DISPATCHERS.get(id(callback))
+        if found is None or found.callback is not callback:
+            found = _DISPATCHERS[id(callback)] = _Dispatcher(callback)
+        return found
+
+
+def drain(callback: EventCallback, timeout: float) -> bool:
+    """Wait at most `timeout` seconds until every event queued for `callback` was delivered
+    (a process about to exit calls this); whether all were."""
+    with _DISPATCHERS_LOCK:
+        found = _DISPATCHERS.get(id(callback))
+    if found is None or found.callback is not callback:
+        return True
+    deadline = time.monotonic() + timeout
+    while found.pending:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 class Emitter:
-    """The events of one run, delivered to `callback` on a dispatcher thread. The interpreter
-    reports step boundaries (by pc and step name), vm/protocol.py halts, and vm/process.py
-    children's exits and stderr lines (through the run's Scope)."""
+    """The events of one run, delivered to `callback` on its dispatcher's thread. The
+    interpreter reports step boundaries (by pc and step name), vm/protocol.py halts, and
+    vm/process.py children's exits and stderr lines (through the run's Scope)."""
 
     def __init__(self, callback: EventCallback, log: Callable[[str], None] | None = None
                  ) -> None:
@@ -98,10 +199,8 @@ class Emitter:
         self.starts: dict[int, int] = {}  # pc -> index of the step whose work begins there
         self.ends: dict[int, int] = {}  # pc -> index of the pipeline stage it completes
         self._at: list[int | None] = []  # pc -> index of the step holding it
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._broken = False
-        self._lock = threading.Lock()
+        self._ticket = _Ticket()
+        self._dispatcher = _dispatcher(callback)
 
     def bind(self, program: Any) -> None:
         """Learn the program's step table (once per run; a parallel branch binds again)."""
@@ -132,40 +231,27 @@ class Emitter:
         event: dict[str, Any] = {"type": kind, "step": step, "index": index,
                                  "ms": int((time.monotonic() - self.t0) * 1000)}
         event.update(fields)
-        if self._thread is None:
-            with self._lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._deliver, daemon=True,
-                                                    name="lobster-events")
-                    self._thread.start()
-        self._queue.put(event)
+        self._dispatcher.put(self._ticket, event, self.log)
 
-    def _deliver(self) -> None:
-        while True:
-            event = self._queue.get()
-            if event is None:
-                return
-            if self._broken:
-                continue
+    def close(self, wait_s: float = DRAIN_S) -> int:
+        """The run ended: wait at most `wait_s` for its events to be delivered (the rest still
+        are, later). Returns how many events the run dropped (MAX_QUEUED), and logs it."""
+        ticket = self._ticket
+        deadline = time.monotonic() + wait_s
+        with ticket.done:
+            while ticket.delivered < ticket.queued:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                ticket.done.wait(left)
+            dropped = ticket.dropped
+        if dropped and self.log is not None:
             try:
-                self.callback(event)
-            except Exception as exc:  # the listener's fault: the run goes on without it
-                self._broken = True
-                if self.log is not None:
-                    try:
-                        self.log(f"lobster: the event callback failed and is no longer "
-                                 f"called: {type(exc).__name__}: {exc}\n")
-                    except Exception:
-                        pass
-
-    def close(self, wait_s: float = DRAIN_S) -> None:
-        """The run ended: deliver what is queued (waiting at most `wait_s`), then stop."""
-        thread = self._thread
-        if thread is None:
-            return
-        self._queue.put(None)
-        thread.join(wait_s)
-        self._thread = None
+                self.log(f"lobster: {dropped} run events were dropped: the event callback "
+                         f"fell {MAX_QUEUED} events behind\n")
+            except Exception:
+                pass
+        return dropped
 
     # steps ----------------------------------------------------------------------------------
     def _info(self, index: int | None) -> str | None:

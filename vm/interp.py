@@ -78,10 +78,21 @@ class Run:
         return env
 
     def step_cwd(self, cwd: str | None) -> str:
+        """A step's `cwd`, from the run's. One that takes an `${arg}` is the caller's to
+        choose, so it is held to the rule of a request `cwd`: relative, inside the run's."""
         base = self.frame.cwd
         if not cwd:
             return base
-        return os.path.join(base, refs.substitute_args(cwd, self.frame.args))
+        chosen = refs.substitute_args(cwd, self.frame.args)
+        if chosen == cwd:
+            return os.path.join(base, cwd)
+        from vm.protocol import RequestError, contained_cwd  # the one rule for every cwd
+
+        try:
+            return contained_cwd(chosen, base)
+        except RequestError as exc:
+            raise CommandError(f"step cwd {chosen[:200]!r}: {exc}", code="T412",
+                               retryable=False) from None
 
     def render(self, text: str) -> str:
         return refs.render(text, self.frame.args, self.frame.results)

@@ -1,12 +1,20 @@
 """Child-process runner (POSIX): spawn in a fresh session, feed stdin, capture output with
 caps and an absolute deadline, and kill whole process groups on timeout or cancellation.
 Each run cancels its own children through a `Scope`; `kill_all` is for the signal handler.
+
+A child's step ends when the child itself has exited and its output reached EOF; a process
+it left in the background that still holds the output pipes gets EOF_GRACE_S, then is
+killed (the original waits for it, up to the timeout). Every child carries a tag in its
+environment (TAG_VARIABLE), inherited by what it starts: a kill reaches the process group
+and, on Linux, every process that still carries the tag, even one that left the session
+with `setsid`. A process that clears its environment and leaves the session is not found.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import secrets
 import selectors
 import signal
 import subprocess
@@ -36,6 +44,10 @@ _READ_CHUNK = 1 << 18  # 256 KiB per os.read
 _WRITE_CHUNK = 1 << 20  # at most 1 MiB handed to os.write at once
 _PIPE_SIZE = 1 << 20  # try to enlarge pipes to 1 MiB (Linux F_SETPIPE_SZ)
 _F_SETPIPE_SZ = 1031
+EOF_GRACE_S = 0.5  # after the child exits, how long its background processes may hold output
+TAG_VARIABLE = "LOBSTER_PROCESS_TAG"  # marks a child and everything it starts: one word per
+# enclosing lobster child, so a lobster run inside a step keeps its parent's tag too
+_POLL_S = 0.05  # how often the child's exit is polled where pidfd_open is missing
 
 
 # --------------------------------------------------------------------------- shell lines
@@ -116,13 +128,57 @@ class Cancelled(ProcessError):
 
 
 class _Child:
-    """One live child process group, as known to `kill_all` and to the scopes it runs in."""
+    """One live child process group, as known to `kill_all` and to the scopes it runs in;
+    `tag` is the value of TAG_VARIABLE in its environment."""
 
-    __slots__ = ("pgid", "cancelled")
+    __slots__ = ("pgid", "tag", "cancelled")
 
-    def __init__(self, pgid: int) -> None:
+    def __init__(self, pgid: int, tag: str = "") -> None:
         self.pgid = pgid
+        self.tag = tag
         self.cancelled = False
+
+
+def _tagged(tag: str) -> list[int]:
+    """The pids whose TAG_VARIABLE holds `tag` (Linux /proc; [] elsewhere)."""
+    prefix = f"{TAG_VARIABLE}=".encode()
+    mine = tag.encode()
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as environ:
+                variables = environ.read().split(b"\0")
+        except OSError:  # gone, or another user's
+            continue
+        for variable in variables:
+            if variable.startswith(prefix) and mine in variable[len(prefix):].split():
+                found.append(int(entry))
+                break
+    return found
+
+
+def _kill_child(child: _Child, sig: int = signal.SIGKILL) -> None:
+    """Kill the child's process group, then every process still carrying its tag (those
+    that left the group with setsid), a few passes in case one forks meanwhile."""
+    _killpg(child.pgid, sig)
+    if not child.tag:
+        return
+    me = os.getpid()
+    for _ in range(3):
+        pids = [pid for pid in _tagged(child.tag) if pid != me]
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 # RLock: kill_all may run from a signal handler on the thread that is spawning.
@@ -204,7 +260,7 @@ def kill_all(sig: int = signal.SIGKILL) -> None:
         for child in children:
             child.cancelled = True
     for child in children:
-        _killpg(child.pgid, sig)
+        _kill_child(child, sig)
 
 
 # --------------------------------------------------------------------------- running
@@ -292,8 +348,11 @@ def run_process(
         if any(s.cancelled for s in scopes):
             raise Cancelled()
         generation = _kill_generation
-        proc = _spawn(argv, stdin_pipe=stdin is not None, cwd=cwd, env=env, shell=shell)
-        child = _Child(proc.pid)  # start_new_session: pgid == pid
+        tag = secrets.token_hex(8)
+        tags = f"{env.get(TAG_VARIABLE, '')} {tag}".strip()  # a nested lobster's children keep ours
+        proc = _spawn(argv, stdin_pipe=stdin is not None, cwd=cwd,
+                      env={**env, TAG_VARIABLE: tags}, shell=shell)
+        child = _Child(proc.pid, tag)  # start_new_session: pgid == pid
         _live[child.pgid] = child
         for s in scopes:
             s._live[child.pgid] = child
@@ -302,7 +361,7 @@ def run_process(
     finished = False
     try:
         if child.cancelled:
-            _killpg(child.pgid, signal.SIGKILL)
+            _kill_child(child)
             raise Cancelled()
         try:
             stdout, stderr = _communicate(proc, child, stdin, deadline, max_output_bytes,
@@ -321,7 +380,7 @@ def run_process(
         return result
     finally:
         if not finished:
-            _killpg(child.pgid, signal.SIGKILL)
+            _kill_child(child)
             _close_pipes(proc)
             try:
                 proc.wait()
@@ -403,10 +462,15 @@ def _communicate(
     view = memoryview(stdin) if stdin is not None else memoryview(b"")
     offset = 0
 
+    exit_fd = _pidfd(proc.pid)  # readable once the child has exited (Linux); else polled
+    exited_at: float | None = None  # when the child itself was seen to have exited
+
     with selectors.DefaultSelector() as sel:
         for fd in (out_fd, err_fd):
             _enlarge_pipe(fd)
             sel.register(fd, selectors.EVENT_READ)
+        if exit_fd is not None:
+            sel.register(exit_fd, selectors.EVENT_READ)
         if proc.stdin is not None:
             in_fd = proc.stdin.fileno()
             if len(view) == 0:
@@ -427,42 +491,71 @@ def _communicate(
                 pass
             in_fd = -1
 
-        while sel.get_map():
-            if child.cancelled:
-                raise Cancelled()
-            timeout = None
-            if deadline is not None:
-                timeout = deadline - time.monotonic()
-                if timeout <= 0:
-                    raise ProcessTimeout()
-            events = sel.select(None if timeout is None else min(timeout, 86400.0))
-            for key, _ in events:
-                fd = key.fd
-                if fd == in_fd:
-                    try:
-                        written = os.write(fd, view[offset : offset + _WRITE_CHUNK])
-                    except BlockingIOError:
+        def open_outputs() -> bool:  # or stdin still being fed
+            return any(fd != exit_fd for fd in sel.get_map())
+
+        try:
+            while open_outputs():
+                if child.cancelled:
+                    raise Cancelled()
+                now = time.monotonic()
+                if exited_at is None and exit_fd is None and proc.poll() is not None:
+                    exited_at = now
+                if exited_at is not None and now - exited_at >= EOF_GRACE_S:
+                    _kill_child(child)  # what it left behind holds the pipes: the step is over
+                    break
+                timeout = None
+                if deadline is not None:
+                    timeout = deadline - now
+                    if timeout <= 0:
+                        raise ProcessTimeout()
+                if exited_at is not None:
+                    grace = exited_at + EOF_GRACE_S - now
+                    timeout = grace if timeout is None else min(timeout, grace)
+                elif exit_fd is None:
+                    timeout = _POLL_S if timeout is None else min(timeout, _POLL_S)
+                events = sel.select(None if timeout is None else min(timeout, 86400.0))
+                for key, _ in events:
+                    fd = key.fd
+                    if fd == exit_fd:
+                        sel.unregister(fd)
+                        exited_at = time.monotonic()
                         continue
-                    except (BrokenPipeError, ConnectionResetError):
-                        close_stdin()  # the child stopped reading: not an error
+                    if fd == in_fd:
+                        try:
+                            written = os.write(fd, view[offset : offset + _WRITE_CHUNK])
+                        except BlockingIOError:
+                            continue
+                        except (BrokenPipeError, ConnectionResetError):
+                            close_stdin()  # the child stopped reading: not an error
+                            continue
+                        offset += written
+                        if offset >= len(view):
+                            close_stdin()
                         continue
-                    offset += written
-                    if offset >= len(view):
-                        close_stdin()
-                    continue
-                data = os.read(fd, _READ_CHUNK)
-                if not data:
-                    sel.unregister(fd)
+                    data = os.read(fd, _READ_CHUNK)
+                    if not data:
+                        sel.unregister(fd)
+                        if lines is not None and fd == err_fd:
+                            lines.flush()
+                        continue
+                    sizes[fd] += len(data)
+                    if limit is not None and sizes[fd] > limit:
+                        _kill_child(child)
+                        raise OutputLimitExceeded(names[fd])
+                    chunks[fd].append(data)
                     if lines is not None and fd == err_fd:
-                        lines.flush()
-                    continue
-                sizes[fd] += len(data)
-                if limit is not None and sizes[fd] > limit:
-                    _killpg(child.pgid, signal.SIGKILL)
-                    raise OutputLimitExceeded(names[fd])
-                chunks[fd].append(data)
-                if lines is not None and fd == err_fd:
-                    lines.feed(data)
+                        lines.feed(data)
+        finally:
+            if exit_fd is not None:
+                os.close(exit_fd)
         if child.cancelled:
             raise Cancelled()
     return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None

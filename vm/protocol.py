@@ -105,8 +105,9 @@ class Options:
       `LOBSTER_CHECKPOINT_TTL`, else never.
     - `on_event`: hears every run's events (`vm.events.Event`: step started, finished,
       retried, skipped, halted, failed, child stderr lines) on a thread of its own; events
-      never change the envelope. For one request: `handle(request, evolve(options,
-      on_event=cb))`.
+      never change the envelope, except that one with events dropped for a callback too far
+      behind says how many in `eventsDropped` (vm.events). For one request:
+      `handle(request, evolve(options, on_event=cb))`.
     """
 
     env: Mapping[str, str] = field(factory=lambda: os.environ)
@@ -322,7 +323,29 @@ def _run_request(request: dict, options: Options, scope: Scope) -> dict:
     args_json = request.get("argsJson")
     if args_json is not None and not isinstance(args_json, str):
         raise RequestError("argsJson must be a string: the args object as JSON text")
+    if is_workflow_path(pipeline, settings.cwd):
+        return _run(pipeline, options, settings, scope, args_json=args_json, file=True,
+                    program=_contained_workflow(pipeline.strip(), options, settings))
     return _run(pipeline, options, settings, scope, args_json=args_json)
+
+
+def _contained_workflow(path: str, options: Options, settings: Settings) -> Program:
+    """A request's workflow file and every file it calls, each held to the rule of a request
+    `cwd` (contained_cwd): inside the gateway working directory, symbolic links resolved (an
+    absolute path is taken when it names a file in there)."""
+    def contain(name: str) -> None:
+        try:
+            contained_cwd(os.path.relpath(os.path.join(settings.cwd, name), options.cwd),
+                          options.cwd)
+        except RequestError:
+            raise RequestError(f"workflow file {name!r} must stay within the gateway working "
+                               "directory") from None
+
+    contain(path)
+    program = compile_source(path, options, settings.cwd, workflow=True)
+    for name in program.files[1:]:  # named from the main file's directory
+        contain(os.path.normpath(os.path.join(os.path.dirname(path), name)))
+    return program
 
 
 def _positive(request: dict, name: str, default: int, floor: int) -> int:
@@ -501,10 +524,13 @@ def _drive(program: Program, frame: Frame, options: Options, settings: Settings,
 
     events = Emitter(options.on_event, options.log)
     try:
-        return _drive_with(program, frame, options, settings, Scope(scope, listener=events),
-                           events)
+        envelope = _drive_with(program, frame, options, settings,
+                               Scope(scope, listener=events), events)
     finally:
-        events.close()
+        dropped = events.close()
+    if dropped:  # additive: the events this run could not hand to the callback
+        envelope = {**envelope, "eventsDropped": dropped}
+    return envelope
 
 
 def _drive_with(program: Program, frame: Frame, options: Options, settings: Settings,

@@ -52,6 +52,8 @@ def parse_yaml(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
             try:
                 composer.run(iter(parser(source.text).get_event, None))
                 return composer.result()
+            except OverLimit as exc:  # counted the same by both parsers: no second, slower parse
+                raise load_error(source, exc) from None
             except (Fallback, ParseError, error, RecursionError, UnicodeError):
                 pass  # ruamel parses it again, and words the error
     return parse_yaml_ruamel(source)

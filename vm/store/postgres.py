@@ -15,6 +15,15 @@ each in lobster_meta. Tables live in the first schema of the connection's search
   lobster_values(key, value)                    state.* values (JSON text, key normalised)
   lobster_cache(kind, key, value, created_at)   cache entries (hints)
 
+A pooled connection is checked as it is taken from the pool, without a round trip: one whose
+socket has input while idle (a server that shut down or restarted sends its last words and
+closes) is closed and replaced. A statement that still fails because its connection broke has
+the pool test its idle connections (one round trip each, on this path only) and is run once
+more, except the claim: its first attempt may have committed with the answer lost, and a
+second would then find the frame claimed and report a claim that happened as none; that
+failure is a store error, and a claim that was made reads as in doubt (with a claim record;
+a claim by DELETE, without one, is gone: the claim record exists for that).
+
 Frames, claims, values and the key are committed durably. Approval ids and programs are
 committed with synchronous_commit off: the frame's durable commit that follows flushes the WAL
 past them, so both are durable before a token or id is handed out. Removed approval ids,
@@ -27,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import select
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -81,6 +91,9 @@ POOL_TIMEOUT = 10.0  # seconds to wait for a free connection
 CONNECT_TIMEOUT = 10  # seconds
 KEY_REFRESH_S = 60  # a process re-reads the signing key this often (vm/admin.py KEY_RETIRE_S)
 _LAZY = "SELECT set_config('synchronous_commit', 'off', true)"
+# The claim statements (claim_frame): never run twice (see the module docstring).
+_CLAIMS = ("DELETE FROM lobster_frames WHERE state_key = %s AND claimed_at IS NULL",
+           "UPDATE lobster_frames SET claimed_at = now()")
 
 
 def redacted(url: str) -> str:
@@ -114,6 +127,19 @@ class _Backend:
                     "prepare_threshold": 0},  # a fixed set of statements: prepare each at once
             name=f"lobster-store-{os.getpid()}")
         self.key: tuple[bytes, float] | None = None  # the signing key, when it was read
+
+
+def _stale(conn: Any) -> bool:
+    """Whether a connection just taken from the pool is unusable, without a round trip: an
+    idle connection has nothing to read, so a readable socket means it was closed (or the
+    server sent its parting FATAL)."""
+    if conn.closed or conn.broken:
+        return True
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 _BACKENDS: dict[tuple[int, str], _Backend] = {}
@@ -175,11 +201,23 @@ class PostgresStore:
         self._backend = _backend(url)
         self.location = self._backend.location
 
+    def _getconn(self) -> Any:
+        """A pooled connection that is not stale: each stale one is closed, so that the pool
+        discards it (the pool's own check would back off for seconds between them)."""
+        pool = self._backend.pool
+        for _ in range(POOL_MAX):
+            conn = pool.getconn()
+            if not _stale(conn):
+                return conn
+            conn.close()
+            pool.putconn(conn)
+        return pool.getconn()
+
     @contextmanager
     def _connection(self) -> Iterator[Any]:
         pool = self._backend.pool
         try:
-            conn = pool.getconn()
+            conn = self._getconn()
             try:
                 yield conn
             finally:
@@ -187,17 +225,36 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise _error(self.location, exc) from None
 
+    def _run(self, sql: str, params: tuple, retry: bool) -> tuple | None:
+        """One statement, its first row (or None). `retry`: run it once more on a fresh
+        connection when the connection broke under it (every statement but the claim)."""
+        pool = self._backend.pool
+        for attempt in (1, 2):
+            try:
+                conn = self._getconn()
+                try:
+                    cursor = conn.execute(sql, params)
+                    return cursor.fetchone() if cursor.description else None
+                except psycopg.OperationalError:
+                    if not (conn.broken or conn.closed):
+                        raise
+                    pool.check()  # its other idle connections may be as dead: test each
+                    if not retry or attempt == 2:
+                        raise
+                finally:
+                    pool.putconn(conn)  # a broken one is discarded there
+            except psycopg.Error as exc:
+                raise _error(self.location, exc) from None
+        return None  # not reached: the second attempt returns or raises
+
     def _one(self, sql: str, params: tuple = ()) -> tuple | None:
-        with self._connection() as conn:
-            return conn.execute(sql, params).fetchone()
+        return self._run(sql, params, retry=not sql.startswith(_CLAIMS))
 
     def _lazy(self, sql: str, params: tuple = ()) -> tuple | None:
         """Run a statement that reads the one-row `lazy` (FROM/USING lazy), whose evaluation
         turns synchronous_commit off for this statement's transaction: any row it changes came
         through that join, so a commit that writes is never waited for. One round trip."""
-        with self._connection() as conn:
-            cursor = conn.execute(f"WITH lazy AS ({_LAZY}) {sql}", params)
-            return cursor.fetchone() if cursor.description else None
+        return self._run(f"WITH lazy AS ({_LAZY}) {sql}", params, retry=True)
 
     # signing keys --------------------------------------------------------------------------
     def _key_rows(self) -> list[tuple[int, bytes, float]]:
