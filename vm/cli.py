@@ -31,6 +31,7 @@ usage:
   lobster tool [REQUEST | -]             one tool call: request JSON in, envelope out
   lobster pending [--format json] [--older-than 7d [--cancel]]   checkpoints waiting, in doubt
   lobster cancel --id ID                 end one checkpoint (approval id or state key)
+  lobster history ID [--format json]     one checkpoint's record: halted, claimed, outcome
   lobster gc [--dry-run]                 remove what no checkpoint needs
   lobster mcp                            serve run and resume as MCP tools over stdio
   lobster graph [--file] FILE [--format mermaid|dot|ascii] [--args-json J]
@@ -529,8 +530,8 @@ SUBCOMMAND_HELP = {"run": RUN_HELP, "resume": RESUME_HELP}
 
 
 # completion ---------------------------------------------------------------------------------
-COMMANDS = ("run", "resume", "tool", "pending", "cancel", "gc", "mcp", "graph", "help",
-            "doctor", "completion", "version")
+COMMANDS = ("run", "resume", "tool", "pending", "cancel", "history", "gc", "mcp", "graph",
+            "help", "doctor", "completion", "version")
 COMMAND_FLAGS = {
     "run": "--mode --args-json --dry-run --file --timeout --quiet --events --checkpoint-ttl "
            "--help",
@@ -538,6 +539,7 @@ COMMAND_FLAGS = {
               "--checkpoint-ttl --help",
     "pending": "--format --older-than --cancel --help",
     "cancel": "--id --format --help",
+    "history": "--format --help",
     "gc": "--dry-run --format --grace --help",
     "graph": "--file --format --args-json --help",
 }
@@ -809,7 +811,7 @@ def _dispatch(args: list[str], frontend: Frontend | None) -> int:
         return cmd_graph(rest, frontend)
     if head == "completion":
         return cmd_completion(rest)
-    if head in ("pending", "cancel", "gc"):
+    if head in ("pending", "cancel", "history", "gc"):
         from vm import cli_admin
 
         return getattr(cli_admin, f"cmd_{head}")(rest)

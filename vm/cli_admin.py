@@ -30,6 +30,17 @@ of interrupted writes, and checkpoints expired longer than the grace (default 1d
 """
 
 
+HISTORY_USAGE = """\
+usage: lobster history ID [--format text|json]
+
+Show one checkpoint's record: where it is now (waiting, expired, claimed, finished, in_doubt,
+cancelled) and what happened to it: halted (program and items hashes, when), claimed (when, by
+which process, the decision and the approver's identity), and how it ended. ID is its approval
+id, its resume token, or the state key `lobster pending` lists. Ended checkpoints are kept for
+LOBSTER_TOMBSTONE_TTL (default 7d), then `lobster gc` removes their records.
+"""
+
+
 class Usage(Exception):
     pass
 
@@ -148,6 +159,42 @@ def cmd_cancel(argv: list[str]) -> int:
     return protocol.exit_code(envelope)
 
 
+def cmd_history(argv: list[str]) -> int:
+    from vm import admin
+
+    ident = None
+    rest = []
+    for word in argv:
+        if ident is None and not word.startswith("-"):
+            ident = word
+        else:
+            rest.append(word)
+    try:
+        values = _parse(rest, {"format", "id"}, set(), HISTORY_USAGE)
+        ident = ident or values.get("id")
+        if not ident:
+            raise Usage("history requires an ID (approval id, resume token or state key)")
+    except Usage as exc:
+        return _usage_error(exc, HISTORY_USAGE)
+    answer = admin.history(_options(), ident)
+    if values.get("format") == "json" or not answer.get("ok"):
+        _print_json(answer)
+        return protocol.exit_code(answer)
+    checkpoint = answer["checkpoint"]
+    head = f"{checkpoint['stateKey']}"
+    if checkpoint.get("approvalId"):
+        head += f" (approval id {checkpoint['approvalId']})"
+    sys.stdout.write(f"{head}: {checkpoint['state']}\n")
+    if checkpoint.get("reason"):
+        step = f" at step {checkpoint['step']}" if checkpoint.get("step") else ""
+        sys.stdout.write(f"  in doubt{step}: {checkpoint['reason']}\n")
+    for event in checkpoint["events"]:
+        details = ", ".join(f"{k}={v}" for k, v in event.items()
+                            if k not in ("event", "at") and v is not None)
+        sys.stdout.write(f"  {event.get('at') or '-'}  {event['event']:<9} {details}\n")
+    return 0
+
+
 def cmd_gc(argv: list[str]) -> int:
     from vm import admin
 
@@ -165,7 +212,8 @@ def cmd_gc(argv: list[str]) -> int:
         _print_json(report)
         return 0
     verb = "would remove" if report["dryRun"] else "removed"
-    labels = (("checkpoints", "expired checkpoint"), ("programs", "program"),
+    labels = (("checkpoints", "expired checkpoint"),
+              ("tombstones", "record of an ended checkpoint"), ("programs", "program"),
               ("cache", "cache entry"), ("leftovers", "leftover"))
     for key, label in labels:
         for name in report[key]:
