@@ -28,17 +28,21 @@ FULL = os.environ.get("LOBSTER_CRASH_FULL") == "1"
 WORKERS = max(2, os.cpu_count() or 2)
 
 # CI: the windows that matter most, by scenario and phase (0 is the run, n the n-th resume).
-# A resume renames its frame to a claim file whose name is the claim record (rename 1) and
-# syncs the directory (fsync 1), runs the steps (vfork n; the shell and effect children), parks
-# the next checkpoint (symlink 1, then its frame's fsync 2 and rename 2, fsync 3 of the
-# directory), and clears the approval link and the claim (unlink 1, unlink 2). The numbers
-# follow the store's syscalls: after a change there, re-survey with LOBSTER_CRASH_FULL=1.
+# A resume renames its frame to a claim file whose name is the claim record and whose mtime is
+# its lease (rename 1), writes the checkpoint's record (the create, fsync 1, rename 2), syncs the
+# directory (fsync 2), starts its lease renewer (clone3 1), runs the steps (vfork n; the shell
+# and effect children), parks the next checkpoint (symlink 1, the frame's fsync 3 and rename 3,
+# fsync 4 of the directory), then writes the record `finished` (rename 3, or 4 after a park)
+# and removes the claim (unlink 1). The numbers follow the store's syscalls: after a change
+# there, re-survey with LOBSTER_CRASH_FULL=1.
 SAMPLE = {
     ("before-and-after", 0): [("symlink", 1, ""), ("rename", 3, ""), ("fsync", 5, ""),
                               ("execve", 1, "effect")],
-    ("before-and-after", 1): [("rename", 1, ""), ("fsync", 1, ""), ("vfork", 1, ""),
-                              ("unlink", 1, ""), ("unlink", 2, "")],
-    ("two-gates", 1): [("execve", 1, "sh"), ("rename", 2, ""), ("unlink", 2, "")],
+    ("before-and-after", 1): [("rename", 1, ""), ("fsync", 1, ""), ("fsync", 2, ""),
+                              ("clone3", 1, ""), ("vfork", 1, ""), ("rename", 3, ""),
+                              ("unlink", 1, "")],
+    ("two-gates", 1): [("execve", 1, "sh"), ("rename", 3, ""), ("rename", 4, ""),
+                       ("unlink", 1, "")],
     ("for-each-gates", 1): [("vfork", 2, ""), ("symlink", 1, "")],
     ("for-each-gates", 2): [("fsync", 1, "")],
 }
@@ -97,21 +101,24 @@ def test_kill_points(lives, scenario, phase, tmp_path):
         assert outcome.killed, f"kill point {point} was never reached"
         tally["parked, resumed to the end" if outcome.parked_resumed else
               "in doubt (T432)" if outcome.in_doubt else
-              "claimed, record unwritten (T430, listed)" if outcome.unrecorded else
+              "finished (T436)" if outcome.finished else
               "error reported" if outcome.reported_error else
               "finished before dying" if outcome.completed else "died before a checkpoint"] += 1
     print(f"\n{scenario.name} phase {phase}: {len(points)} kill points: {dict(tally)}")
 
 
 @needs_strace
-def test_a_resume_killed_before_its_claim_record_is_refused_as_in_doubt(lives, tmp_path):
-    """Killed right after the claim, at its directory sync: the claim file's name is its record,
-    so the retry is told T432 at once, as after any later kill."""
+def test_a_resume_killed_right_after_its_claim_is_in_doubt_once_its_lease_passes(lives,
+                                                                               tmp_path):
+    """Killed right after the claim, at its directory sync: the claim (its lease) and its record
+    are one step, so once the lease, no longer renewed, has passed, the retry is told T432."""
     world = lives(ch.SCENARIOS[0], 1).copy(tmp_path / "w")
     killed, _answer = ch.run_killed(world, 1, ("fsync", 1, ""))
     assert killed
+    ch.wait_for_leases(world)
     retry = ch.handle(world, {"action": "resume", "token": world.tokens[0], "approve": True})
     assert retry["error"]["code"] == "T432", retry
+    assert retry["error"]["checkpoint"]["reason"].startswith("its lease expired")
 
 
 def test_killed_right_after_a_side_effect(tmp_path):

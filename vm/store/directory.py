@@ -291,15 +291,26 @@ class Store:
         frame = self.frame_path(state_key)
         path = os.path.join(self.runs, claim_file_name(state_key, claimant, time.time()))
         try:
+            parked_at = os.stat(frame).st_mtime
             if lease_until is not None:
                 os.utime(frame, (lease_until, lease_until))
             os.rename(frame, path)
         except FileNotFoundError:
             return False
         self._claimed[state_key] = path
-        if record is not None:
-            atomic_write(self.record_path(state_key), record, sync_dir=False)
-        _fsync_dir(self.runs)
+        try:
+            if record is not None:
+                atomic_write(self.record_path(state_key), record, sync_dir=False)
+            _fsync_dir(self.runs)
+        except OSError as exc:  # a full disk: nothing ran yet, so the frame waits again
+            try:
+                os.rename(path, frame)
+                os.utime(frame, (parked_at, parked_at))
+                self._claimed.pop(state_key, None)
+            except OSError:
+                pass  # the claim stays; its lease runs out and it reads in doubt
+            raise StoreError(f"the state directory {self.root} cannot be written: "
+                             f"{exc.strerror or exc}") from None
         return True
 
     def renew_claim(self, state_key: str, lease_until: float) -> bool:
@@ -320,11 +331,12 @@ class Store:
         return os.path.join(self.runs, f"{state_key}.record")
 
     def write_record(self, state_key: str, record: bytes, durable: bool = True) -> None:
-        """Replace the record of a checkpoint (whole or not at all). `durable=False` syncs the
-        file but not the directory: a crash may bring back the previous record."""
+        """Replace the record of a checkpoint (whole or not at all). `durable=False` syncs
+        nothing: a power loss may bring back the previous record, or leave one that does not
+        read (the lifecycle then reads the checkpoint in doubt), never lose the checkpoint."""
         if not STATE_KEY.fullmatch(state_key):
             raise StoreError(f"invalid state key {state_key!r}")
-        atomic_write(self.record_path(state_key), record, sync_dir=durable)
+        atomic_write(self.record_path(state_key), record, sync=durable)
 
     def settle_claim(self, state_key: str, record: bytes, durable: bool = True) -> None:
         """The claim ends: its record is written, then the claimed frame removed."""

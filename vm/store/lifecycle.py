@@ -138,7 +138,11 @@ def status(store: StateStore, state_key: str, now: float | None = None) -> Statu
     """The state of the checkpoint `state_key`, read from the store."""
     now = time.time() if now is None else now
     parked = store.read_parked(state_key)
-    record = decode_record(store.read_record(state_key))
+    blob = store.read_record(state_key)
+    record = decode_record(blob)
+    if blob is not None and record is None:  # torn by a power loss after a lazy write
+        record = {"v": RECORD_VERSION, "stateKey": state_key, "state": IN_DOUBT, "events": [
+            {"event": IN_DOUBT, "reason": "its record cannot be read", "step": None}]}
     if parked is not None:
         if parked.expires_at is not None and parked.expires_at <= now:
             return Status(EXPIRED, record, parked)
@@ -230,7 +234,11 @@ class Claim:
         self.ended = True
         self.record["events"].append(event)
         self.record["state"] = state
-        self.store.settle_claim(self.state_key, _encode(self.record), durable=durable)
+        try:
+            self.store.settle_claim(self.state_key, _encode(self.record), durable=durable)
+        except OSError as exc:
+            raise StoreError(f"the store {self.store.location} cannot be written: "
+                             f"{exc.strerror or exc}") from None
 
     def finish(self, outcome: str, code: str | None = None, next_key: str | None = None,
                next_approval_id: str | None = None) -> None:
@@ -242,7 +250,10 @@ class Claim:
             event["code"] = code
         if next_key:
             event["next"] = {"stateKey": next_key, "approvalId": next_approval_id}
-        self._end(event, FINISHED, durable=False)
+        try:
+            self._end(event, FINISHED, durable=False)
+        except StoreError:
+            pass  # the run's next state is durable; the claim's lease runs out: in doubt
 
     def doubt(self, reason: str, step: str | None) -> None:
         """The resume failed or was cut off after its claim: the checkpoint is in doubt, with
@@ -251,7 +262,7 @@ class Claim:
         try:
             self._end({"event": IN_DOUBT, "at": time.time(), "reason": reason[:2000],
                        "step": step}, IN_DOUBT, durable=True)
-        except (StoreError, OSError):
+        except StoreError:
             pass
 
     def release(self, blob: bytes, expires_at: float | None, why: str) -> None:
@@ -283,8 +294,13 @@ def claim(store: StateStore, parked: Parked, frame: Frame | None, *, decision: s
                 "approvedBy": approved_by}]
     record = {"v": RECORD_VERSION, "stateKey": parked.state_key, "state": CLAIMED,
               "events": events}
-    if not store.claim_frame(parked.state_key, claimant, lease_until=now + lease_s,
-                             record=_encode(record)):
+    try:
+        taken = store.claim_frame(parked.state_key, claimant, lease_until=now + lease_s,
+                                  record=_encode(record))
+    except OSError as exc:
+        raise StoreError(f"the store {store.location} cannot be written: "
+                         f"{exc.strerror or exc}") from None
+    if not taken:
         return None
     return Claim(store, parked.state_key, record, lease_s)
 
@@ -306,7 +322,11 @@ def cancel(store: StateStore, state_key: str, frame: Frame | None = None,
         record = current.record or {"v": RECORD_VERSION, "stateKey": state_key, "events": []}
         record["events"] = [*record["events"], event]
         record["state"] = CANCELLED
-        store.settle_claim(state_key, _encode(record))
+        try:
+            store.settle_claim(state_key, _encode(record))
+        except OSError as exc:
+            raise StoreError(f"the store {store.location} cannot be written: "
+                             f"{exc.strerror or exc}") from None
     return current
 
 
