@@ -451,3 +451,31 @@ def _finish(world: World, outcome: Outcome) -> bool:
         if envelope["status"] == "ok":
             return True
     raise AssertionError("the life does not end")
+
+
+# failures injected instead of kills ----------------------------------------------------------
+# a full disk, as the kernel reports it on the calls that take space or make names (a write
+# into the state dir first opens a temporary file with O_CREAT, then fsyncs and renames it)
+DISK_FULL_FAMILIES = ("create", "fsync", "rename", "symlink")
+
+
+def disk_full_points(world: World, phase: int) -> list[Point]:
+    """Every call of a phase at which a full disk can refuse lobster's state-dir writes."""
+    found = survey(world, phase)
+    return [(name, number, "") for family in DISK_FULL_FAMILIES for name in FAMILIES[family]
+            for number in found.get(name, ())]
+
+
+def run_disk_full(world: World, phase: int, point: Point) -> tuple[bool, dict]:
+    """Run phase `phase` with its call `point` failing with ENOSPC (strace's error injection:
+    the real syscall is refused by the kernel's tracer, as a full disk would refuse it).
+    Returns whether the failure was injected, and lobster's answer (always an envelope)."""
+    syscall, number, _ = point
+    trace = world.root / "enospc.trace"
+    proc = world.call(world.argv(phase), prefix=[
+        STRACE, "-qq", "-f", "-o", str(trace), "-e", f"trace={syscall}",
+        "-e", f"inject={syscall}:error=ENOSPC:when={number}"])
+    injected = "(INJECTED)" in trace.read_text()
+    trace.unlink()
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return injected, envelope_of(proc)

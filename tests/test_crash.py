@@ -17,12 +17,16 @@ import collections
 import os
 import shutil
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import attrs
 import pytest
+from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 
 import crash_helpers as ch
+from vm.token import decode
 
 FULL = os.environ.get("LOBSTER_CRASH_FULL") == "1"
 WORKERS = max(2, os.cpu_count() or 2)
@@ -134,3 +138,149 @@ def test_killed_right_after_a_side_effect(tmp_path):
         ch.check_after_kill(world, phase, killed, answer)
         if phase == 0:
             ch.advance(base, 0)
+
+
+# a full disk at every write of a resume --------------------------------------------------------
+DISK_FULL_PHASES = [(scenario, phase) for scenario in ch.SCENARIOS
+                    for phase in range(1, scenario.gates + 1)
+                    if FULL or (scenario.name, phase) in (("before-and-after", 1), ("two-gates", 1))]
+
+
+@needs_strace
+@pytest.mark.parametrize("scenario,phase", DISK_FULL_PHASES,
+                         ids=[f"{s.name}-resume{p}" for s, p in DISK_FULL_PHASES])
+def test_a_full_disk_at_any_write_of_a_resume_loses_no_checkpoint(lives, scenario, phase,
+                                                                   tmp_path):
+    """Each state-dir write of a resume (create, fsync, rename, symlink) refused with ENOSPC in
+    turn: lobster answers with an envelope (T450 when the store failed it), and the checkpoint
+    it resumed is waiting (the claim was undone), in doubt with its record, or finished."""
+    base = lives(scenario, phase)
+    points = ch.disk_full_points(base.copy(tmp_path / "survey"), phase)
+    assert points
+
+    def one(item):
+        index, point = item
+        world = base.copy(tmp_path / f"d{index}")
+        try:
+            injected, answer = ch.run_disk_full(world, phase, point)
+            assert injected, f"{point} was never reached"
+            outcome = ch.check_after_kill(world, phase, False, answer, allowed_codes=("T450",))
+            return point, outcome, answer
+        except AssertionError as exc:
+            raise AssertionError(f"ENOSPC at {point} of phase {phase}: {exc}") from None
+        finally:
+            shutil.rmtree(tmp_path / f"d{index}", ignore_errors=True)
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        results = list(pool.map(one, enumerate(points)))
+    tally = collections.Counter()
+    for point, outcome, answer in results:
+        said = answer["status"] if answer["ok"] else answer["error"]["code"]
+        left = ("in doubt" if outcome.in_doubt else "finished" if outcome.finished
+                else "waiting, resumed to the end")
+        tally[f"{said}, {left}"] += 1
+    print(f"\n{scenario.name} phase {phase}: ENOSPC at {len(points)} calls: {dict(tally)}")
+
+
+# cancelled or cut off at every step of a resume ------------------------------------------------
+STEPPED = ("exec --shell 'effect one' | approve --prompt first | exec --shell 'effect two' "
+           "| exec --shell 'effect three' | approve --prompt second | exec --shell 'effect four'")
+# the resume of the first gate runs stages 2 (two), 3 (three) and 4 (the second gate): cancel
+# as each starts, and once the second gate has been parked
+CANCEL_AT = [("started", 2), ("started", 3), ("started", 4), ("halted", 4)]
+
+
+@pytest.mark.parametrize("event,index", CANCEL_AT, ids=[f"{e}-{i}" for e, i in CANCEL_AT])
+def test_a_resume_cancelled_at_any_step_loses_no_checkpoint(location, tmp_path, event, index):
+    """The embedding API's cancellation (what MCP's notifications/cancelled and a closed stdin
+    come to), at each step of a resume, in the directory store and PostgreSQL: the checkpoint
+    is in doubt with the reason and the step, or finished with its successor parked; no step
+    runs twice, and the life ends when the rest is resumed."""
+    from vm import admin
+    from vm.process import Scope
+    from vm.protocol import Decision, Options, handle, resume
+    from vm.store import lifecycle
+
+    world = ch.World(tmp_path / "w", ch.SCENARIOS[0])
+    options = Options(cwd=str(world.root / "work"), state_dir=location,
+                      env={**world.env, "LOBSTER_CLAIM_LEASE": "30s"})
+    first = handle({"action": "run", "pipeline": STEPPED}, options)
+    token = first["requiresApproval"]["resumeToken"]
+    scope = Scope()
+
+    def hear(seen):
+        if (seen["type"], seen["index"]) == (event, index):
+            scope.cancel()
+
+    answer = resume(attrs.evolve(options, on_event=hear), Decision(approve=True), token=token,
+                    scope=scope)
+    status = lifecycle.status(options.store(), decode(token).state_key)
+    where = "postgres" if "://" in location else "dir"
+    print(f"\ncancelled at {event} {index} ({where}): {status.state} {status.step or ''}")
+    effects = world.effects()
+    assert max(effects.values()) == 1, effects
+    if answer["ok"]:
+        assert status.state == "finished" and answer["status"] == "needs_approval", status
+        second = answer["requiresApproval"]["approvalId"]
+    else:
+        assert status.state == "in_doubt", (answer, status)
+        assert "cancelled by its caller" in status.reason and status.step, status
+        assert answer["error"]["checkpoint"]["state"] == "in_doubt", answer
+        (entry,) = [e for e in admin.pending(options) if e["status"] == "in_doubt"]
+        assert entry["reason"] == status.reason and entry["step"] == status.step
+        retry = handle({"action": "resume", "token": token, "approve": True}, options)
+        assert retry["error"]["code"] == "T432", retry
+        assert admin.cancel(options, entry["stateKey"])["status"] == "cancelled"
+        second = None
+    if second:
+        assert resume(options, Decision(approve=True), approval_id=second)["status"] == "ok"
+        assert sorted(world.effects()) == ["four", "one", "three", "two"]
+    assert admin.pending(options) == []
+
+
+@pytest.mark.parametrize("how", ["stdin-closed", "cancelled"])
+@pytest.mark.parametrize("line", ["two", "three"])
+def test_an_mcp_resume_cut_off_at_any_step_loses_no_checkpoint(tmp_path, how, line):
+    """`lobster mcp` resuming the first gate of STEPPED; as soon as a step's side effect is in
+    the log, the client sends notifications/cancelled or closes stdin. The checkpoint is in doubt
+    with its record (or finished, if the run got there first), never gone."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from test_lifecycle import McpServer
+
+    from vm.protocol import Options, handle
+    from vm.store import lifecycle
+
+    world = ch.World(tmp_path / "w", ch.SCENARIOS[0])
+    first = ch.envelope_of(world.call([ch.LOBSTER, "run", "--mode", "tool", STEPPED]))
+    token = first["requiresApproval"]["resumeToken"]
+
+    class Where:  # what McpServer needs of the `cli` fixture
+        work = world.root / "work"
+        env = world.env
+
+    server = McpServer(Where)
+    ident = server.call("lobster_resume", token=token, approve=True)
+    deadline = time.monotonic() + 30
+    while not world.effects()[line] and time.monotonic() < deadline:
+        time.sleep(0.002)
+    if how == "cancelled":
+        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": {"requestId": ident, "reason": "timeout"}})
+    server.proc.stdin.close()
+    assert server.proc.wait(timeout=30) == 0
+    ch.wait_for_leases(world)
+    status = lifecycle.status(open_store_of(world), decode(token).state_key)
+    print(f"\nMCP {how} after effect {line}: {status.state} {status.step or ''}")
+    assert status.state in ("in_doubt", "finished"), status
+    assert max(world.effects().values()) == 1, world.effects()
+    if status.state == "in_doubt":
+        assert status.reason and status.step, status
+        options = Options(state_dir=str(world.state), env=world.env, cwd=str(world.root))
+        retry = handle({"action": "resume", "token": token, "approve": True}, options)
+        assert retry["error"]["code"] == "T432", retry
+
+
+def open_store_of(world: ch.World):
+    from vm.store.directory import Store
+
+    return Store(str(world.state))
