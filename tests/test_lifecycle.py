@@ -158,3 +158,171 @@ def test_postgres_refusing_the_next_frame_leaves_the_checkpoint_resumable_or_in_
     assert entry["status"] in ("waiting", "in_doubt"), entry
     if entry["status"] == "in_doubt":
         assert entry["reason"] and entry["step"], entry
+
+
+# liveness is a lease, not a pid ---------------------------------------------------------------
+def test_a_resume_longer_than_its_lease_stays_claimed_while_it_renews_it(cli):
+    """A 1 s lease, a step of about 3 s: the running resume renews its lease, so the checkpoint
+    reads `claimed` throughout (a retry: T435, a cancel refused), then `finished`."""
+    parked, _ = cli.pipeline("exec --json --shell 'echo [1]' | approve --prompt Go "
+                             "| exec --shell 'touch started; sleep 3'")
+    token = parked["requiresApproval"]["resumeToken"]
+    proc = subprocess.Popen([LOBSTER, "resume", "--token", token, "--approve", "yes"],
+                            cwd=cli.work, env={**cli.env, "LOBSTER_CLAIM_LEASE": "1s"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    options = _cli_options(cli)
+    try:
+        _wait_for(cli.work / "started", proc)
+        time.sleep(2)  # two lease periods
+        (entry,) = admin.pending(options)
+        assert entry["status"] == "claimed" and entry["leaseUntil"], entry
+        retry = handle({"action": "resume", "token": token, "approve": True}, options)
+        assert retry["error"]["code"] == "T435", retry
+        assert retry["error"]["message"] == "Pipeline resume state not found"
+        assert admin.cancel(options, entry["stateKey"])["error"]["code"] == "T435"
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert json.loads(out)["status"] == "ok", err
+    assert admin.pending(options) == []
+    assert admin.history(options, token)["checkpoint"]["state"] == "finished"
+
+
+def test_a_resume_that_failed_in_a_long_lived_process_is_in_doubt_at_once(tmp_path):
+    """An embedder whose `write` callback raises (a bug of the host) while a resumed run prints:
+    the process lives on, but the checkpoint is in doubt at once with the exception as its
+    reason (it used to read "running" for as long as the process lived), and cancel clears it."""
+    def broken(text):
+        raise RuntimeError("the host's writer broke")
+
+    options = Options(cwd=str(tmp_path), state_dir=str(tmp_path / "state"), env={},
+                      mode="human")
+    parked = handle({"action": "run", "pipeline": "exec --json --shell 'echo [1]' "
+                     "| approve --prompt Go | json"}, options)
+    token = parked["requiresApproval"]["resumeToken"]
+    failed = handle({"action": "resume", "token": token, "approve": True},
+                    Options(cwd=str(tmp_path), state_dir=str(tmp_path / "state"), env={},
+                            mode="human", write=broken))
+    assert failed["error"]["code"] == "T498", failed
+    (entry,) = admin.pending(options)
+    assert entry["status"] == "in_doubt" and "RuntimeError" in entry["reason"], entry
+    assert entry["step"] == "3:json", entry
+    assert admin.cancel(options, entry["stateKey"])["status"] == "cancelled"
+    assert admin.pending(options) == []
+
+
+def test_a_claim_held_under_a_live_pid_of_this_host_is_not_running_forever(tmp_path):
+    """A claim recorded for pid 1 on this host (a container's pid 1 is always alive; a reused
+    pid is the same) and no lease: it is in doubt, and cancel clears it."""
+    import socket
+
+    from vm.store import open_store
+    from vm.store.claims import Claimant
+
+    options = Options(cwd=str(tmp_path), state_dir=str(tmp_path / "state"), env={})
+    parked = handle({"action": "run", "pipeline": "exec --json --shell 'echo [1]' "
+                     "| approve --prompt Go"}, options)
+    state_key = decode(parked["requiresApproval"]["resumeToken"]).state_key
+    store = open_store(options.state_dir, {})
+    assert store.claim_frame(state_key, Claimant("approval", "", pid=1,
+                                                 host=socket.gethostname()))
+    (entry,) = admin.pending(options)
+    assert entry["status"] == "in_doubt", entry
+    assert admin.cancel(options, state_key)["status"] == "cancelled"
+    assert admin.pending(options) == []
+
+
+def test_a_resume_running_on_another_host_is_listed_as_claimed_not_in_doubt(location, cli):
+    """A resume running in another UTS namespace (its own host name, as another gateway of the
+    fleet): while its lease is live, `pending` lists it as claimed."""
+    import shutil
+
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare to run a process under another host name")
+    env = {**cli.env, "LOBSTER_STORE": location}
+    parked, _ = cli.pipeline("exec --json --shell 'echo [1]' | approve --prompt Go "
+                             "| exec --shell 'touch started; sleep 2'", env=env)
+    token = parked["requiresApproval"]["resumeToken"]
+    proc = subprocess.Popen(["unshare", "--uts", "sh", "-c", 'hostname elsewhere-gw && exec "$@"',
+                             "sh", LOBSTER, "resume", "--token", token, "--approve", "yes"],
+                            cwd=cli.work, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    options = Options(cwd=str(cli.work), state_dir=location, env={})
+    try:
+        _wait_for(cli.work / "started", proc)
+        (entry,) = admin.pending(options)
+        assert entry["status"] == "claimed", entry
+        assert entry["claimedBy"].endswith("@elsewhere-gw"), entry
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert json.loads(out)["status"] == "ok", err
+
+
+# the record: history, tombstones ---------------------------------------------------------------
+def test_history_is_the_audit_trail_of_who_approved_what(cli):
+    (cli.work / "ship.lobster").write_text(
+        "steps:\n  - id: ship\n    approval: Ship?\n  - id: again\n    approval: Again?\n")
+    envelope, _ = cli.tool("run", "--mode", "tool", "--file", "ship.lobster",
+                           env={"LOBSTER_APPROVAL_INITIATED_BY": "bob"})
+    halt = envelope["requiresApproval"]
+    waiting, code = cli.tool("history", halt["approvalId"], "--format", "json")
+    assert code == 0 and waiting["checkpoint"]["state"] == "waiting", waiting
+    (halted,) = waiting["checkpoint"]["events"]
+    assert halted["event"] == "halted" and halted["programHash"] and halted["prompt"] == "Ship?"
+    assert halted["step"] == "ship" and halted["kind"] == "approval"
+    assert halted["itemsHash"].startswith("sha256:") and halted["at"].endswith("Z")
+    nxt, _ = cli.tool("resume", "--id", halt["approvalId"], "--approve", "yes",
+                      env={"LOBSTER_APPROVAL_APPROVED_BY": "alice"})
+    for ident in (halt["approvalId"], halt["resumeToken"], decode(halt["resumeToken"]).state_key):
+        record, code = cli.tool("history", ident, "--format", "json")
+        assert code == 0, record
+        checkpoint = record["checkpoint"]
+        assert checkpoint["state"] == "finished", checkpoint
+        assert [e["event"] for e in checkpoint["events"]] == ["halted", "claimed", "finished"]
+        halted, claimed, finished = checkpoint["events"]
+        assert halted["initiatedBy"] == "bob"
+        assert claimed["approvedBy"] == "alice" and claimed["decision"] == "approve"
+        assert claimed["by"].startswith(tuple("0123456789"))
+        assert finished["outcome"] == "needs_approval"
+        assert finished["next"]["approvalId"] == nxt["requiresApproval"]["approvalId"]
+    text = cli.run("history", halt["approvalId"]).stdout
+    assert "finished" in text and "approvedBy=alice" in text, text
+    from vm import history  # the embedding API
+
+    assert history(_cli_options(cli), halt["approvalId"])["checkpoint"]["state"] == "finished"
+
+
+def test_history_refuses_what_names_no_checkpoint_in_one_line(cli):
+    for ident, code in (("0badcafe", "E503"), ("pipeline_resume_nothing", "E504"),
+                        ("not a token", "E501")):
+        proc = cli.run("history", ident)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc
+        assert json.loads(proc.stdout)["error"]["code"] == code
+    proc = cli.run("history")
+    assert proc.returncode == 2 and proc.stderr.splitlines()[0].startswith("history requires")
+
+
+def test_a_tombstone_is_kept_for_its_ttl_then_collected(cli):
+    envelope, _ = cli.pipeline("exec --json --shell 'echo [1]' | approve --prompt Go")
+    halt = envelope["requiresApproval"]
+    cli.tool("resume", "--id", halt["approvalId"], "--approve", "yes")
+    kept, _ = cli.tool("gc", "--format", "json")
+    assert kept["tombstones"] == []
+    retry, _ = cli.tool("resume", "--id", halt["approvalId"], "--approve", "yes")
+    assert retry["error"]["message"] == "Pipeline resume state not found"  # the original's
+    assert retry["error"]["code"] == "T436" and retry["error"]["checkpoint"]["outcome"] == "ok"
+    bad, code = cli.tool("gc", env={"LOBSTER_TOMBSTONE_TTL": "soon"})
+    assert code == 1 and bad["error"]["code"] == "E004", bad
+    gone, _ = cli.tool("gc", "--format", "json", env={"LOBSTER_TOMBSTONE_TTL": "0s"})
+    assert gone["tombstones"] == [decode(halt["resumeToken"]).state_key]
+    retry, _ = cli.tool("resume", "--token", halt["resumeToken"], "--approve", "yes")
+    assert retry["error"]["code"] == "T430"
+
+
+def test_a_bad_claim_lease_is_refused_before_anything_is_claimed(cli):
+    envelope, _ = cli.pipeline("exec --json --shell 'echo [1]' | approve --prompt Go")
+    token = envelope["requiresApproval"]["resumeToken"]
+    for bad in ("forever", "0s", "500ms"):
+        refused, code = cli.tool("resume", "--token", token, "--approve", "yes",
+                                 env={"LOBSTER_CLAIM_LEASE": bad})
+        assert code == 1 and refused["error"]["code"] == "E004", refused
+    assert [e["status"] for e in admin.pending(_cli_options(cli))] == ["waiting"]

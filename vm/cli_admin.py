@@ -205,6 +205,9 @@ def cmd_gc(argv: list[str]) -> int:
         return _usage_error(exc, GC_USAGE)
     try:
         report = admin.gc(_options(), dry_run=bool(values.get("dry-run")), grace_s=grace)
+    except RequestError as exc:  # a bad LOBSTER_TOMBSTONE_TTL
+        _print_json(exc.envelope)
+        return protocol.exit_code(exc.envelope)
     except protocol.StoreError as exc:
         _print_json(protocol.store_error(exc))
         return 1
