@@ -11,15 +11,18 @@ from vm.protocol import Options, RequestError
 PENDING_USAGE = """\
 usage: lobster pending [--format text|json] [--older-than DURATION [--cancel]]
 
-List the checkpoints that wait for a decision (waiting or expired) and the claims whose resume
-did not finish (in_doubt) or is still running. --older-than 7d keeps those at least that old
-(durations: 30m, 12h, 7d, 1w, 1h30m); with --cancel they are cancelled (never a running one).
+List the checkpoints that wait for a decision (waiting or expired), those being resumed now
+(claimed: their resume holds a live lease) and those whose resume failed, was cut off or
+stopped renewing its lease (in_doubt, with the reason and the step reached). --older-than 7d
+keeps those at least that old (durations: 30m, 12h, 7d, 1w, 1h30m); with --cancel they are
+cancelled (never a claimed one). `lobster history ID` shows one checkpoint's whole record.
 """
 CANCEL_USAGE = """\
 usage: lobster cancel --id ID
 
 End one checkpoint, by its approval id or the state key `lobster pending` lists: the same as
-`lobster resume --id ID --cancel`. A claim in doubt is cleared.
+`lobster resume --id ID --cancel`. A claim in doubt (or whose lease expired) is cleared; one
+being resumed under a live lease is not (T435). The checkpoint's record stays, cancelled.
 """
 GC_USAGE = """\
 usage: lobster gc [--dry-run] [--format text|json] [--grace DURATION]
@@ -133,8 +136,12 @@ def cmd_pending(argv: list[str]) -> int:
     for e in entries:
         status = e["status"] + ("" if "cancelled" not in e
                                 else " (cancelled)" if e["cancelled"] else " (not cancelled)")
-        detail = e.get("prompt") or (f"claimed by {e['claimedBy']}" if e.get("claimedBy")
-                                     else e.get("error", ""))
+        if e["status"] == "in_doubt":
+            detail = f"{e.get('reason')} (claimed by {e.get('claimedBy') or 'unknown'})"
+        elif e["status"] == "claimed":
+            detail = f"being resumed by {e.get('claimedBy')} (lease until {e.get('leaseUntil')})"
+        else:
+            detail = e.get("prompt") or e.get("error", "")
         rows.append((e["approvalId"] or e["stateKey"], status, e["kind"] or "-",
                      _age(e["ageSeconds"]), e.get("step") or "-", e.get("source") or "-",
                      e.get("expiresAt") or "-", detail or ""))

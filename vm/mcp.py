@@ -22,7 +22,8 @@ usage: lobster mcp
 
 Serve Lobster as an MCP server over stdin/stdout: the tools lobster_run and lobster_resume
 take the fields of `lobster tool`'s run and resume requests and return its envelope;
-lobster_pending lists the checkpoints that wait, as `lobster pending --format json` does.
+lobster_pending lists the checkpoints that wait, as `lobster pending --format json` does;
+lobster_history shows one checkpoint's record, as `lobster history ID --format json` does.
 Runs start in the directory the server was started in; state lives in LOBSTER_STATE_DIR
 (or LOBSTER_STORE), as for every lobster command. Needs the extra: pip install 'lobster[mcp]'.
 """
@@ -45,9 +46,10 @@ TOOLS: dict[str, tuple[str, str]] = {
     "lobster_pending": (
         "pending",
         "List the checkpoints that wait for a decision (status waiting, or expired past their "
-        "expiry) and the claims whose resume did not finish (in_doubt) or still runs "
-        "(running): approvalId, stateKey, kind, prompt, step, source, createdAt, ageSeconds, "
-        "expiresAt. Resume one with lobster_resume (approvalId), or end it with cancel=true."),
+        "expiry), those being resumed (claimed, with leaseUntil) and those whose resume did "
+        "not finish (in_doubt, with reason and step): approvalId, stateKey, kind, prompt, "
+        "step, source, createdAt, ageSeconds, expiresAt. Resume one with lobster_resume "
+        "(approvalId), or end it with cancel=true."),
     "lobster_history": (
         "history",
         "One checkpoint's record, by id (its approvalId, resumeToken or stateKey): its state "

@@ -177,8 +177,9 @@ class StateStore(Protocol):
     def read_record(self, state_key: str) -> bytes | None:
         """A checkpoint's lifecycle record, or None."""
 
-    def list_records(self) -> list[tuple[str, bytes]]:
-        """(state key, record) of every lifecycle record, tombstones included."""
+    def list_records(self, ended: bool = True) -> list[tuple[str, bytes]]:
+        """(state key, record) of every lifecycle record; with `ended=False` those of ended
+        checkpoints (tombstones) may be left out."""
 
     def remove_record(self, state_key: str) -> None:
         """Forget a checkpoint's record (gc of a tombstone)."""

@@ -348,7 +348,9 @@ class Store:
             return None
         return _read(self.record_path(state_key))
 
-    def list_records(self) -> list[tuple[str, bytes]]:
+    def list_records(self, ended: bool = True) -> list[tuple[str, bytes]]:
+        """(state key, record) of every record; `ended=False` may leave out those of ended
+        checkpoints (here every record is read: the state is inside it)."""
         found = []
         for state_key in sorted(self._keys("record")):
             blob = _read(self.record_path(state_key))

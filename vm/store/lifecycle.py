@@ -183,7 +183,7 @@ def unsettled(store: StateStore, now: float | None = None) -> list[Status]:
     now = time.time() if now is None else now
     found: dict[str, Status] = {}
     claims = {c.state_key: c for c in store.in_doubt()}
-    for state_key, blob in store.list_records():
+    for state_key, blob in store.list_records(ended=False):
         record = decode_record(blob)
         if record is not None and record.get("state") not in ENDED:
             found[state_key] = _classify(state_key, record, claims.get(state_key), now)

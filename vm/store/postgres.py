@@ -350,10 +350,11 @@ class PostgresStore:
                         (state_key,))
         return None if row is None else row[0].encode("utf-8")
 
-    def list_records(self) -> list[tuple[str, bytes]]:
+    def list_records(self, ended: bool = True) -> list[tuple[str, bytes]]:
+        where = "" if ended else " WHERE state NOT IN ('finished', 'cancelled', 'expired')"
         with self._connection() as conn:
-            rows = conn.execute("SELECT state_key, record::text FROM lobster_records"
-                                " ORDER BY state_key").fetchall()
+            rows = conn.execute("SELECT state_key, record::text FROM lobster_records" + where
+                                + " ORDER BY state_key").fetchall()
         return [(key, text.encode("utf-8")) for key, text in rows]
 
     def remove_record(self, state_key: str) -> None:
