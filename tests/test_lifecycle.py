@@ -326,3 +326,46 @@ def test_a_bad_claim_lease_is_refused_before_anything_is_claimed(cli):
                                  env={"LOBSTER_CLAIM_LEASE": bad})
         assert code == 1 and refused["error"]["code"] == "E004", refused
     assert [e["status"] for e in admin.pending(_cli_options(cli))] == ["waiting"]
+
+
+def test_doctor_counts_the_checkpoints_by_state_on_stderr(cli):
+    assert cli.run("doctor").stderr == ""
+    cli.pipeline("exec --json --shell 'echo [1]' | approve --prompt Go")
+    store_dir = str(cli.state)
+    from vm.store import open_store
+    from vm.store.claims import Claimant
+
+    parked, _ = cli.pipeline("exec --json --shell 'echo [2]' | approve --prompt Go")
+    key = decode(parked["requiresApproval"]["resumeToken"]).state_key
+    assert open_store(store_dir, {}).claim_frame(key, Claimant("approval", ""))
+    proc = cli.run("doctor")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["ok"]
+    assert proc.stderr.startswith("lobster doctor: checkpoints: 1 waiting, 1 in doubt"), \
+        proc.stderr
+
+
+def test_a_claim_released_with_a_rewritten_frame_waits_again_with_its_history(location,
+                                                                             tmp_path):
+    """What `lobster migrate` will do: claim a checkpoint, park a rewritten frame under the same
+    key, and it waits again; its record says claimed, then released."""
+    from vm import codec
+    from vm.store import lifecycle
+
+    options = Options(cwd=str(tmp_path), state_dir=location, env={})
+    parked = handle({"action": "run", "pipeline": "exec --json --shell 'echo [1]' "
+                     "| approve --prompt Go"}, options)
+    token = parked["requiresApproval"]["resumeToken"]
+    store = options.store()
+    state_key = decode(token).state_key
+    waiting = store.read_parked(state_key)
+    frame = codec.load_frame(waiting.blob)
+    taken = lifecycle.claim(store, waiting, frame, decision="migrate")
+    assert lifecycle.status(store, state_key).state == "claimed"
+    taken.release(waiting.blob, waiting.expires_at, "rewritten for format 3")
+    record = admin.history(options, token)["checkpoint"]
+    assert record["state"] == "waiting"
+    assert [e["event"] for e in record["events"]][:3] == ["halted", "claimed", "released"]
+    done = handle({"action": "resume", "token": token, "approve": True}, options)
+    assert done["output"] == [1], done
+    events = [e["event"] for e in admin.history(options, token)["checkpoint"]["events"]]
+    assert events == ["halted", "claimed", "released", "halted", "claimed", "finished"]

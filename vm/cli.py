@@ -734,6 +734,9 @@ def cmd_doctor(argv: list[str], frontend: Frontend | None = None) -> int:
         message = envelope.get("error", {}).get("message", "unexpected output")
         _print_json(protocol.error_envelope("doctor_error", message, "T499"))
         return 1
+    from vm.cli_admin import checkpoint_note
+
+    sys.stderr.write(checkpoint_note(Options(mode="tool", frontend=frontend)))
     item = {"toolMode": True, "protocolVersion": protocol.PROTOCOL_VERSION, "version": __version__}
     if argv:
         item["notes"] = list(argv)

@@ -166,6 +166,26 @@ def cmd_cancel(argv: list[str]) -> int:
     return protocol.exit_code(envelope)
 
 
+def checkpoint_note(options: Options) -> str:
+    """`lobster doctor`'s line on the store's checkpoints, by state (stderr; the envelope stays
+    the original's): empty when none waits, runs or is in doubt."""
+    import collections
+
+    from vm import admin
+
+    try:
+        counts = collections.Counter(e["status"] for e in admin.pending(options))
+    except (RequestError, protocol.StoreError):
+        return ""
+    if not counts:
+        return ""
+    order = ("waiting", "expired", "claimed", "in_doubt")
+    said = ", ".join(f"{counts[s]} {s.replace('_', ' ')}" for s in order if counts[s])
+    hint = " (a resume failed or was cut off: `lobster pending` lists why, `lobster history ID` " \
+        "shows the record, `lobster cancel --id ID` clears it)" if counts["in_doubt"] else ""
+    return f"lobster doctor: checkpoints: {said}{hint}\n"
+
+
 def cmd_history(argv: list[str]) -> int:
     from vm import admin
 
