@@ -33,20 +33,21 @@ WORKERS = max(2, os.cpu_count() or 2)
 
 # CI: the windows that matter most, by scenario and phase (0 is the run, n the n-th resume).
 # A resume renames its frame to a claim file whose name is the claim record and whose mtime is
-# its lease (rename 1), writes the checkpoint's record (the create, fsync 1, rename 2), syncs the
-# directory (fsync 2), starts its lease renewer (clone3 1), runs the steps (vfork n; the shell
-# and effect children), parks the next checkpoint (symlink 1, the frame's fsync 3 and rename 3,
-# fsync 4 of the directory), then writes the record `finished` (rename 3, or 4 after a park)
-# and removes the claim (unlink 1). The numbers follow the store's syscalls: after a change
-# there, re-survey with LOBSTER_CRASH_FULL=1.
+# its lease (rename 1), writes the checkpoint's record beside it (the create, rename 2; not
+# synced), syncs the directory (fsync 1: claim and record durable), starts its lease renewer
+# (clone3 1), runs the steps (vfork n; the shell and effect children), parks the next
+# checkpoint (symlink 1, the frame's fsync 2 and rename 3, fsync 3 of the directory), then
+# writes the record `finished` (rename 3, or 4 after a park; not synced) and removes the claim
+# (unlink 1). The numbers follow the store's syscalls: after a change there, re-survey with
+# LOBSTER_CRASH_FULL=1.
 SAMPLE = {
     ("before-and-after", 0): [("symlink", 1, ""), ("rename", 3, ""), ("fsync", 5, ""),
                               ("execve", 1, "effect")],
-    ("before-and-after", 1): [("rename", 1, ""), ("fsync", 1, ""), ("fsync", 2, ""),
+    ("before-and-after", 1): [("rename", 1, ""), ("rename", 2, ""), ("fsync", 1, ""),
                               ("clone3", 1, ""), ("vfork", 1, ""), ("rename", 3, ""),
                               ("unlink", 1, "")],
-    ("two-gates", 1): [("execve", 1, "sh"), ("rename", 3, ""), ("rename", 4, ""),
-                       ("unlink", 1, "")],
+    ("two-gates", 1): [("execve", 1, "sh"), ("fsync", 2, ""), ("rename", 3, ""),
+                       ("rename", 4, ""), ("unlink", 1, "")],
     ("for-each-gates", 1): [("vfork", 2, ""), ("symlink", 1, "")],
     ("for-each-gates", 2): [("fsync", 1, "")],
 }

@@ -150,10 +150,8 @@ def test_resume_by_approval_id(cli):
     request = approval(park(cli, GATED))
     approval_id = request["approvalId"]
     assert_ok(cli.tool("resume", "--id", approval_id, "--approve", "yes"), [{"v": 1}, {"v": 2}])
-    # the id outlives its resume with the checkpoint's record (its tombstone), so a retry reads
-    # as the original's does: the state is not found
-    assert_error(cli.tool("resume", "--id", approval_id, "--approve", "yes"), "runtime_error",
-                 NOT_FOUND)
+    assert_error(cli.tool("resume", "--id", approval_id, "--approve", "yes"), "parse_error",
+                 f'Approval ID "{approval_id}" not found or expired')
     assert_error(resume(cli, request["resumeToken"], "--approve", "yes"), "runtime_error",
                  NOT_FOUND)
 

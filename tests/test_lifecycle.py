@@ -307,9 +307,13 @@ def test_a_tombstone_is_kept_for_its_ttl_then_collected(cli):
     cli.tool("resume", "--id", halt["approvalId"], "--approve", "yes")
     kept, _ = cli.tool("gc", "--format", "json")
     assert kept["tombstones"] == []
-    retry, _ = cli.tool("resume", "--id", halt["approvalId"], "--approve", "yes")
+    retry, _ = cli.tool("resume", "--token", halt["resumeToken"], "--approve", "yes")
     assert retry["error"]["message"] == "Pipeline resume state not found"  # the original's
     assert retry["error"]["code"] == "T436" and retry["error"]["checkpoint"]["outcome"] == "ok"
+    retry, code = cli.tool("resume", "--id", halt["approvalId"], "--approve", "yes")
+    assert code == 2 and retry["error"]["code"] == "E505", retry  # an id spent, as the original
+    assert retry["error"]["message"] == f'Approval ID "{halt["approvalId"]}" not found or expired'
+    assert retry["error"]["checkpoint"]["state"] == "finished"
     bad, code = cli.tool("gc", env={"LOBSTER_TOMBSTONE_TTL": "soon"})
     assert code == 1 and bad["error"]["code"] == "E004", bad
     gone, _ = cli.tool("gc", "--format", "json", env={"LOBSTER_TOMBSTONE_TTL": "0s"})

@@ -100,6 +100,7 @@ CODES: dict[str, Code] = {
     "E502": Code("token not signed by this state directory", PARSE),
     "E503": Code("approval id not found", PARSE),
     "E504": Code("no checkpoint of that id in the store (history)", PARSE),
+    "E505": Code("approval id already used by a resume that ended (its record says how)", PARSE),
     "E510": Code("approval resume without a decision", PARSE),
     "E511": Code("input resume without a response", PARSE),
     "E512": Code("response fails the input schema", PARSE),

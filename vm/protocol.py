@@ -680,7 +680,8 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
         approved_by = _check_decision(frame, decision, options.env)
         taken = lifecycle.claim(store, parked, frame, decision=_decision_name(decision),
                                 approved_by=approved_by or _approver(options.env),
-                                lease_s=claim_lease_s(options))
+                                lease_s=claim_lease_s(options),
+                                via="approvalId" if approval_id else "token")
         if taken is None:
             return _unparked(store, state_key, decision, not_found, approval_id)
         return _run_claimed(taken, program, frame, decision, approved_by, options,
@@ -770,8 +771,8 @@ def _cancel_parked(store: StateStore, parked, approval_id: str | None, not_found
         except (LoadError, AttributeError):
             frame = None
     before = lifecycle.cancel(store, parked.state_key, frame)
-    if before.state not in (lifecycle.WAITING, lifecycle.EXPIRED):
-        raise RequestError(not_found, "T430", kind="runtime_error")
+    if before.state not in (lifecycle.WAITING, lifecycle.EXPIRED):  # taken meanwhile
+        return _unparked(store, parked.state_key, Decision(), not_found, approval_id)
     for halt_id in ids:
         store.remove_approval_id(halt_id)
     return ok_envelope("cancelled", [])
@@ -828,7 +829,11 @@ def _unparked(store: StateStore, state_key: str, decision: Decision, not_found: 
     elif current.state == lifecycle.CLAIMED:
         error = RequestError(not_found, "T435", kind="runtime_error")
     elif current.state in lifecycle.ENDED:
-        error = RequestError(not_found, "T436", kind="runtime_error")
+        claimed = current.event("claimed") or {}
+        if approval_id and claimed.get("via") == "approvalId":  # the id was spent, as the
+            error = RequestError(unknown_approval_id(approval_id), "E505")  # original says
+        else:
+            error = RequestError(not_found, "T436", kind="runtime_error")
     else:
         raise RequestError(not_found, "T430", kind="runtime_error")
     error.envelope["error"]["checkpoint"] = {"stateKey": state_key, **current.summary()}

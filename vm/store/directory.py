@@ -283,7 +283,10 @@ class Store:
         record), and only that one goes on. The lease is the claim file's mtime (set on the
         frame just before the rename, so the claim never appears without it); `record` (the
         lifecycle's record of this checkpoint) is written beside it, and one directory sync
-        makes the claim and the record durable when this returns."""
+        makes the claim and the record's name durable when this returns. The record's bytes are
+        not synced (it would cost a data flush per resume): a power cut may leave it unreadable,
+        and the lifecycle then reads the claim in doubt; the claim file's name keeps who
+        claimed it and when, and the file itself the frame."""
         if claimant is None:
             return _remove(self.frame_path(state_key))
         from vm.store.claims import claim_file_name
@@ -300,7 +303,7 @@ class Store:
         self._claimed[state_key] = path
         try:
             if record is not None:
-                atomic_write(self.record_path(state_key), record, sync_dir=False)
+                atomic_write(self.record_path(state_key), record, sync=False)
             _fsync_dir(self.runs)
         except OSError as exc:  # a full disk: nothing ran yet, so the frame waits again
             try:

@@ -10,7 +10,8 @@
 `waiting` and `expired` are a parked frame (the store's; expiry is read from it). Once claimed,
 a checkpoint has a *record*: JSON `{"v": 1, "stateKey", "state", "events": [...]}` whose events
 are `halted` (programHash, itemsHash, at, kind, step, prompt, approvalId, runId, expiresAt,
-initiatedBy), `claimed` (at, by: pid@host, decision, approvedBy, leaseUntil), then one of
+initiatedBy), `claimed` (at, by: pid@host, decision, approvedBy, via: how the resume named
+it, "token" | "approvalId" | "stateKey"), then one of
 `finished` (at, outcome: ok | needs_approval | needs_input | cancelled | error, code,
 next: {stateKey, approvalId}), `in_doubt` (at, reason, step), `cancelled` (at, by), `expired`
 (at), or `released` (at, why). The record is written with the claim (one atomic store step),
@@ -116,7 +117,8 @@ class Status(NamedTuple):
             out.update(claimedAt=iso(claimed.get("at")), claimedBy=claimed.get("by"))
         if self.claim is not None and self.state == CLAIMED:
             out["leaseUntil"] = iso(self.claim.lease_until)
-        last = (self.record or {}).get("events", [{}])[-1] if self.record else {}
+        events = (self.record or {}).get("events") or [{}]
+        last = events[-1]
         if self.state in ENDED and last.get("event") in ENDED:
             out["endedAt"] = iso(last.get("at"))
             if last.get("outcome"):
@@ -278,7 +280,8 @@ class Claim:
 
 
 def claim(store: StateStore, parked: Parked, frame: Frame | None, *, decision: str,
-          approved_by: str | None = None, lease_s: float = LEASE_S) -> Claim | None:
+          approved_by: str | None = None, lease_s: float = LEASE_S,
+          via: str | None = None) -> Claim | None:
     """Take a waiting checkpoint for a resume: None when another caller took it first. The
     claim, its lease and its record (halted, claimed) are durable together when this returns."""
     from vm.store.claims import Claimant
@@ -291,7 +294,7 @@ def claim(store: StateStore, parked: Parked, frame: Frame | None, *, decision: s
     events = list(previous["events"]) if previous else []
     events += [halted_event(parked, frame),
                {"event": CLAIMED, "at": now, "by": who(), "decision": decision,
-                "approvedBy": approved_by}]
+                "approvedBy": approved_by, "via": via}]
     record = {"v": RECORD_VERSION, "stateKey": parked.state_key, "state": CLAIMED,
               "events": events}
     try:
