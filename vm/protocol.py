@@ -678,6 +678,9 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
         frame, program = _load(store, parked)
         pending = frame.pending
         approved_by = _check_decision(frame, decision, options.env)
+        if scope.cancelled:  # the caller gave up before anything was taken: it still waits
+            raise RequestError("the resume was cancelled before it began; the checkpoint still "
+                               "waits", "T422", kind="runtime_error")
         taken = lifecycle.claim(store, parked, frame, decision=_decision_name(decision),
                                 approved_by=approved_by or _approver(options.env),
                                 lease_s=claim_lease_s(options),
