@@ -285,3 +285,69 @@ def open_store_of(world: ch.World):
     from vm.store.directory import Store
 
     return Store(str(world.state))
+
+
+# PostgreSQL cut off at every statement of a resume ---------------------------------------------
+def _pg_world(root, url: str) -> ch.World:
+    world = ch.World(root, ch.SCENARIOS[1])  # two-gates: a resume parks a next checkpoint
+    world.env = {**world.env, "LOBSTER_STORE": url}
+    ch.advance(world, 0)
+    return world
+
+
+def _recvfrom_calls(world: ch.World) -> list[int]:
+    """The numbers of the resume's main-thread recvfrom calls (the replies to its statements)."""
+    trace = world.root / "recvfrom.trace"
+    world.call(world.argv(1), prefix=[ch.STRACE, "-qq", "-f", "-o", str(trace),
+                                      "-e", "trace=recvfrom"])
+    lines = [line.split()[0] for line in trace.read_text().splitlines() if "recvfrom(" in line]
+    main = lines[0] if lines else None
+    return list(range(1, sum(1 for pid in lines if pid == main) + 1))
+
+
+@needs_strace
+def test_postgres_cut_off_at_any_statement_of_a_resume_loses_no_checkpoint(pg_url, tmp_path):
+    """Each statement a resume sends to PostgreSQL fails in turn (strace: its reply read refused with
+    ECONNRESET: the reply lost, as when the network or the server goes away after the statement was sent; the statement may have run): lobster answers with an envelope,
+    and the checkpoint it resumed waits (nothing was taken), is in doubt with its record, or is
+    finished with its successor parked; no side effect twice."""
+    from vm import admin
+    from vm.protocol import Options
+    from vm.store import lifecycle
+    from vm.store.postgres import PostgresStore
+
+    calls = _recvfrom_calls(_pg_world(tmp_path / "survey", pg_url))
+    assert calls
+    options = Options(state_dir=pg_url, env={})
+    tally = collections.Counter()
+    for number in calls:
+        world = _pg_world(tmp_path / f"c{number}", pg_url)
+        proc = world.call(world.argv(1), prefix=[
+            ch.STRACE, "-qq", "-f", "-o", os.devnull, "-e", "trace=recvfrom",
+            "-e", f"inject=recvfrom:error=ECONNRESET:when={number}"])
+        assert "Traceback" not in proc.stderr, proc.stderr
+        answer = ch.envelope_of(proc)
+        assert answer["ok"] or answer["error"]["code"] == "T450", answer
+        _wait_pg_leases(options)
+        state_key = decode(world.tokens[0]).state_key
+        status = lifecycle.status(PostgresStore(pg_url), state_key)
+        assert status.state in ("waiting", "in_doubt", "finished"), (number, answer, status)
+        assert max(world.effects().values()) == 1, world.effects()
+        said = answer["status"] if answer["ok"] else answer["error"]["code"]
+        tally[f"{said}, {status.state}"] += 1
+        if status.state == "in_doubt":
+            assert admin.cancel(options, state_key)["status"] == "cancelled"
+        elif status.state == "waiting":
+            assert ch.advance(world, 1)["status"] == "needs_approval"
+        for entry in admin.pending(options):  # the next gate, if one was parked: end it
+            admin.cancel(options, entry["stateKey"])
+    print(f"\nPostgreSQL cut off at {len(calls)} statements of a resume: {dict(tally)}")
+
+
+def _wait_pg_leases(options) -> None:
+    from vm import admin
+
+    deadline = time.monotonic() + ch.LEASE_S * 5
+    while any(e["status"] == "claimed" for e in admin.pending(options)):
+        assert time.monotonic() < deadline, admin.pending(options)
+        time.sleep(0.1)
