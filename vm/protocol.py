@@ -684,7 +684,8 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
         taken = lifecycle.claim(store, parked, frame, decision=_decision_name(decision),
                                 approved_by=approved_by or _approver(options.env),
                                 lease_s=claim_lease_s(options),
-                                via="approvalId" if approval_id else "token")
+                                via="approvalId" if approval_id else "token",
+                                step=_step_reached(program, frame))
         if taken is None:
             return _unparked(store, state_key, decision, not_found, approval_id)
         return _run_claimed(taken, program, frame, decision, approved_by, options,

@@ -44,7 +44,8 @@ TOMBSTONE_S = 7 * 24 * 3600.0  # how long an ended checkpoint's record is kept b
 WAITING, CLAIMED, FINISHED, IN_DOUBT = "waiting", "claimed", "finished", "in_doubt"
 CANCELLED, EXPIRED, GONE = "cancelled", "expired", "gone"
 ENDED = (FINISHED, CANCELLED, EXPIRED)  # terminal: a tombstone, removed by gc in time
-LEASE_LAPSED = "its lease expired: the resume holding it stopped renewing it (killed, or cut off)"
+LEASE_LAPSED = ("its lease expired: the resume holding it stopped renewing it (killed, or cut "
+                "off); the step on record is the gate it resumed, the steps after it may have run")
 
 
 def who() -> str:
@@ -59,15 +60,16 @@ def items_hash(items: Any) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
 
 
-def halted_event(parked: Parked, frame: Frame | None) -> dict[str, Any]:
-    """What a parked checkpoint says about its halt (a frame that cannot be read: its time)."""
+def halted_event(parked: Parked, frame: Frame | None, step: str | None = None) -> dict[str, Any]:
+    """What a parked checkpoint says about its halt (a frame that cannot be read: its time);
+    `step`: the halt's step when the frame does not name one (a pipeline's stage)."""
     event: dict[str, Any] = {"event": "halted", "at": parked.created_at,
                              "expiresAt": parked.expires_at}
     if frame is not None:
         event.update(programHash=frame.program_hash, runId=frame.run_id)
         pending = frame.pending
         if pending is not None:
-            event.update(kind=pending.kind, step=pending.step or None, prompt=pending.prompt,
+            event.update(kind=pending.kind, step=pending.step or step, prompt=pending.prompt,
                          approvalId=pending.approval_id, itemsHash=items_hash(pending.items),
                          initiatedBy=pending.identity.get("initiatedBy"))
     return event
@@ -280,8 +282,8 @@ class Claim:
 
 
 def claim(store: StateStore, parked: Parked, frame: Frame | None, *, decision: str,
-          approved_by: str | None = None, lease_s: float = LEASE_S,
-          via: str | None = None) -> Claim | None:
+          approved_by: str | None = None, lease_s: float = LEASE_S, via: str | None = None,
+          step: str | None = None) -> Claim | None:
     """Take a waiting checkpoint for a resume: None when another caller took it first. The
     claim, its lease and its record (halted, claimed) are durable together when this returns."""
     from vm.store.claims import Claimant
@@ -292,7 +294,7 @@ def claim(store: StateStore, parked: Parked, frame: Frame | None, *, decision: s
                         (pending.approval_id or pending.step or "") if pending else "")
     previous = decode_record(store.read_record(parked.state_key))
     events = list(previous["events"]) if previous else []
-    events += [halted_event(parked, frame),
+    events += [halted_event(parked, frame, step),
                {"event": CLAIMED, "at": now, "by": who(), "decision": decision,
                 "approvedBy": approved_by, "via": via}]
     record = {"v": RECORD_VERSION, "stateKey": parked.state_key, "state": CLAIMED,
