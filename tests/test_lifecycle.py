@@ -373,3 +373,22 @@ def test_a_claim_released_with_a_rewritten_frame_waits_again_with_its_history(lo
     assert done["output"] == [1], done
     events = [e["event"] for e in admin.history(options, token)["checkpoint"]["events"]]
     assert events == ["halted", "claimed", "released", "halted", "claimed", "finished"]
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_resume_stopped_by_a_signal_records_why_before_it_exits(cli, signame):
+    """The CLI's signal handler kills the children and leaves the claim in doubt with the signal
+    and the step reached at once (not only when its 30 s lease runs out)."""
+    import signal
+
+    token = _halted(cli)
+    proc = subprocess.Popen([LOBSTER, "resume", "--token", token, "--approve", "yes"],
+                            cwd=cli.work, env=cli.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    _wait_for(cli.work / "started", proc)
+    proc.send_signal(getattr(signal, signame))
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + getattr(signal, signame) and "Traceback" not in err
+    entry = _record_of(_cli_options(cli), token)
+    assert entry["status"] == "in_doubt", entry
+    assert entry["reason"] == f"the resume was stopped by {signame}" and entry["step"] == "3:exec"

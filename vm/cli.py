@@ -832,13 +832,16 @@ def _dispatch(args: list[str], frontend: Frontend | None) -> int:
 
 
 def _install_signal_handlers() -> None:
-    """SIGINT, SIGTERM, SIGHUP: kill every child's process group, say so, exit 128+N. State
-    writes are atomic, so a checkpoint is either whole or absent."""
+    """SIGINT, SIGTERM, SIGHUP: kill every child's process group, leave every claim this process
+    holds in doubt with the signal as its reason, say so, exit 128+N. State writes are atomic,
+    so a checkpoint is either whole or absent."""
 
     def stop(signum, _frame):
         from vm.process import kill_all
+        from vm.store.lifecycle import abandon_all
 
         kill_all()
+        abandon_all(f"the resume was stopped by {signal.Signals(signum).name}")
         sys.stderr.write(f"Received {signal.Signals(signum).name}\n")
         sys.stderr.flush()
         os._exit(128 + signum)

@@ -706,6 +706,7 @@ def _run_claimed(taken: lifecycle.Claim, program: Program, frame: Frame, decisio
     if decision.approve is False:
         taken.finish("cancelled")
         return ok_envelope("cancelled", [])
+    taken.progress = lambda: _step_reached(program, frame)
     try:
         machine.apply_decision(frame, decision.response, approved_by)
         envelope = _drive(program, frame, options, settings, scope)

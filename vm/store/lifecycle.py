@@ -28,6 +28,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vm.store.base import StateStore, StoreError
@@ -210,9 +211,20 @@ def _key(status: Status) -> str:
 
 
 # transitions --------------------------------------------------------------------------------
+_HELD: dict[str, Claim] = {}  # the claims this process holds now (for `abandon_all`)
+
+
+def abandon_all(reason: str) -> None:
+    """The process is about to die (a signal): every claim it holds is left in doubt now, with
+    `reason` and the step each had reached, rather than when its lease runs out."""
+    for held in list(_HELD.values()):
+        held.doubt(reason, held.progress())
+
+
 class Claim:
     """A claimed checkpoint, held by this process while its resume runs. Its lease is renewed
-    by a daemon thread until `finish`, `doubt` or `release`; exactly one of them ends it."""
+    by a daemon thread until `finish`, `doubt` or `release`; exactly one of them ends it.
+    `progress` (set by the resume) says which step the run is in."""
 
     def __init__(self, store: StateStore, state_key: str, record: dict, lease_s: float) -> None:
         self.store = store
@@ -220,6 +232,8 @@ class Claim:
         self.record = record
         self.lease_s = lease_s
         self.ended = False
+        self.progress: Callable[[], str | None] = lambda: None
+        _HELD[state_key] = self
         self._stop = threading.Event()
         self._renewer = threading.Thread(target=self._renew, daemon=True,
                                          name=f"lobster-lease-{state_key[-8:]}")
@@ -234,8 +248,11 @@ class Claim:
                 continue  # the store is away: try again; the lease may lapse meanwhile
 
     def _end(self, event: dict, state: str, durable: bool) -> None:
+        if self.ended:
+            return
         self._stop.set()
         self.ended = True
+        _HELD.pop(self.state_key, None)
         self.record["events"].append(event)
         self.record["state"] = state
         try:
@@ -274,6 +291,7 @@ class Claim:
         claim and its history kept in the record."""
         self._stop.set()
         self.ended = True
+        _HELD.pop(self.state_key, None)
         self.record["events"].append({"event": "released", "at": time.time(), "why": why})
         self.record["state"] = WAITING
         self.store.write_record(self.state_key, _encode(self.record))
