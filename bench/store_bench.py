@@ -4,8 +4,9 @@
     python bench/store_bench.py [--url postgresql://...] [--seconds S] [--processes 1,4,16]
 
 One cycle is what a halt and its resume ask of the store: save frame + approval id, look the id
-up, read the frame, claim it (with a claim record), remove the id, finish the claim; the program
-is saved once per process. Without --url a throwaway PostgreSQL cluster is made with durable
+up, read the frame, claim it through the lifecycle (claim, lease and record in one step, a lease
+renewer started), finish it (its record kept as a tombstone, the claimed frame removed); the
+program is saved once per process. Without --url a throwaway PostgreSQL cluster is made with durable
 settings (fsync on, synchronous_commit on). The "no sync" row sets synchronous_commit off for
 the session, to show what the WAL flushes cost. Prints a table; asserts nothing.
 """
@@ -23,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from vm.store import Claimant, open_store  # noqa: E402
+from vm.store import lifecycle, open_store  # noqa: E402
 
 FRAME = os.urandom(2048)
 
@@ -40,10 +41,10 @@ def _worker(location: str, seconds: float, barrier, results) -> None:
         approval_id = store.new_approval_id(state_key)
         store.save_frame(state_key, FRAME)
         assert store.lookup_approval_id(approval_id) == state_key
-        assert store.read_frame(state_key) == FRAME
-        assert store.claim_frame(state_key, Claimant("approval", approval_id))
-        store.remove_approval_id(approval_id)
-        store.finish_claim(state_key)
+        parked = store.read_parked(state_key)
+        assert parked.blob == FRAME
+        taken = lifecycle.claim(store, parked, None, decision="approve")
+        taken.finish("ok")
         cycles += 1
     results.put(cycles)
 

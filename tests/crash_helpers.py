@@ -10,9 +10,9 @@ kill, `check_after_kill` verifies the promises of SPEC/issue 12 and finishes the
 - no torn file: every file of the state dir decodes, and the only temporary files left are
   those `gc` removes;
 - every checkpoint is either parked and intact (then resumed to the end by fresh processes), or
-  consumed with its claim record (a retry is refused with T432 and `pending` lists it), or
-  consumed because its resume finished (its effects are in the log, its successor is parked);
-  never gone without a trace;
+  in doubt with its record once its claim's lease has passed (a retry is refused with T432 and
+  `pending` lists it with the reason), or finished by its resume (its tombstone says so: T436;
+  its effects are in the log, its successor is parked); never gone without a trace;
 - no side effect line appears twice, and a life that reaches its end did every effect once.
 """
 
@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
+LEASE_S = 1  # a claim's lease in the harness (LOBSTER_CLAIM_LEASE): a killed resume's claim
+# reads in doubt this long after its last renewal
 LOBSTER = str(BIN / "lobster")
 STRACE = shutil.which("strace") or "/usr/bin/strace"
 
@@ -113,7 +115,7 @@ class World:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LOBSTER_")}
         env.update(PATH=f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}",
                    EFFECT_LOG=str(self.log), LOBSTER_STATE_DIR=str(self.state),
-                   HOME=str(root / "home"), TZ="UTC")
+                   HOME=str(root / "home"), TZ="UTC", LOBSTER_CLAIM_LEASE=f"{LEASE_S}s")
         self.env = env
 
     def copy(self, root: Path) -> World:
@@ -262,6 +264,7 @@ def check_files(state: Path) -> None:
     from vm.store.base import STATE_KEY
     from vm.store.claims import parse_claim_file_name
     from vm.store.directory import Store, split_frame_file
+    from vm.store.lifecycle import decode_record
 
     store = Store(str(state))
     leftovers = set(store.leftovers(older_than=float("inf")))
@@ -276,6 +279,7 @@ def check_files(state: Path) -> None:
             target = os.readlink(path)
             assert STATE_KEY.fullmatch(target), f"{rel} -> {target}"
             if not ((state / "runs" / f"{target}.frame").exists()
+                    or (state / "runs" / f"{target}.record").exists()
                     or claim_files(state / "runs", target)):
                 assert rel in leftovers, f"dangling approval link gc would not remove: {rel}"
             continue
@@ -288,6 +292,11 @@ def check_files(state: Path) -> None:
             mac, _, frame = split_frame_file(blob)
             assert mac is not None, f"unsealed frame {rel}"
             codec.load_frame(frame)
+        elif rel.startswith("runs/") and name.endswith(".record"):
+            record = decode_record(blob)
+            assert record is not None and record["stateKey"] == name[:-len(".record")], rel
+            assert record["state"] in ("claimed", "finished", "in_doubt", "cancelled",
+                                       "expired", "waiting"), record
         elif rel.startswith("runs/") and name.endswith(".claimed"):
             parsed = parse_claim_file_name(name)
             assert parsed is not None, rel
@@ -325,28 +334,40 @@ class Outcome:
 
     killed: bool = False
     parked_resumed: int = 0  # checkpoints found parked and resumed to the end
-    in_doubt: int = 0  # checkpoints consumed with their record (T432)
-    unrecorded: int = 0  # claimed, record not written yet (T430 while young; listed)
+    in_doubt: int = 0  # checkpoints in doubt with their record (T432, listed by pending)
+    finished: int = 0  # consumed by a resume that finished (its tombstone: T436)
     completed: bool = False  # the life reached its end
     reported_error: bool = False  # the phase's lobster answered with an error envelope
 
 
-def check_after_kill(world: World, phase: int, killed: bool, answer: dict | None) -> Outcome:
-    """Check what the kill left, then finish the life: resume whatever is parked, refuse and
-    cancel whatever is in doubt."""
+def wait_for_leases(world: World) -> None:
+    """Wait until no claim holds a live lease: a killed resume's claim reads in doubt once its
+    lease, no longer renewed, has passed (LEASE_S)."""
+    deadline = time.monotonic() + LEASE_S * 5
+    while any(e["status"] == "claimed" for e in pending(world)):
+        assert time.monotonic() < deadline, f"a lease that never lapses: {pending(world)}"
+        time.sleep(0.1)
+
+
+def check_after_kill(world: World, phase: int, killed: bool, answer: dict | None,
+                     allowed_codes: tuple[str, ...] = ("T410",)) -> Outcome:
+    """Check what the kill (or injected failure) left, then finish the life: resume whatever
+    is parked, refuse and cancel whatever is in doubt. `allowed_codes`: the error codes the
+    phase's own answer may carry (a killed child: T410)."""
     from vm import admin
     from vm.protocol import Options
 
     outcome = Outcome(killed=killed)
+    wait_for_leases(world)
     check_files(world.state)
     _at_most_once(world)
-    in_doubt = False
+    state = None
     if answer is not None:
-        assert answer["ok"] or answer["error"]["code"] == "T410", answer  # the child killed
+        assert answer["ok"] or answer["error"]["code"] in allowed_codes, answer
         outcome.reported_error = not answer["ok"]
         outcome.completed = answer["ok"] and answer["status"] == "ok"
     if phase >= 1:
-        in_doubt = _check_target(world, world.tokens[phase - 1], outcome)
+        state = check_target(world, world.tokens[phase - 1], outcome)
     if not outcome.completed:
         outcome.completed = _finish(world, outcome)
     _at_most_once(world)
@@ -359,18 +380,15 @@ def check_after_kill(world: World, phase: int, killed: bool, answer: dict | None
         # nothing is parked: the run died before handing out a checkpoint, a checkpoint is in
         # doubt (and listed), the run ended with a reported error, or the killed process had
         # done all of its work
-        assert phase == 0 or in_doubt or outcome.reported_error or everything, \
+        assert phase == 0 or state == "in_doubt" or outcome.reported_error or everything, \
             f"checkpoint of phase {phase} lost: effects {dict(effects)}, " \
             f"pending {pending(world)}"
     options = Options(state_dir=str(world.state), env=world.env)
     for entry in pending(world):  # what is left is in doubt, and a cancel clears it
-        if entry["status"] == "running":  # unrecorded: refused as "not found" for a minute
-            assert entry["claimedBy"] is None and outcome.unrecorded, entry
-            continue
-        assert entry["status"] == "in_doubt", entry
+        assert entry["status"] == "in_doubt" and entry["reason"], entry
         cancelled = admin.cancel(options, entry["stateKey"])
         assert cancelled["ok"] and cancelled["status"] == "cancelled", cancelled
-    assert all(e["status"] == "running" for e in pending(world)), pending(world)
+    assert pending(world) == [], pending(world)
     return outcome
 
 
@@ -385,33 +403,35 @@ def _at_most_once(world: World) -> None:
     assert not twice, f"side effects ran more than once: {twice}"
 
 
-def _check_target(world: World, token: str, outcome: Outcome) -> bool:
-    """The checkpoint the killed resume was resuming: parked (resumed later), in doubt, or
-    consumed by a resume that finished. Returns True if it is in doubt."""
+def check_target(world: World, token: str, outcome: Outcome) -> str:
+    """The checkpoint a killed (or failed) resume was resuming is never gone: parked (resumed
+    later), in doubt with its record (listed by pending, a retry refused with T432), or
+    finished (its tombstone: a retry gets the original's words and T436). Returns its state."""
+    from vm.store import lifecycle
+    from vm.store.directory import Store
     from vm.token import decode
 
     state_key = decode(token).state_key
-    runs = world.state / "runs"
-    if (runs / f"{state_key}.frame").exists():
-        return False
-    if not claim_files(runs, state_key):
-        return False  # check_after_kill decides whether that resume finished
-    listed = {e["stateKey"]: e for e in pending(world)}
-    entry = listed.get(state_key)
-    assert entry is not None and entry["status"] in ("in_doubt", "running"), \
-        f"claim record not listed by pending: {listed}"
+    status = lifecycle.status(Store(str(world.state)), state_key)
+    assert status.state in ("waiting", "in_doubt", "finished"), \
+        f"checkpoint {state_key} is {status.state}: {status.record} pending {pending(world)}"
+    if status.state == "waiting":
+        return status.state
     retry = handle(world, {"action": "resume", "token": token, "approve": True})
     assert not retry["ok"], retry
     error = retry["error"]
-    if entry["status"] == "running":  # the process died between the claim and its record
-        assert entry["claimedBy"] is None, entry
-        assert error["code"] == "T430", error
-        outcome.unrecorded += 1
-    else:
+    assert error["checkpoint"]["state"] == status.state, error
+    if status.state == "in_doubt":
+        listed = {e["stateKey"]: e for e in pending(world)}
+        assert listed.get(state_key, {}).get("status") == "in_doubt", listed
         assert error["code"] == "T432", error
         assert "claimed at" in error["message"] and "did not finish" in error["message"], error
         outcome.in_doubt += 1
-    return True
+    else:
+        assert error["code"] == "T436" and error["message"].endswith("resume state not found")
+        assert error["checkpoint"]["outcome"] in ("ok", "needs_approval", "error"), error
+        outcome.finished += 1
+    return status.state
 
 
 def _finish(world: World, outcome: Outcome) -> bool:
@@ -431,3 +451,31 @@ def _finish(world: World, outcome: Outcome) -> bool:
         if envelope["status"] == "ok":
             return True
     raise AssertionError("the life does not end")
+
+
+# failures injected instead of kills ----------------------------------------------------------
+# a full disk, as the kernel reports it on the calls that take space or make names (a write
+# into the state dir first opens a temporary file with O_CREAT, then fsyncs and renames it)
+DISK_FULL_FAMILIES = ("create", "fsync", "rename", "symlink")
+
+
+def disk_full_points(world: World, phase: int) -> list[Point]:
+    """Every call of a phase at which a full disk can refuse lobster's state-dir writes."""
+    found = survey(world, phase)
+    return [(name, number, "") for family in DISK_FULL_FAMILIES for name in FAMILIES[family]
+            for number in found.get(name, ())]
+
+
+def run_disk_full(world: World, phase: int, point: Point) -> tuple[bool, dict]:
+    """Run phase `phase` with its call `point` failing with ENOSPC (strace's error injection:
+    the real syscall is refused by the kernel's tracer, as a full disk would refuse it).
+    Returns whether the failure was injected, and lobster's answer (always an envelope)."""
+    syscall, number, _ = point
+    trace = world.root / "enospc.trace"
+    proc = world.call(world.argv(phase), prefix=[
+        STRACE, "-qq", "-f", "-o", str(trace), "-e", f"trace={syscall}",
+        "-e", f"inject={syscall}:error=ENOSPC:when={number}"])
+    injected = "(INJECTED)" in trace.read_text()
+    trace.unlink()
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return injected, envelope_of(proc)

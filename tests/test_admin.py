@@ -44,13 +44,15 @@ def test_a_resume_killed_mid_step_is_reported_in_doubt_and_its_step_never_runs_a
     approval_id = parked["requiresApproval"]["approvalId"]
     token = parked["requiresApproval"]["resumeToken"]
     proc = subprocess.Popen([LOBSTER, "resume", "--id", approval_id, "--approve", "yes"],
-                            cwd=cli.work, env=cli.env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                            cwd=cli.work, env={**cli.env, "LOBSTER_CLAIM_LEASE": "1s"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
     try:
         _wait_for(side, proc)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
+    time.sleep(1.2)  # its lease, no longer renewed, runs out
     for how in (["--id", approval_id], ["--token", token]):
         envelope, code = cli.tool("resume", *how, "--approve", "yes")
         assert code == 1 and envelope["error"]["code"] == "T432", envelope
@@ -70,6 +72,7 @@ def test_a_resume_killed_mid_step_is_reported_in_doubt_and_its_step_never_runs_a
     assert code == 0 and cancelled["status"] == "cancelled"
     again, code = cli.tool("resume", "--token", token, "--approve", "yes")
     assert again["error"]["message"] == "Pipeline resume state not found"
+    assert again["error"]["checkpoint"]["state"] == "cancelled"
     again, code = cli.tool("resume", "--id", approval_id, "--approve", "yes")
     assert again["error"]["message"] == f'Approval ID "{approval_id}" not found or expired'
     assert cli.tool("pending", "--format", "json")[0] == []
@@ -77,7 +80,8 @@ def test_a_resume_killed_mid_step_is_reported_in_doubt_and_its_step_never_runs_a
 
 
 def test_a_claim_record_lasts_exactly_as_long_as_the_resumed_run(options, tmp_path):
-    """The record stays while the step runs and goes at the end, whatever the end is."""
+    """The claim stays while the step runs and goes at the end, whatever the end is; the
+    checkpoint's record stays, finished with that end (a tombstone), and so does its id."""
     marker = tmp_path / "seen.json"
     script = tmp_path / "in_doubt.py"
     script.write_text("import json, sys, vm.store\n"
@@ -85,9 +89,9 @@ def test_a_claim_record_lasts_exactly_as_long_as_the_resumed_run(options, tmp_pa
                       "print(json.dumps([r.state_key for r in store.in_doubt()]))\n")
     check = f"exec --shell '{sys.executable} {script} > {marker}'"
     store = options.store()
-    for tail, status in (("exec --json --shell 'echo [2]'", "ok"),
-                         ("exec --shell 'exit 3'", None),
-                         ("approve --prompt again", "needs_approval")):
+    for tail, status, outcome in (("exec --json --shell 'echo [2]'", "ok", "ok"),
+                                  ("exec --shell 'exit 3'", None, "error"),
+                                  ("approve --prompt again", "needs_approval", "needs_approval")):
         parked = handle({"action": "run", "pipeline": f"{GATED} | {check} | {tail}"}, options)
         approval_id = parked["requiresApproval"]["approvalId"]
         done = resume(options, Decision(approve=True), approval_id=approval_id)
@@ -95,7 +99,9 @@ def test_a_claim_record_lasts_exactly_as_long_as_the_resumed_run(options, tmp_pa
         during = json.loads(marker.read_text())
         assert len(during) == 1 and during[0].startswith("pipeline_resume_")
         assert store.in_doubt() == []
-        assert store.lookup_approval_id(approval_id) is None
+        assert store.lookup_approval_id(approval_id) == during[0]
+        record = admin.history(options, approval_id)["checkpoint"]
+        assert record["state"] == "finished" and record["events"][-1]["outcome"] == outcome
 
 
 def test_a_consumed_checkpoint_still_reads_as_not_found(options):
@@ -103,10 +109,14 @@ def test_a_consumed_checkpoint_still_reads_as_not_found(options):
     token = parked["requiresApproval"]["resumeToken"]
     assert handle({"action": "resume", "token": token, "approve": True}, options)["ok"]
     again = handle({"action": "resume", "token": token, "approve": True}, options)
+    checkpoint = again["error"].pop("checkpoint")
     assert again["error"] == {"type": "runtime_error", "message": "Pipeline resume state not found",
-                              "code": "T430"}
+                              "code": "T436"}  # the original's words; the code says resumed
+    assert checkpoint["state"] == "finished" and checkpoint["outcome"] == "ok"
+    assert checkpoint["endedAt"].endswith("Z") and checkpoint["claimedBy"]
     cancel = handle({"action": "resume", "token": token, "cancel": True}, options)
     assert cancel["error"]["message"] == "Resume state not found"
+    assert cancel["error"]["code"] == "T436"
 
 
 # pending and cancel -------------------------------------------------------------------------
@@ -127,11 +137,13 @@ def test_pending_lists_what_waits_and_cancel_ends_it(options):
     key = by_kind["input"]["stateKey"]
     assert admin.cancel(options, key)["status"] == "cancelled"
     assert admin.pending(options) == []
-    assert admin.cancel(options, key)["error"]["message"] == "Resume state not found"
+    again = admin.cancel(options, key)["error"]
+    assert again["message"] == "Resume state not found" and again["code"] == "T436"
+    assert again["checkpoint"]["state"] == "cancelled"
     assert admin.cancel(options, "nonsense")["error"]["code"] == "E503"
     token = second["requiresInput"]["resumeToken"]
     gone = handle({"action": "resume", "token": token, "responseJson": "1"}, options)
-    assert gone["error"]["code"] == "T430"
+    assert gone["error"]["code"] == "T436", gone  # its tombstone: cancelled, and when
 
 
 def test_pending_older_than_cancel_takes_only_the_old_ones(options):
@@ -330,8 +342,8 @@ def test_gc_removes_unreferenced_programs_and_their_cache_entries_only_when_old(
     kept = handle({"action": "run", "pipeline": GATED}, options)
     store = options.store()
     assert len(store.list_programs()) == 2 and len(store.list_cache()) == 2
-    assert admin.gc(options) == {"dryRun": False, "checkpoints": [], "keys": [], "programs": [],
-                                 "cache": [], "leftovers": []}  # all too recent
+    assert admin.gc(options) == {"dryRun": False, "checkpoints": [], "tombstones": [], "keys": [],
+                                 "programs": [], "cache": [], "leftovers": []}  # all too recent
     later = time.time() + admin.GC_RECENT_S + 1
     dry = admin.gc(options, dry_run=True, now=later)
     assert len(dry["programs"]) == 1 and len(dry["cache"]) == 1

@@ -55,7 +55,8 @@ def test_lists_the_tools_with_schemas_from_the_request_fields(cli):
         for mode in ("auto", "legacy"):  # the 2026 per-request era, and the initialize handshake
             async with server(cli, mode) as client:
                 tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-                assert sorted(tools) == ["lobster_pending", "lobster_resume", "lobster_run"]
+                assert sorted(tools) == ["lobster_history", "lobster_pending", "lobster_resume",
+                                         "lobster_run"]
                 for name, tool in tools.items():
                     action = TOOLS[name][0]
                     assert tool.input_schema == input_schema(action)
@@ -64,6 +65,7 @@ def test_lists_the_tools_with_schemas_from_the_request_fields(cli):
                 assert tools["lobster_run"].input_schema["required"] == ["pipeline"]
                 assert tools["lobster_resume"].input_schema["required"] == []
                 assert tools["lobster_pending"].input_schema["required"] == []
+                assert tools["lobster_history"].input_schema["required"] == ["id"]
                 assert set(request_fields("run")) == set(protocol.REQUEST_FIELDS["run"])
 
     anyio.run(body)
@@ -127,10 +129,17 @@ def test_run_to_a_halt_then_resume_by_token_and_by_approval_id(cli):
             third = (await call(client, "lobster_run", pipeline=APPROVE))["requiresApproval"]
             assert (await call(client, "lobster_resume", token=third["resumeToken"],
                                cancel=True))["status"] == "cancelled"
-            # each checkpoint is consumed once
-            assert_error(await call(client, "lobster_resume", token=halted["resumeToken"],
-                                    approve=True),
-                         "runtime_error", "Pipeline resume state not found", "T430")
+            # each checkpoint is consumed once; a retry is told how and when it ended
+            again = await call(client, "lobster_resume", token=halted["resumeToken"],
+                               approve=True)
+            assert_error(again, "runtime_error", "Pipeline resume state not found", "T436")
+            assert again["error"]["checkpoint"]["outcome"] == "ok"
+            record = await call(client, "lobster_history", id=halted["approvalId"])
+            events = [e["event"] for e in record["checkpoint"]["events"]]
+            assert record["checkpoint"]["state"] == "finished"
+            assert events == ["halted", "claimed", "finished"]
+            assert (await call(client, "lobster_history", id="x", extra=1))["error"]["code"] \
+                == "E008"
 
     anyio.run(body)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 import struct
 
 import pytest
@@ -40,6 +41,11 @@ def test_a_halt_writes_one_frame_and_one_id_beside_it_and_resume_removes_both(tm
     assert os.readlink(tmp_path / "state" / "runs" / runs[0]) + ".frame" == runs[1]
     done = resume(options, Decision(approve=True), approval_id=approval_id)
     assert done["status"] == "ok"
+    key = runs[1][:-len(".frame")]  # what stays is the tombstone: its record and its id
+    assert sorted(os.listdir(tmp_path / "state" / "runs")) == [runs[0], f"{key}.record"]
+    from vm import admin
+
+    assert admin.gc(options, now=time.time() + 8 * 86400)["tombstones"] == [key]
     assert os.listdir(tmp_path / "state" / "runs") == []
 
 
@@ -209,9 +215,10 @@ def test_frames_of_the_first_format_are_read_but_never_authentic(tmp_path):
     assert not a.authentic(store.key()) and not b.authentic(store.key())
 
 
-def test_a_claim_whose_record_is_being_written_reads_as_not_found_not_in_doubt(tmp_path):
-    """Between the claiming rename and its record, a concurrent resume sees a claim in
-    progress: `not found`, as any loser of a concurrent resume."""
+def test_a_claim_whose_lease_is_live_reads_as_not_found_being_resumed(tmp_path):
+    """A claim whose lease (the claim file's mtime) has not run out is being resumed: a second
+    resume is told `not found`, as any loser of a concurrent resume, with T435; once the lease
+    has passed, the claim is in doubt (T432), whoever held it."""
     options = Options(cwd=str(tmp_path), state_dir=str(tmp_path / "state"))
     parked = handle({"action": "run", "pipeline": "exec --json --shell 'echo [1]' | approve"},
                     options)
@@ -220,5 +227,17 @@ def test_a_claim_whose_record_is_being_written_reads_as_not_found_not_in_doubt(t
     (name,) = [n for n in os.listdir(store.runs) if n.endswith(".frame")]
     key = name[:-len(".frame")]
     os.rename(store.frame_path(key), store.claim_path(key))
+    os.utime(store.claim_path(key), (time.time() + 60, time.time() + 60))
+    assert store.claim_record(key).lease_until is None  # an earlier version's: no lease
+    again = handle({"action": "resume", "token": token, "approve": True}, options)
+    assert again["error"]["code"] == "T432", again  # so it is in doubt at once
+    from vm.store.claims import Claimant
+
+    os.rename(store.claim_path(key), store.frame_path(key))
+    assert store.claim_frame(key, Claimant("approval", "x"), lease_until=time.time() + 60)
     again = handle({"action": "resume", "token": token, "approve": True}, options)
     assert again["error"]["message"] == "Pipeline resume state not found"
+    assert again["error"]["code"] == "T435" and again["error"]["checkpoint"]["state"] == "claimed"
+    assert store.renew_claim(key, time.time() - 1)
+    again = handle({"action": "resume", "token": token, "approve": True}, options)
+    assert again["error"]["code"] == "T432", again

@@ -32,7 +32,8 @@ def test_the_store_creates_its_schema_once_and_records_the_version(pg_url):
     seen = _search_path_tables(pg_url)
     assert seen["versions"] == list(range(1, SCHEMA_VERSION + 1))
     assert seen["tables"] == ["lobster_approvals", "lobster_cache", "lobster_frames",
-                              "lobster_keys", "lobster_meta", "lobster_programs", "lobster_values"]
+                              "lobster_keys", "lobster_meta", "lobster_programs", "lobster_records",
+                              "lobster_values"]
 
 
 def _open_and_write(url: str, n: int, barrier, results) -> None:

@@ -89,9 +89,13 @@ class Scenario:
         if approval_id:
             self.approval_ids.append(approval_id)
 
+    VARYING = {"stateKey": "<state_key>", "claimedAt": "<time>", "endedAt": "<time>",
+               "leaseUntil": "<time>", "claimedBy": "<pid@host>"}  # a refusal's `checkpoint`
+
     def normalise(self, value):
         if isinstance(value, dict):
-            return {k: self.normalise(v) for k, v in value.items()}
+            return {k: self.VARYING.get(k) if k in self.VARYING and isinstance(v, str)
+                    else self.normalise(v) for k, v in value.items()}
         if isinstance(value, list):
             return [self.normalise(v) for v in value]
         if isinstance(value, str):

@@ -9,7 +9,9 @@ stays cheap):
 - `Scope`: a run's cancellation scope (`handle(..., scope=s)`, then `s.cancel()`).
 - `RequestError`: a refused request, carrying its error envelope.
 - `open_store`, `StateStore`: the checkpoint store (a directory or PostgreSQL).
-- `vm.admin`: `pending`, `cancel`, `cancel_older_than`, `gc`.
+- `history(options, id)`: one checkpoint's record (halted, claimed: by whom and the approver,
+  how it ended), by approval id, resume token or state key: the audit trail.
+- `vm.admin`: `pending`, `cancel`, `cancel_older_than`, `gc`, `history`.
 - `vm.messages`: TypedDicts of every request and envelope.
 """
 
@@ -19,6 +21,7 @@ _EXPORTS = {
     "handle": "vm.protocol", "run": "vm.protocol", "resume": "vm.protocol",
     "Options": "vm.protocol", "Decision": "vm.protocol", "RequestError": "vm.protocol",
     "Scope": "vm.process", "open_store": "vm.store", "StateStore": "vm.store",
+    "history": "vm.admin",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -10,9 +10,9 @@ from typing import Any
 
 from vm import bounds, codec
 from vm.codec import LoadError
-from vm.protocol import (Decision, Options, RequestError, cancel_state, claim_is_running,
-                         iso_time, resume, unknown_approval_id)
-from vm.store import StateStore
+from vm.protocol import (Decision, Options, RequestError, cancel_state, iso_time, resume,
+                         tombstone_s, unknown_approval_id)
+from vm.store import StateStore, StoreError, lifecycle
 from vm.store.base import STATE_KEY, SigningKeyError, approval_id_form, key_id
 
 GC_GRACE_S = 24 * 3600  # an expired checkpoint is kept this long before gc removes it
@@ -29,8 +29,9 @@ KEY_RETIRE_S = GC_RECENT_S
 def pending(options: Options, now: float | None = None) -> list[dict[str, Any]]:
     """Every checkpoint that waits (status "waiting", or "expired" once past its expiry, or
     "unverifiable" when no key of the store's key set signed it: the key was lost; `error`
-    says why), then every claim record: "running" (a live process of this host holds it) or
-    "in_doubt" (its resume did not finish). Oldest first within each group. Times are ISO
+    says why), then every claimed one that has not ended: "claimed" (its resume holds a live
+    lease) or "in_doubt" (its resume failed, was cut off, or stopped renewing its lease:
+    `reason` and `step` say why and where). Oldest first within each group. Times are ISO
     8601 UTC; a stored time however absurd shows as a date."""
     store = options.store()
     now = time.time() if now is None else now
@@ -62,17 +63,8 @@ def pending(options: Options, now: float | None = None) -> list[dict[str, Any]]:
                          step=halt.step or None)
         entry["source"] = _source_name(store, frame.program_hash, sources)
         entries.append(entry)
-    for record in store.in_doubt():
-        claimant = record.claimant
-        kind = claimant.kind if claimant else None
-        halt_id = claimant.halt_id if claimant else ""
-        entries.append({
-            "status": "running" if claim_is_running(record) else "in_doubt",
-            "approvalId": halt_id if approval_id_form(halt_id) == halt_id and halt_id else None,
-            "stateKey": record.state_key, "kind": kind or None,
-            "claimedAt": iso_time(record.claimed_at),
-            "claimedBy": f"{claimant.pid}@{claimant.host}" if claimant else None,
-            "ageSeconds": max(0, int(now - record.claimed_at))})
+    for status in lifecycle.unsettled(store, now):
+        entries.append(_unsettled_entry(status, now))
     return entries
 
 
@@ -92,6 +84,32 @@ def key_problem(options: Options) -> dict[str, str] | None:
     except SigningKeyError as exc:
         return {"code": exc.code, "message": str(exc)}
     return None
+
+
+def _unsettled_entry(status: lifecycle.Status, now: float) -> dict[str, Any]:
+    """A claimed checkpoint as `pending` lists it: claimed (a live lease) or in doubt."""
+    halted = status.event("halted") or {}
+    claimed = status.event("claimed") or {}
+    claim = status.claim
+    claimant = claim.claimant if claim is not None else None
+    halt_id = halted.get("approvalId") or (claimant.halt_id if claimant else "") or ""
+    claimed_at = claimed.get("at") or (claim.claimed_at if claim is not None else now)
+    entry = {
+        "status": status.state,
+        "approvalId": halt_id if halt_id and approval_id_form(halt_id) == halt_id else None,
+        "stateKey": status.record["stateKey"] if status.record else claim.state_key,
+        "kind": halted.get("kind") or (claimant.kind if claimant else None) or None,
+        "prompt": halted.get("prompt"), "step": status.step or halted.get("step"),
+        "claimedAt": iso_time(claimed_at),
+        "claimedBy": claimed.get("by") or (f"{claimant.pid}@{claimant.host}" if claimant
+                                           else None),
+        "approvedBy": claimed.get("approvedBy"),
+        "ageSeconds": max(0, int(now - claimed_at))}
+    if status.state == lifecycle.IN_DOUBT:
+        entry["reason"] = status.reason
+    elif claim is not None and claim.lease_until is not None:
+        entry["leaseUntil"] = iso_time(claim.lease_until)
+    return entry
 
 
 # The `lobster_pending` request's fields, as protocol.REQUEST_FIELDS (`lobster mcp` publishes
@@ -142,6 +160,88 @@ def _source_name(store: StateStore, program_hash: str, memo: dict[str, str | Non
     return memo[program_hash]
 
 
+# history ------------------------------------------------------------------------------------
+# The `lobster_history` request's fields (`lobster mcp` publishes them as its schema).
+HISTORY_FIELDS: dict[str, tuple[dict, str]] = {
+    "id": ({"type": "string", "minLength": 1},
+           "the checkpoint: its approvalId, resumeToken, or the stateKey `pending` lists"),
+}
+
+
+def history(options: Options, ident: str) -> dict[str, Any]:
+    """The record of one checkpoint, named by its approval id, resume token or state key:
+    `{"protocolVersion": 1, "ok": true, "status": "ok", "checkpoint": {"stateKey",
+    "approvalId", "state", "events": [...]}}`, or an error envelope. `state` is where it is
+    now (waiting, expired, claimed, finished, in_doubt with `reason` and `step`, cancelled);
+    the events, oldest first, are `halted` (programHash, itemsHash, at, kind, step, prompt,
+    runId, initiatedBy), `claimed` (at, by: pid@host, decision, approvedBy), and how it ended
+    (`finished` with outcome and the next checkpoint, `in_doubt`, `cancelled`, `expired`):
+    the audit trail of who approved what. Read-only."""
+    from vm.protocol import PROTOCOL_VERSION, StoreError, store_error
+
+    try:
+        store = options.store()
+        state_key = _state_key_of(store, (ident or "").strip() if isinstance(ident, str) else "")
+        current = lifecycle.status(store, state_key)
+    except RequestError as exc:
+        return exc.envelope
+    except StoreError as exc:
+        return store_error(exc)
+    if current.state == lifecycle.GONE:
+        return RequestError(f'No checkpoint "{_shown(ident)}" in this store (never made, or '
+                            "its record was collected by gc)", "E504").envelope
+    record = lifecycle.history(current)
+    halted = next((e for e in record["events"] if e.get("event") == "halted"), {})
+    return {"protocolVersion": PROTOCOL_VERSION, "ok": True, "status": "ok",
+            "checkpoint": {"stateKey": state_key, "approvalId": halted.get("approvalId"),
+                           **record}}
+
+
+def history_request(request: dict[str, Any], options: Options) -> dict[str, Any]:
+    """`history` as a request: `{"id": ID}` -> `history(options, ID)`."""
+    unknown = [name for name in request if name not in HISTORY_FIELDS]
+    if unknown:
+        return RequestError(f"unknown field {str(unknown[0])[:64]!r} in a history request; "
+                            "history takes: id", "E008").envelope
+    ident = request.get("id")
+    if not isinstance(ident, str) or not ident.strip():
+        return RequestError("id required: an approvalId, resumeToken or stateKey").envelope
+    return history(options, ident)
+
+
+def _shown(ident: Any) -> str:
+    text = str(ident)
+    return text if len(text) <= 40 else f"{text[:16]}... ({len(text)} characters)"
+
+
+def _state_key_of(store: StateStore, ident: str) -> str:
+    """The state key an approval id, token or state key names; a RequestError otherwise."""
+    if approval_id_form(ident) is not None:
+        state_key = store.lookup_approval_id(ident)
+        if state_key is None:
+            raise RequestError(unknown_approval_id(ident), "E503")
+        return state_key
+    if STATE_KEY.fullmatch(ident) and "_resume_" in ident:
+        return ident
+    from vm import token as tokens
+
+    try:
+        parsed = tokens.decode(ident)
+        tokens.verify(parsed, _keys_or_none(store))
+    except tokens.TokenError as exc:
+        raise RequestError(f"{_shown(ident)!r} is not an approval id, state key or resume "
+                           f"token ({exc.message})", exc.code) from None
+    return parsed.state_key
+
+
+def _keys_or_none(store: StateStore) -> list[bytes]:
+    """Every key a token of this store may be signed with (none when the set is unreadable)."""
+    try:
+        return store.keys()
+    except StoreError:
+        return []
+
+
 # cancel -------------------------------------------------------------------------------------
 def cancel(options: Options, ident: str) -> dict:
     """End one checkpoint, named by its approval id or its state key (what `pending` lists):
@@ -157,12 +257,12 @@ def cancel(options: Options, ident: str) -> dict:
 
 def cancel_older_than(options: Options, seconds: float,
                       now: float | None = None) -> list[dict[str, Any]]:
-    """Cancel every listed checkpoint (waiting, expired or in doubt; never one running) at
+    """Cancel every listed checkpoint (waiting, expired or in doubt; never one claimed) at
     least `seconds` old. Returns those entries, each with `cancelled` true or false."""
     now = time.time() if now is None else now
     chosen = []
     for entry in pending(options, now):
-        if entry["status"] == "running" or entry["ageSeconds"] < seconds:
+        if entry["status"] == lifecycle.CLAIMED or entry["ageSeconds"] < seconds:
             continue
         envelope = cancel_state(options, entry["stateKey"])
         entry["cancelled"] = envelope.get("status") == "cancelled"
@@ -178,7 +278,10 @@ def gc(options: Options, *, dry_run: bool = False, now: float | None = None,
        recent_s: float = GC_RECENT_S, temp_age_s: float = GC_TEMP_AGE_S) -> dict[str, Any]:
     """Remove (or, with `dry_run`, only list) what no checkpoint needs:
 
-    - checkpoints expired more than `grace_s` ago (with their approval ids);
+    - checkpoints expired more than `grace_s` ago (with their approval ids; each leaves a
+      record, `expired`);
+    - the records of checkpoints that ended (finished, cancelled, expired) longer than
+      LOBSTER_TOMBSTONE_TTL ago (default 7 days), with their approval ids;
     - programs no parked frame refers to and none saved in the last `recent_s` (a halt saves
       its program just before its frame, so a run halting now keeps its program);
     - cache entries older than `cache_age_s`, and compile cache entries whose program is gone;
@@ -191,8 +294,14 @@ def gc(options: Options, *, dry_run: bool = False, now: float | None = None,
     and a program only if nothing saved it since it was found unused."""
     store = options.store()
     now = time.time() if now is None else now
-    report: dict[str, Any] = {"dryRun": dry_run, "checkpoints": [], "keys": [], "programs": [],
-                              "cache": [], "leftovers": []}
+    report: dict[str, Any] = {"dryRun": dry_run, "checkpoints": [], "tombstones": [], "keys": [],
+                              "programs": [], "cache": [], "leftovers": []}
+    for record in lifecycle.collect(store, now - tombstone_s(options), dry_run):
+        report["tombstones"].append(record["stateKey"])
+        if not dry_run:
+            for event in record["events"]:
+                if event.get("event") == "halted" and event.get("approvalId"):
+                    store.remove_approval_id(event["approvalId"])
     referenced: set[str] = set()
     parked_all = store.list_parked()
     for parked in parked_all:
@@ -201,7 +310,7 @@ def gc(options: Options, *, dry_run: bool = False, now: float | None = None,
         except LoadError:
             frame = None
         if parked.expires_at is not None and parked.expires_at + grace_s <= now:
-            if dry_run or store.claim_frame(parked.state_key):
+            if dry_run or lifecycle.expire(store, parked, frame):
                 report["checkpoints"].append(parked.state_key)
                 if not dry_run and frame is not None and frame.pending is not None:
                     store.remove_approval_id(frame.pending.approval_id)

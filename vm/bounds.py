@@ -158,6 +158,14 @@ MAX_STDOUT_BYTES = Bound("output cap", "bytes", 1, 2**53, digits=True, numbers=T
 AGE = Bound("age", "ms", 0, 100 * YEAR_MS, durations=True,
             form="a duration such as 7d, 12h or 30m")
 
+# A resume's claim lease (LOBSTER_CLAIM_LEASE): renewed every third of it, so at least 1 s;
+# at most the longest run, which it must be able to outlive between renewals.
+CLAIM_LEASE = Bound("claim lease", "ms", 1000, TIMEOUT_MS.maximum, durations=True,
+                    form="a duration such as 30s or 5m, at least 1s")
+# How long an ended checkpoint's record is kept (LOBSTER_TOMBSTONE_TTL); 0s: until the next gc.
+TOMBSTONE_TTL = Bound("tombstone TTL", "ms", 0, 100 * YEAR_MS, durations=True,
+                      form="a duration such as 7d, 12h or 0s")
+
 BOUNDS = {"checkpointTtl": CHECKPOINT_TTL, "timeoutMs": TIMEOUT_MS,
           "maxStdoutBytes": MAX_STDOUT_BYTES, "olderThan": AGE}
 

@@ -31,6 +31,7 @@ usage:
   lobster tool [REQUEST | -]             one tool call: request JSON in, envelope out
   lobster pending [--format json] [--older-than 7d [--cancel]]   checkpoints waiting, in doubt
   lobster cancel --id ID                 end one checkpoint (approval id or state key)
+  lobster history ID [--format json]     one checkpoint's record: halted, claimed, outcome
   lobster gc [--dry-run]                 remove what no checkpoint needs
   lobster key list|rotate                the signing key set: list it, or add a new key
   lobster migrate --to NEW.lobster (--id ID | --program HASH) [--dry-run] [--accept ID]
@@ -588,8 +589,8 @@ SUBCOMMAND_HELP = {"run": RUN_HELP, "resume": RESUME_HELP}
 
 
 # completion ---------------------------------------------------------------------------------
-COMMANDS = ("run", "resume", "tool", "pending", "cancel", "gc", "key", "mcp", "graph", "help",
-            "doctor", "completion", "version")
+COMMANDS = ("run", "resume", "tool", "pending", "cancel", "history", "gc", "key", "migrate",
+            "mcp", "graph", "help", "doctor", "completion", "version")
 COMMAND_FLAGS = {
     "run": "--mode --args-json --dry-run --file --timeout --quiet --events --checkpoint-ttl "
            "--help",
@@ -597,6 +598,7 @@ COMMAND_FLAGS = {
               "--checkpoint-ttl --help",
     "pending": "--format --older-than --cancel --help",
     "cancel": "--id --format --help",
+    "history": "--format --help",
     "gc": "--dry-run --format --grace --help",
     "key": "list rotate --format --help",
     "graph": "--file --format --args-json --help",
@@ -800,6 +802,9 @@ def cmd_doctor(argv: list[str], frontend: Frontend | None = None) -> int:
         message = envelope.get("error", {}).get("message", "unexpected output")
         _print_json(protocol.error_envelope("doctor_error", message, "T499"))
         return 1
+    from vm.cli_admin import checkpoint_note
+
+    sys.stderr.write(checkpoint_note(Options(mode="tool", frontend=frontend)))
     item = {"toolMode": True, "protocolVersion": protocol.PROTOCOL_VERSION, "version": __version__}
     if argv:
         item["notes"] = list(argv)
@@ -888,7 +893,7 @@ def _dispatch(args: list[str], frontend: Frontend | None) -> int:
         return cmd_graph(rest, frontend)
     if head == "completion":
         return cmd_completion(rest)
-    if head in ("pending", "cancel", "gc", "key"):
+    if head in ("pending", "cancel", "history", "gc", "key"):
         from vm import cli_admin
 
         return getattr(cli_admin, f"cmd_{head}")(rest)
@@ -910,13 +915,16 @@ def _dispatch(args: list[str], frontend: Frontend | None) -> int:
 
 
 def _install_signal_handlers() -> None:
-    """SIGINT, SIGTERM, SIGHUP: kill every child's process group, say so, exit 128+N. State
-    writes are atomic, so a checkpoint is either whole or absent."""
+    """SIGINT, SIGTERM, SIGHUP: kill every child's process group, leave every claim this process
+    holds in doubt with the signal as its reason, say so, exit 128+N. State writes are atomic,
+    so a checkpoint is either whole or absent."""
 
     def stop(signum, _frame):
         from vm.process import kill_all
+        from vm.store.lifecycle import abandon_all
 
         kill_all()
+        abandon_all(f"the resume was stopped by {signal.Signals(signum).name}")
         sys.stderr.write(f"Received {signal.Signals(signum).name}\n")
         sys.stderr.flush()
         os._exit(128 + signum)

@@ -12,15 +12,18 @@ from vm.protocol import Options, RequestError
 PENDING_USAGE = """\
 usage: lobster pending [--format text|json] [--older-than DURATION [--cancel]]
 
-List the checkpoints that wait for a decision (waiting or expired) and the claims whose resume
-did not finish (in_doubt) or is still running. --older-than 7d keeps those at least that old
-(durations: 30m, 12h, 7d, 1w, 1h30m); with --cancel they are cancelled (never a running one).
+List the checkpoints that wait for a decision (waiting or expired), those being resumed now
+(claimed: their resume holds a live lease) and those whose resume failed, was cut off or
+stopped renewing its lease (in_doubt, with the reason and the step reached). --older-than 7d
+keeps those at least that old (durations: 30m, 12h, 7d, 1w, 1h30m); with --cancel they are
+cancelled (never a claimed one). `lobster history ID` shows one checkpoint's whole record.
 """
 CANCEL_USAGE = """\
 usage: lobster cancel --id ID
 
 End one checkpoint, by its approval id or the state key `lobster pending` lists: the same as
-`lobster resume --id ID --cancel`. A claim in doubt is cleared.
+`lobster resume --id ID --cancel`. A claim in doubt (or whose lease expired) is cleared; one
+being resumed under a live lease is not (T435). The checkpoint's record stays, cancelled.
 """
 GC_USAGE = """\
 usage: lobster gc [--dry-run] [--format text|json] [--grace DURATION]
@@ -41,6 +44,17 @@ was made, and how many waiting checkpoints it signed. `rotate` adds a new key th
 now on; the old ones keep verifying until their checkpoints end, and `lobster gc` then retires
 them. After a key was lost, `rotate` starts a new one (the checkpoints the lost key signed can
 only be cancelled).
+"""
+
+
+HISTORY_USAGE = """\
+usage: lobster history ID [--format text|json]
+
+Show one checkpoint's record: where it is now (waiting, expired, claimed, finished, in_doubt,
+cancelled) and what happened to it: halted (program and items hashes, when), claimed (when, by
+which process, the decision and the approver's identity), and how it ended. ID is its approval
+id, its resume token, or the state key `lobster pending` lists. Ended checkpoints are kept for
+LOBSTER_TOMBSTONE_TTL (default 7d), then `lobster gc` removes their records.
 """
 
 
@@ -147,8 +161,12 @@ def cmd_pending(argv: list[str]) -> int:
     for e in entries:
         status = e["status"] + ("" if "cancelled" not in e
                                 else " (cancelled)" if e["cancelled"] else " (not cancelled)")
-        detail = e.get("prompt") or (f"claimed by {e['claimedBy']}" if e.get("claimedBy")
-                                     else e.get("error", ""))
+        if e["status"] == "in_doubt":
+            detail = f"{e.get('reason')} (claimed by {e.get('claimedBy') or 'unknown'})"
+        elif e["status"] == "claimed":
+            detail = f"being resumed by {e.get('claimedBy')} (lease until {e.get('leaseUntil')})"
+        else:
+            detail = e.get("prompt") or e.get("error", "")
         rows.append((e["approvalId"] or e["stateKey"], status, e["kind"] or "-",
                      _age(e["ageSeconds"]), e.get("step") or "-", e.get("source") or "-",
                      e.get("expiresAt") or "-", detail or ""))
@@ -173,6 +191,62 @@ def cmd_cancel(argv: list[str]) -> int:
     return protocol.exit_code(envelope)
 
 
+def checkpoint_note(options: Options) -> str:
+    """`lobster doctor`'s line on the store's checkpoints, by state (stderr; the envelope stays
+    the original's): empty when none waits, runs or is in doubt."""
+    import collections
+
+    from vm import admin
+
+    try:
+        counts = collections.Counter(e["status"] for e in admin.pending(options))
+    except (RequestError, protocol.StoreError):
+        return ""
+    if not counts:
+        return ""
+    order = ("waiting", "expired", "claimed", "in_doubt")
+    said = ", ".join(f"{counts[s]} {s.replace('_', ' ')}" for s in order if counts[s])
+    hint = " (a resume failed or was cut off: `lobster pending` lists why, `lobster history ID` " \
+        "shows the record, `lobster cancel --id ID` clears it)" if counts["in_doubt"] else ""
+    return f"lobster doctor: checkpoints: {said}{hint}\n"
+
+
+def cmd_history(argv: list[str]) -> int:
+    from vm import admin
+
+    ident = None
+    rest = []
+    for word in argv:
+        if ident is None and not word.startswith("-"):
+            ident = word
+        else:
+            rest.append(word)
+    try:
+        values = _parse(rest, {"format", "id"}, set(), HISTORY_USAGE)
+        ident = ident or values.get("id")
+        if not ident:
+            raise Usage("history requires an ID (approval id, resume token or state key)")
+    except Usage as exc:
+        return _usage_error(exc, HISTORY_USAGE)
+    answer = admin.history(_options(), ident)
+    if values.get("format") == "json" or not answer.get("ok"):
+        _print_json(answer)
+        return protocol.exit_code(answer)
+    checkpoint = answer["checkpoint"]
+    head = f"{checkpoint['stateKey']}"
+    if checkpoint.get("approvalId"):
+        head += f" (approval id {checkpoint['approvalId']})"
+    sys.stdout.write(f"{head}: {checkpoint['state']}\n")
+    if checkpoint.get("reason"):
+        step = f" at step {checkpoint['step']}" if checkpoint.get("step") else ""
+        sys.stdout.write(f"  in doubt{step}: {checkpoint['reason']}\n")
+    for event in checkpoint["events"]:
+        details = ", ".join(f"{k}={v}" for k, v in event.items()
+                            if k not in ("event", "at") and v is not None)
+        sys.stdout.write(f"  {event.get('at') or '-'}  {event['event']:<9} {details}\n")
+    return 0
+
+
 def cmd_gc(argv: list[str]) -> int:
     from vm import admin
 
@@ -183,6 +257,9 @@ def cmd_gc(argv: list[str]) -> int:
         return _usage_error(exc, GC_USAGE)
     try:
         report = admin.gc(_options(), dry_run=bool(values.get("dry-run")), grace_s=grace)
+    except RequestError as exc:  # a bad LOBSTER_TOMBSTONE_TTL
+        _print_json(exc.envelope)
+        return protocol.exit_code(exc.envelope)
     except protocol.StoreError as exc:
         _print_json(protocol.store_error(exc))
         return 1
@@ -190,7 +267,8 @@ def cmd_gc(argv: list[str]) -> int:
         _print_json(report)
         return 0
     verb = "would remove" if report["dryRun"] else "removed"
-    labels = (("checkpoints", "expired checkpoint"), ("keys", "retired key"),
+    labels = (("checkpoints", "expired checkpoint"),
+              ("tombstones", "record of an ended checkpoint"), ("keys", "retired key"),
               ("programs", "program"), ("cache", "cache entry"), ("leftovers", "leftover"))
     for key, label in labels:
         for name in report[key]:

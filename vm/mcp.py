@@ -29,7 +29,8 @@ usage: lobster mcp
 
 Serve Lobster as an MCP server over stdin/stdout: the tools lobster_run and lobster_resume
 take the fields of `lobster tool`'s run and resume requests and return its envelope;
-lobster_pending lists the checkpoints that wait, as `lobster pending --format json` does.
+lobster_pending lists the checkpoints that wait, as `lobster pending --format json` does;
+lobster_history shows one checkpoint's record, as `lobster history ID --format json` does.
 Runs start in the directory the server was started in; state lives in LOBSTER_STATE_DIR
 (or LOBSTER_STORE), as for every lobster command. Needs the extra: pip install 'lobster[mcp]'.
 """
@@ -60,9 +61,17 @@ TOOLS: dict[str, tuple[str, str]] = {
     "lobster_pending": (
         "pending",
         "List the checkpoints that wait for a decision (status waiting, or expired past their "
-        "expiry) and the claims whose resume did not finish (in_doubt) or still runs "
-        "(running): approvalId, stateKey, kind, prompt, step, source, createdAt, ageSeconds, "
-        "expiresAt. Resume one with lobster_resume (approvalId), or end it with cancel=true."),
+        "expiry), those being resumed (claimed, with leaseUntil) and those whose resume did "
+        "not finish (in_doubt, with reason and step): approvalId, stateKey, kind, prompt, "
+        "step, source, createdAt, ageSeconds, expiresAt. Resume one with lobster_resume "
+        "(approvalId), or end it with cancel=true."),
+    "lobster_history": (
+        "history",
+        "One checkpoint's record, by id (its approvalId, resumeToken or stateKey): its state "
+        "now (waiting, expired, claimed, finished, in_doubt with reason and step, cancelled) "
+        "and its events: halted (program and items hashes, when), claimed (when, by which "
+        "process, decision, approvedBy), and how it ended. The audit trail of who approved "
+        "what."),
 }
 
 
@@ -72,6 +81,10 @@ def request_fields(action: str) -> dict[str, tuple[dict, str]]:
         from vm.admin import PENDING_FIELDS
 
         return PENDING_FIELDS
+    if action == "history":
+        from vm.admin import HISTORY_FIELDS
+
+        return HISTORY_FIELDS
     return protocol.REQUEST_FIELDS[action]
 
 
@@ -82,7 +95,8 @@ def input_schema(action: str) -> dict[str, Any]:
     return {"type": "object",
             "properties": {name: {**schema, "description": text}
                            for name, (schema, text) in fields.items()},
-            "required": list(protocol.REQUIRED_FIELDS.get(action, ())),
+            "required": ["id"] if action == "history"
+            else list(protocol.REQUIRED_FIELDS.get(action, ())),
             "additionalProperties": False}
 
 
@@ -122,6 +136,10 @@ def call(name: str, arguments: dict[str, Any] | None, options: protocol.Options,
         from vm.admin import pending_request
 
         return pending_request(arguments or {}, options)
+    if action == "history":
+        from vm.admin import history_request
+
+        return history_request(arguments or {}, options)
     return protocol.handle({**(arguments or {}), "action": action}, options, scope=scope)
 
 
@@ -187,6 +205,36 @@ class FrameReader:
                 start = end + 1
 
 
+# Calls still running in worker threads. A call the client cancelled, or that was running when
+# the client closed stdin, goes on until its run sees its scope cancelled and records what
+# became of its checkpoint (in doubt, vm/store/lifecycle.py); the server waits for that
+# (at most SETTLE_S) before it exits, so the record is written by the resume, not left to its
+# lease running out.
+_RUNNING: set = set()
+SETTLE_S = 10.0
+
+
+def _tracked(name: str, arguments: dict[str, Any] | None, options: protocol.Options,
+             scope) -> dict:
+    import threading
+
+    done = threading.Event()
+    _RUNNING.add(done)
+    try:
+        return call(name, arguments, options, scope)
+    finally:
+        done.set()
+        _RUNNING.discard(done)
+
+
+def _settle(timeout: float = SETTLE_S) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    for done in list(_RUNNING):
+        done.wait(max(0.0, deadline - time.monotonic()))
+
+
 async def serve(options: protocol.Options) -> None:
     """Serve MCP over this process's stdin/stdout until the client closes stdin."""
     import anyio
@@ -219,7 +267,7 @@ async def serve(options: protocol.Options) -> None:
             scope = Scope()
             try:
                 envelope = await anyio.to_thread.run_sync(
-                    partial(call, params.name, params.arguments, options, scope),
+                    partial(_tracked, params.name, params.arguments, options, scope),
                     abandon_on_cancel=True, limiter=limiter)
             except anyio.get_cancelled_exc_class():
                 scope.cancel()  # the client gave up: this run's children go with it
@@ -275,5 +323,8 @@ def main(argv: Sequence[str], frontend: Frontend | None = None) -> int:
     except ImportError:
         sys.stderr.write(MISSING + "\n")
         return 1
-    anyio.run(serve, protocol.Options(mode="tool", frontend=frontend))
+    try:
+        anyio.run(serve, protocol.Options(mode="tool", frontend=frontend))
+    finally:
+        _settle()
     return 0

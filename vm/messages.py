@@ -110,6 +110,9 @@ class ErrorInfo(TypedDict):
     message: str
     code: NotRequired[str]
     location: NotRequired[Location]
+    checkpoint: NotRequired[dict]
+    """A refused resume: the checkpoint's state (`claimed`, `in_doubt`, `finished`,
+    `cancelled`, `expired`), when and by whom it was claimed, and how and when it ended."""
 
 
 class ErrorEnvelope(TypedDict):

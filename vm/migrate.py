@@ -8,17 +8,15 @@ new pin and pcs, and the store signs it (`save_frame` writes its MAC). A record 
 kept with the checkpoint (`history`).
 
 Atomic per checkpoint, and exactly one of a migration and a concurrent resume wins: the
-migration takes the frame with the store's claim (`claim_frame`), as a resume does, and parks
-the rewritten frame again; a resume that loses gets `... resume state not found`, as it would
-against another resume, and a migration that loses reports `resumed meanwhile`. This module
-uses only the claim API of vm/store (claim_frame / save_frame / finish_claim): when the store
-grows a lifecycle module with a checkpoint history, `_repark` and `_record` are the two places
-that move onto it.
+migration claims the checkpoint through its lifecycle (vm/store/lifecycle.py), as a resume
+does, and releases the claim with the rewritten frame parked in its place; the move is an event
+of the checkpoint's record (`lobster history`). A resume that loses gets `... resume state not
+found`, as it would against another resume, and a migration that loses reports `resumed
+meanwhile`.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from attrs import evolve, field, frozen
@@ -184,14 +182,17 @@ def _one(store: Any, key: str, new: Program, check: Any, dry_run: bool,
     data = codec.dump_frame(moved)
     store.save_program(new.hash, lambda: codec.dump_program(new),
                        intact=lambda b: codec.intact(b, new.hash))
-    from vm.store.claims import Claimant
+    from vm.store import lifecycle
 
-    if not store.claim_frame(key, Claimant("migrate", approval_id or key)):
+    taken = lifecycle.claim(store, parked, frame, decision="migrate", via="migrate")
+    if taken is None:
         return MigrationResult(**done, gate=verdict.gate, status="resumed meanwhile",
                                checked=verdict.checked, diff=verdict.diff)
-    _repark(store, key, data, parked.expires_at, signer)
-    _record(store, key, {"at": time.time(), "from": old.hash, "to": new.hash,
-                         "gate": verdict.gate, "accepted": list(accept)})
+    # signed with the key that signed it before (its token's), so gc keeps that key while the
+    # frame waits
+    taken.release(data, parked.expires_at, {"event": MIGRATED, "from": old.hash,
+                                            "to": new.hash, "gate": verdict.gate,
+                                            "accepted": list(accept)}, key=signer)
     return MigrationResult(**done, gate=verdict.gate, status="migrated",
                            checked=verdict.checked, diff=verdict.diff)
 
@@ -221,36 +222,15 @@ def _rewrite(frame: Any, old: Program, new: Program, verdict: MigrationCheck) ->
     return out
 
 
-def _repark(store: Any, key: str, data: bytes, expires_at: float | None,
-            signer: bytes) -> None:
-    """Park the rewritten frame under its key again and drop the migration's claim. The
-    directory store keeps the claim as a renamed file that finish_claim removes; the
-    PostgreSQL store's save_frame turns the claimed row back into a parked one, and a
-    finish_claim after it could remove the claim of a resume that took the new frame. The
-    frame is signed with the key that signed it before (its token's), so gc keeps that key
-    while the frame waits."""
-    store.save_frame(key, data, expires_at=expires_at, key=signer)
-    from vm.store.directory import Store
-
-    if isinstance(store, Store):
-        store.finish_claim(key)
-
-
-HISTORY_KEY = "lobster migrations {key}"
-
-
-def _record(store: Any, key: str, entry: dict[str, Any]) -> None:
-    """Append the move to the checkpoint's migration history (a store value until the
-    lifecycle history exists)."""
-    name = HISTORY_KEY.format(key=key)
-    found = store.get_value(name, default=[])
-    store.set_value(name, [*(found if isinstance(found, list) else []), entry])
+MIGRATED = "migrated"  # the event a move leaves in the checkpoint's record
 
 
 def history(store: Any, key: str) -> list[dict[str, Any]]:
-    """The recorded migrations of one checkpoint, oldest first."""
-    found = store.get_value(HISTORY_KEY.format(key=key), default=[])
-    return found if isinstance(found, list) else []
+    """The recorded migrations of one checkpoint, oldest first (its `migrated` events)."""
+    from vm.store import lifecycle
+
+    record = lifecycle.status(store, key).record or {}
+    return [e for e in record.get("events", []) if e.get("event") == MIGRATED]
 
 
 # the command -----------------------------------------------------------------------------------

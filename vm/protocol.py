@@ -22,7 +22,7 @@ from vm.frame import Frame
 from vm.frontend import WORKFLOW_EXTENSIONS
 from vm.process import Scope
 from vm.program import Program
-from vm.store import StateStore, StoreError, open_store
+from vm.store import StateStore, StoreError, lifecycle, open_store
 from vm.store.base import SigningKeyError, approval_id_form
 
 if TYPE_CHECKING:
@@ -557,9 +557,8 @@ def _drive_with(program: Program, frame: Frame, options: Options, settings: Sett
         try:
             envelope = _park(program, outcome.frame, options, settings)
         except OSError as exc:  # the state dir is a file, read-only, full...
-            return error_envelope("runtime_error", f"The state store at "
-                                  f"{options.store().location} cannot be written: "
-                                  f"{exc.strerror or exc}", "T450")
+            raise StoreError(f"The state store at {options.store().location} cannot be "
+                             f"written: {exc.strerror or exc}") from None
         if events is not None:
             pending = outcome.frame.pending
             events.halted(outcome.frame.pc - 1, pending.kind, pending.approval_id,
@@ -727,39 +726,106 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
         frame, program = _load(store, parked)
         pending = frame.pending
         approved_by = _check_decision(frame, decision, options.env)
-        ends = decision.approve is False
-        if not store.claim_frame(state_key, None if ends else _claimant(pending)):
-            raise RequestError(not_found, "T430", kind="runtime_error")
-        if ends:
-            store.remove_approval_id(pending.approval_id)
-            return ok_envelope("cancelled", [])
-        try:
-            machine.apply_decision(frame, decision.response, approved_by)
-            envelope = _drive(program, frame, options,
-                              evolve(settings, cwd=frame.cwd, mode=frame.mode), scope)
-        except (RequestError, StoreError):
-            _finish_claim(store, state_key, pending.approval_id, options)
-            raise
-        _finish_claim(store, state_key, pending.approval_id, options)
-        return envelope
+        if scope.cancelled:  # the caller gave up before anything was taken: it still waits
+            raise RequestError("the resume was cancelled before it began; the checkpoint still "
+                               "waits", "T422", kind="runtime_error")
+        taken = lifecycle.claim(store, parked, frame, decision=_decision_name(decision),
+                                approved_by=approved_by or _approver(options.env),
+                                lease_s=claim_lease_s(options),
+                                via="approvalId" if approval_id else "token",
+                                step=_step_reached(program, frame))
+        if taken is None:
+            return _unparked(store, state_key, decision, not_found, approval_id)
+        return _run_claimed(taken, program, frame, decision, approved_by, options,
+                            evolve(settings, cwd=frame.cwd, mode=frame.mode), scope)
     except RequestError as exc:
         return exc.envelope
     except StoreError as exc:
         return store_error(exc)
 
 
+def _run_claimed(taken: lifecycle.Claim, program: Program, frame: Frame, decision: Decision,
+                 approved_by: str | None, options: Options, settings: Settings,
+                 scope: Scope) -> dict:
+    """Step a claimed checkpoint forward, and end its claim by what became of the run: the
+    next state durable (a checkpoint saved, or the final envelope made) is `finished`; a store
+    that failed to take that next state, an exception, an interrupt, or a caller who cancelled
+    the run while it ran leave it `in_doubt`, with why and the step reached."""
+    if decision.approve is False:
+        taken.finish("cancelled")
+        return ok_envelope("cancelled", [])
+    taken.progress = lambda: _step_reached(program, frame)
+    try:
+        machine.apply_decision(frame, decision.response, approved_by)
+        envelope = _drive(program, frame, options, settings, scope)
+    except RequestError as exc:  # a limit at the end (T423, T424, T425): the run's final answer
+        taken.finish("error", exc.envelope["error"].get("code"))
+        raise
+    except StoreError as exc:
+        taken.doubt(f"its next checkpoint could not be saved: {exc}", _step_reached(program,
+                                                                                     frame))
+        envelope = store_error(exc)
+        envelope["error"]["checkpoint"] = lifecycle.status(taken.store, taken.state_key).summary()
+        return envelope
+    except BaseException as exc:  # a bug, KeyboardInterrupt, SystemExit: the run stops here
+        what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        taken.doubt(f"the resume was interrupted ({what[:300]})", _step_reached(program, frame))
+        raise
+    if not envelope.get("ok") and scope.cancelled:
+        taken.doubt(f"the resume was cancelled by its caller while it ran "
+                    f"({envelope['error'].get('code')}: {envelope['error']['message'][:300]})",
+                    _step_reached(program, frame))
+        envelope["error"]["checkpoint"] = lifecycle.status(taken.store, taken.state_key).summary()
+        return envelope
+    if envelope.get("ok"):
+        halt = envelope.get("requiresApproval") or envelope.get("requiresInput")
+        next_key = None
+        if halt:
+            try:
+                next_key = tokens.decode(halt["resumeToken"]).state_key
+            except tokens.TokenError:
+                next_key = None
+        taken.finish(envelope["status"], None, next_key, (halt or {}).get("approvalId"))
+    else:
+        taken.finish("error", envelope["error"].get("code"))
+    return envelope
+
+
+def _decision_name(decision: Decision) -> str:
+    if decision.cancel:
+        return "cancel"
+    if decision.has_response:
+        return "input"
+    return "approve" if decision.approve else "reject"
+
+
+def _approver(env: Mapping[str, str]) -> str | None:
+    """Who answers, as the environment says (recorded in the checkpoint's history)."""
+    return (env.get("LOBSTER_APPROVAL_APPROVED_BY") or "").strip() or None
+
+
+def _step_reached(program: Program, frame: Frame) -> str | None:
+    """The step the frame is in (the last instruction it ran), for a record in doubt."""
+    step = program.step_at(max(frame.pc - 1, 0))
+    return step.id if step is not None else None
+
+
 def _cancel_parked(store: StateStore, parked, approval_id: str | None, not_found: str) -> dict:
     """End a parked checkpoint. Nothing in it runs, so nothing limits this: a frame too large,
     unreadable or not authentic is cancelled too. Its approval id goes with it (the frame's
-    own only when this store wrote the frame; an id left behind is collected by `gc`)."""
+    own only when this store wrote the frame; an id left behind is collected by `gc`), and its
+    record stays, `cancelled`, as a tombstone."""
     ids = {approval_id}
+    frame = None
     if parked.authentic(_keys_if_any(store)):
         try:
-            ids.add(codec.load_frame(parked.blob).pending.approval_id)
+            frame = codec.load_frame(parked.blob)
+            ids.add(frame.pending.approval_id)
         except (LoadError, AttributeError):
-            pass
-    if not store.claim_frame(parked.state_key):
-        raise RequestError(not_found, "T430", kind="runtime_error")
+            frame = None
+    before = lifecycle.cancel(store, parked.state_key, frame)
+    if before.state not in (lifecycle.WAITING, lifecycle.EXPIRED):  # taken meanwhile
+        return _unparked(store, parked.state_key, Decision(), not_found, approval_id)
     for halt_id in ids:
         store.remove_approval_id(halt_id)
     return ok_envelope("cancelled", [])
@@ -780,69 +846,79 @@ def cancel_state(options: Options, state_key: str) -> dict:
                    state_key=state_key)
 
 
-def _claimant(pending):
-    """Who claims a frame: this process, and the halt it resumes (approval id or step)."""
-    from vm.store.claims import Claimant
-
-    return Claimant(pending.kind, pending.approval_id or pending.step or "")
-
-
-def _finish_claim(store: StateStore, state_key: str, approval_id: str | None,
-                  options: Options) -> None:
-    """The resumed run reached its next checkpoint or its end: its claim record goes, and then
-    the approval id that led to it (kept until now, so a retry finds the record)."""
-    try:
-        store.remove_approval_id(approval_id)
-        store.finish_claim(state_key)
-    except StoreError as exc:  # the run's envelope matters more; the record reads as in doubt
-        options.log(f"lobster: could not clear the claim of {state_key}: {exc}\n")
-
-
 def _unparked(store: StateStore, state_key: str, decision: Decision, not_found: str,
               approval_id: str | None) -> dict:
-    """No frame to resume: consumed (not found), being resumed right now by a live process on
-    this host (not found, as for any concurrent resume), or claimed by a resume that did not
-    finish (in doubt: refused with when and by whom; a cancel clears the record)."""
-    record = store.claim_record(state_key)
-    if record is None or claim_is_running(record):
+    """No frame to resume, and the checkpoint's record says why: being resumed right now (a
+    live lease: T435), ended (finished, cancelled or expired: T436, the original's "not found"
+    words, and how and when it ended in `error.checkpoint`), in doubt (T432; a cancel clears
+    it) or never known (T430)."""
+    current = lifecycle.status(store, state_key)
+    if current.state == lifecycle.IN_DOUBT:
+        if decision.cancel:
+            lifecycle.cancel(store, state_key)
+            halted = current.event("halted") or {}
+            claimant = current.claim.claimant if current.claim else None
+            for halt_id in (approval_id, halted.get("approvalId"),
+                            claimant.halt_id if claimant else None):
+                if halt_id and approval_id_form(halt_id) == halt_id:
+                    store.remove_approval_id(halt_id)
+            return ok_envelope("cancelled", [])
+        claimed = current.event("claimed") or {}
+        if claimed:
+            at, who = claimed.get("at"), claimed.get("by")
+        elif current.claim is not None:
+            claimant = current.claim.claimant
+            at = current.claim.claimed_at
+            who = f"{claimant.pid}@{claimant.host}" if claimant else None
+        else:
+            at, who = None, None
+        when = iso_time(at) if isinstance(at, (int, float)) else "an unknown time"
+        step = f" at step {current.step}" if current.step else ""
+        error = RequestError(f"This checkpoint was claimed at {when} by "
+                             f"{who or 'a resume whose record was lost'} and did not finish"
+                             f"{step}: {current.reason} (its step may have run; `lobster "
+                             "pending` lists it, `lobster history` shows it, a cancel clears "
+                             "it)", "T432", kind="runtime_error")
+    elif current.state == lifecycle.CLAIMED:
+        error = RequestError(not_found, "T435", kind="runtime_error")
+    elif current.state in lifecycle.ENDED:
+        claimed = current.event("claimed") or {}
+        if approval_id and claimed.get("via") == "approvalId":  # the id was spent, as the
+            error = RequestError(unknown_approval_id(approval_id), "E505")  # original says
+        else:
+            error = RequestError(not_found, "T436", kind="runtime_error")
+    else:
         raise RequestError(not_found, "T430", kind="runtime_error")
-    claimant = record.claimant
-    if decision.cancel:
-        for halt_id in (approval_id, claimant.halt_id if claimant else None):
-            if halt_id and approval_id_form(halt_id) == halt_id:
-                store.remove_approval_id(halt_id)
-        store.finish_claim(state_key)
-        return ok_envelope("cancelled", [])
-    who = f"{claimant.pid}@{claimant.host}" if claimant else "a resume whose record was lost"
-    raise RequestError(f"This checkpoint was claimed at {iso_time(record.claimed_at)} by {who} "
-                       "and did not finish (its step may have run; `lobster pending` lists it, "
-                       "a cancel clears it)", "T432", kind="runtime_error")
+    error.envelope["error"]["checkpoint"] = {"stateKey": state_key, **current.summary()}
+    raise error
 
 
-CLAIM_SETTLE_S = 60
+LEASE_VARIABLE = "LOBSTER_CLAIM_LEASE"
+TOMBSTONE_VARIABLE = "LOBSTER_TOMBSTONE_TTL"
 
 
-def claim_is_running(record) -> bool:
-    """The claim belongs to a process of this host that is still alive, or is being recorded
-    right now (a claim whose record is not written yet, less than a minute old)."""
-    claimant = record.claimant
-    if claimant is None:
-        return time.time() - record.claimed_at < CLAIM_SETTLE_S
-    if claimant.pid <= 0 or claimant.host != _hostname():
-        return False
+def claim_lease_s(options: Options) -> float:
+    """How long a claim's lease runs before its resume must renew it (renewed every third of
+    it): LOBSTER_CLAIM_LEASE (a duration, at least 1s), else 30 s. A bad value is E004."""
+    return _env_duration_s(options.env, LEASE_VARIABLE, lifecycle.LEASE_S, bounds.CLAIM_LEASE)
+
+
+def tombstone_s(options: Options) -> float:
+    """How long the record of an ended checkpoint is kept before gc removes it:
+    LOBSTER_TOMBSTONE_TTL (a duration), else 7 days. A bad value is E004."""
+    return _env_duration_s(options.env, TOMBSTONE_VARIABLE, lifecycle.TOMBSTONE_S,
+                           bounds.TOMBSTONE_TTL)
+
+
+def _env_duration_s(env: Mapping[str, str], name: str, default: float,
+                    bound: bounds.Bound) -> float:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
     try:
-        os.kill(claimant.pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # alive, someone else's
-        return True
-    return True
-
-
-def _hostname() -> str:
-    import socket
-
-    return socket.gethostname()
+        return bound.parse(raw, name) / 1000
+    except bounds.BoundError as exc:
+        raise RequestError(str(exc), "E004", kind="runtime_error") from None
 
 
 def _refuse_expired(expires_at: float | None) -> None:

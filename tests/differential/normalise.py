@@ -41,8 +41,9 @@ OUR_RENDERING = re.compile(
 VERSION_ARGV = (["version"], ["--version"], ["-v"])
 
 COMPARED = ("exitCode", "stdoutJson", "stdout", "stderr")
-# Additive error fields of ours (SPEC section 4); the original has neither.
-OURS_ONLY = ("code", "location")
+# Additive error fields of ours (SPEC section 4; `checkpoint`: issue 24, a refused resume's
+# checkpoint state); the original has none of them.
+OURS_ONLY = ("code", "location", "checkpoint")
 
 
 class Normaliser:

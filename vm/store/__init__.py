@@ -1,5 +1,6 @@
 """The store a run's state lives in: `open_store` picks the backend from a location (a state
-directory path, or a `postgresql://` URL); `StateStore` is what every backend provides."""
+directory path, or a `postgresql://` URL); `StateStore` is what every backend provides;
+`lifecycle` owns a checkpoint's states (claim, lease, finish, doubt, cancel) on top of it."""
 
 from __future__ import annotations
 

@@ -226,15 +226,45 @@ class StateStore(Protocol):
     def list_parked(self) -> list[Parked]:
         """Every parked (unclaimed) frame, oldest first."""
 
-    def claim_frame(self, state_key: str, claimant: Claimant | None = None) -> bool:
+    def claim_frame(self, state_key: str, claimant: Claimant | None = None,
+                    lease_until: float | None = None, record: bytes | None = None) -> bool:
         """Take the frame for this resume (read it first): exactly one concurrent caller gets
-        True. With a claimant, a claim record stays until finish_claim."""
+        True. With a claimant, a claim record (with its lease, unix seconds) stays until
+        finish_claim or settle_claim; `record` (the checkpoint's lifecycle record) is
+        written with the claim and durable with it."""
+
+    def renew_claim(self, state_key: str, lease_until: float) -> bool:
+        """Extend a claim's lease (not necessarily durable); False when it has no claim."""
 
     def finish_claim(self, state_key: str) -> None:
-        """The resumed run reached its next checkpoint or its end: remove its claim record."""
+        """Remove the claimed frame and its claim record (nothing to do when there is none)."""
+
+    def repark(self, state_key: str, blob: bytes, expires_at: float | None,
+               key: bytes | None = None) -> None:
+        """This process's claim ends with `blob` parked in its place, waiting again (a
+        migration): never a moment without the frame, and never another caller's claim
+        removed (one that took the new frame at once keeps it)."""
 
     def in_doubt(self) -> list[ClaimRecord]:
-        """Claims not finished, oldest first."""
+        """Every claim not finished (live lease or not), oldest first. The lifecycle
+        (vm/store/lifecycle.py) tells live ones from those in doubt."""
+
+    def write_record(self, state_key: str, record: bytes, durable: bool = True) -> None:
+        """Replace a checkpoint's lifecycle record (JSON bytes), whole or not at all."""
+
+    def settle_claim(self, state_key: str, record: bytes, durable: bool = True) -> None:
+        """A claim ends: write its record, then remove the claimed frame (a crash between the
+        two leaves the record, which wins)."""
+
+    def read_record(self, state_key: str) -> bytes | None:
+        """A checkpoint's lifecycle record, or None."""
+
+    def list_records(self, ended: bool = True) -> list[tuple[str, bytes]]:
+        """(state key, record) of every lifecycle record; with `ended=False` those of ended
+        checkpoints (tombstones) may be left out."""
+
+    def remove_record(self, state_key: str) -> None:
+        """Forget a checkpoint's record (gc of a tombstone)."""
 
     def claim_record(self, state_key: str) -> ClaimRecord | None:
         """The record of a claim of this frame that has not finished, if there is one."""

@@ -48,6 +48,7 @@ class ClaimRecord:
     state_key: str
     claimed_at: float  # unix seconds
     claimant: Claimant | None
+    lease_until: float | None = None  # unix seconds; None or past: no live holder
 
 
 # The state directory's claim record is the name of the claimed frame file:

@@ -22,6 +22,10 @@ rename, fsync of the dir), except cache entries, which are hints and are not syn
                                    sync makes the claim and its record durable. Earlier
                                    versions renamed to <state_key>.claimed and wrote the record
                                    (JSON) into it; those are still read
+  <state>/runs/<state_key>.record  the checkpoint's record once claimed (JSON, written by
+                                   vm/store/lifecycle.py): its state and history; kept as a
+                                   tombstone after it ends, until gc. A claim file's mtime is
+                                   the claim's lease (unix seconds), renewed while it runs
   <state>/values/<key>.json        state.get / state.set / diff.last values (pretty JSON)
   <state>/cache/<key>.json         compile cache entries (kind "compile")
   <state>/cache/<kind>/<key>.json  other cache entries
@@ -383,23 +387,94 @@ class Store:
         found = [p for p in map(self.read_parked, self._keys("frame")) if p is not None]
         return sorted(found, key=lambda p: (p.created_at, p.state_key))
 
-    def claim_frame(self, state_key: str, claimant: Claimant | None = None) -> bool:
+    def claim_frame(self, state_key: str, claimant: Claimant | None = None,
+                    lease_until: float | None = None, record: bytes | None = None) -> bool:
         """Take the frame for this resume (read it first): exactly one concurrent caller
         removes the file (or, with a claimant, renames it to a name that holds its claim
-        record), and only that one goes on. A claim record is durable when this returns: the
-        rename is the record, and one directory sync covers it."""
+        record), and only that one goes on. The lease is the claim file's mtime (set on the
+        frame just before the rename, so the claim never appears without it); `record` (the
+        lifecycle's record of this checkpoint) is written beside it, and one directory sync
+        makes the claim and the record's name durable when this returns. The record's bytes are
+        not synced (it would cost a data flush per resume): a power cut may leave it unreadable,
+        and the lifecycle then reads the claim in doubt; the claim file's name keeps who
+        claimed it and when, and the file itself the frame."""
         if claimant is None:
             return _remove(self.frame_path(state_key))
         from vm.store.claims import claim_file_name
 
-        record = os.path.join(self.runs, claim_file_name(state_key, claimant, time.time()))
+        frame = self.frame_path(state_key)
+        path = os.path.join(self.runs, claim_file_name(state_key, claimant, time.time()))
         try:
-            os.rename(self.frame_path(state_key), record)
+            parked_at = os.stat(frame).st_mtime
+            if lease_until is not None:
+                os.utime(frame, (lease_until, lease_until))
+            os.rename(frame, path)
         except FileNotFoundError:
             return False
-        _fsync_dir(self.runs)
-        self._claimed[state_key] = record
+        self._claimed[state_key] = path
+        try:
+            if record is not None:
+                atomic_write(self.record_path(state_key), record, sync=False)
+            _fsync_dir(self.runs)
+        except OSError as exc:  # a full disk: nothing ran yet, so the frame waits again
+            try:
+                os.rename(path, frame)
+                os.utime(frame, (parked_at, parked_at))
+                self._claimed.pop(state_key, None)
+            except OSError:
+                pass  # the claim stays; its lease runs out and it reads in doubt
+            raise StoreError(f"the state directory {self.root} cannot be written: "
+                             f"{exc.strerror or exc}") from None
         return True
+
+    def renew_claim(self, state_key: str, lease_until: float) -> bool:
+        """Move the lease of this checkpoint's claim to `lease_until` (not synced: a lease
+        lost in a crash only ends sooner). False when there is no claim any more."""
+        paths = [self._claimed[state_key]] if state_key in self._claimed else []
+        paths += [path for path, _ in self._claims(state_key) if path not in paths]
+        for path in paths:
+            try:
+                os.utime(path, (lease_until, lease_until))
+                return True
+            except FileNotFoundError:
+                continue
+        return False
+
+    # checkpoint records (vm/store/lifecycle.py writes them) ---------------------------------
+    def record_path(self, state_key: str) -> str:
+        return os.path.join(self.runs, f"{state_key}.record")
+
+    def write_record(self, state_key: str, record: bytes, durable: bool = True) -> None:
+        """Replace the record of a checkpoint (whole or not at all). `durable=False` syncs
+        nothing: a power loss may bring back the previous record, or leave one that does not
+        read (the lifecycle then reads the checkpoint in doubt), never lose the checkpoint."""
+        if not STATE_KEY.fullmatch(state_key):
+            raise StoreError(f"invalid state key {state_key!r}")
+        atomic_write(self.record_path(state_key), record, sync=durable)
+
+    def settle_claim(self, state_key: str, record: bytes, durable: bool = True) -> None:
+        """The claim ends: its record is written, then the claimed frame removed."""
+        self.write_record(state_key, record, durable)
+        self.finish_claim(state_key)
+
+    def read_record(self, state_key: str) -> bytes | None:
+        if not STATE_KEY.fullmatch(state_key):
+            return None
+        return _read(self.record_path(state_key))
+
+    def list_records(self, ended: bool = True) -> list[tuple[str, bytes]]:
+        """(state key, record) of every record; `ended=False` may leave out those of ended
+        checkpoints (here every record is read: the state is inside it)."""
+        found = []
+        for state_key in sorted(self._keys("record")):
+            blob = _read(self.record_path(state_key))
+            if blob is not None:
+                found.append((state_key, blob))
+        return found
+
+    def remove_record(self, state_key: str) -> None:
+        if STATE_KEY.fullmatch(state_key):
+            _remove(self.record_path(state_key))
 
     def claim_path(self, state_key: str) -> str:
         """Where an earlier version kept the claim record of `state_key`."""
@@ -408,6 +483,8 @@ class Store:
     def _claims(self, state_key: str | None = None) -> list[tuple[str, ClaimRecord | None]]:
         """(path, record) of every claim file (of `state_key` only, if given); the record is
         None for a file of an earlier version (its record is inside)."""
+        from attrs import evolve
+
         from vm.store.claims import parse_claim_file_name
 
         found = []
@@ -416,8 +493,22 @@ class Store:
             if parsed is None or not STATE_KEY.fullmatch(parsed[0]) \
                     or (state_key is not None and parsed[0] != state_key):
                 continue
-            found.append((entry.path, parsed[1]))
+            record = parsed[1]
+            if record is not None:
+                try:  # the claim file's mtime is its lease
+                    record = evolve(record, lease_until=entry.stat().st_mtime)
+                except FileNotFoundError:
+                    continue
+            found.append((entry.path, record))
         return found
+
+    def repark(self, state_key: str, blob: bytes, expires_at: float | None,
+               key: bytes | None = None) -> None:
+        # the new frame first; then this process's own claim file, by the name it renamed to
+        self.save_frame(state_key, blob, expires_at, key=key)
+        own = self._claimed.pop(state_key, None)
+        if own is not None:
+            _remove(own)
 
     def finish_claim(self, state_key: str) -> None:
         record = self._claimed.pop(state_key, None)
@@ -603,7 +694,8 @@ class Store:
             return True  # leads nowhere a run could be
         if claimed is None:
             claimed = self._claimed_keys()
-        return not (os.path.lexists(self.frame_path(state_key)) or state_key in claimed)
+        return not (os.path.lexists(self.frame_path(state_key)) or state_key in claimed
+                    or os.path.lexists(self.record_path(state_key)))
 
     def remove_leftover(self, name: str) -> bool:
         root = os.path.normpath(self.root)

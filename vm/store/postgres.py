@@ -10,7 +10,10 @@ each in lobster_meta. Tables live in the first schema of the connection's search
   lobster_programs(hash, body, used_at)         compiled programs (msgpack); used_at: last saved
   lobster_frames(state_key, body, created_at,   parked frames; claimed by a DELETE (no claimant)
                  claimed_at, claimant,          or an UPDATE setting claimed_at (a claim record);
-                 expires_at, mac)               expires_at: NULL, never; mac: base.frame_mac
+                 expires_at, mac,               expires_at: NULL, never; mac: base.frame_mac
+                 lease_until)                   lease_until: the claim's lease, renewed while it runs
+  lobster_records(state_key, state, record,     a claimed checkpoint's record (its state and
+                  updated_at)                   history, JSON); a tombstone after it ends
   lobster_approvals(approval_id, state_key)     approval id -> state key
   lobster_values(key, value)                    state.* values (JSON text, key normalised)
   lobster_cache(kind, key, value, created_at)   cache entries (hints)
@@ -83,6 +86,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "INSERT INTO lobster_keys (id, key) SELECT 1, key FROM lobster_key",
         "DROP TABLE lobster_key",
     ),
+    (  # 5: a claim's lease, and each claimed checkpoint's record (vm/store/lifecycle.py)
+        "ALTER TABLE lobster_frames ADD COLUMN lease_until timestamptz",
+        "CREATE TABLE lobster_records (state_key text PRIMARY KEY, state text NOT NULL,"
+        " record jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 _MIGRATION_LOCK = 0x6C6F6273746572  # "lobster"
@@ -91,9 +99,6 @@ POOL_TIMEOUT = 10.0  # seconds to wait for a free connection
 CONNECT_TIMEOUT = 10  # seconds
 KEY_REFRESH_S = 60  # a process re-reads the signing key this often (vm/admin.py KEY_RETIRE_S)
 _LAZY = "SELECT set_config('synchronous_commit', 'off', true)"
-# The claim statements (claim_frame): never run twice (see the module docstring).
-_CLAIMS = ("DELETE FROM lobster_frames WHERE state_key = %s AND claimed_at IS NULL",
-           "UPDATE lobster_frames SET claimed_at = now()")
 
 
 def redacted(url: str) -> str:
@@ -248,7 +253,12 @@ class PostgresStore:
         return None  # not reached: the second attempt returns or raises
 
     def _one(self, sql: str, params: tuple = ()) -> tuple | None:
-        return self._run(sql, params, retry=not sql.startswith(_CLAIMS))
+        return self._run(sql, params, retry=True)
+
+    def _once(self, sql: str, params: tuple = ()) -> tuple | None:
+        """A claim statement: never run twice (its first attempt may have committed with the
+        answer lost, and a second would report a claim that happened as not found)."""
+        return self._run(sql, params, retry=False)
 
     def _lazy(self, sql: str, params: tuple = ()) -> tuple | None:
         """Run a statement that reads the one-row `lazy` (FROM/USING lazy), whose evaluation
@@ -364,7 +374,7 @@ class PostgresStore:
         self._one("INSERT INTO lobster_frames (state_key, body, expires_at, mac)"
                   " VALUES (%s, %s, to_timestamp(%s), %s)"
                   " ON CONFLICT (state_key) DO UPDATE SET body = excluded.body,"
-                  " created_at = now(), claimed_at = NULL, claimant = NULL,"
+                  " created_at = now(), claimed_at = NULL, claimant = NULL, lease_until = NULL,"
                   " expires_at = excluded.expires_at, mac = excluded.mac RETURNING 1",
                   (state_key, blob, expires_at, mac))
 
@@ -386,37 +396,98 @@ class PostgresStore:
             rows = conn.execute(self._PARKED + " ORDER BY created_at, state_key").fetchall()
         return [_parked(row) for row in rows]
 
-    def claim_frame(self, state_key: str, claimant: Claimant | None = None) -> bool:
+    def claim_frame(self, state_key: str, claimant: Claimant | None = None,
+                    lease_until: float | None = None, record: bytes | None = None) -> bool:
         """One statement: of concurrent claims, the row lock lets one through and the others
-        find the row gone or claimed when they recheck it."""
+        find the row gone or claimed when they recheck it. With a `record`, the same statement
+        writes the checkpoint's record, so the claim never exists without it."""
         if claimant is None:
-            row = self._one("DELETE FROM lobster_frames WHERE state_key = %s"
+            row = self._once("DELETE FROM lobster_frames WHERE state_key = %s"
                             " AND claimed_at IS NULL RETURNING 1", (state_key,))
-        else:
-            row = self._one("UPDATE lobster_frames SET claimed_at = now(), claimant = %s"
+        elif record is None:
+            row = self._once("UPDATE lobster_frames SET claimed_at = now(), claimant = %s,"
+                            " lease_until = to_timestamp(%s)"
                             " WHERE state_key = %s AND claimed_at IS NULL RETURNING 1",
-                            (json.dumps(claimant.to_json()), state_key))
+                            (json.dumps(claimant.to_json()), lease_until, state_key))
+        else:
+            row = self._once("WITH c AS (UPDATE lobster_frames SET claimed_at = now(),"
+                            " claimant = %s, lease_until = to_timestamp(%s)"
+                            " WHERE state_key = %s AND claimed_at IS NULL RETURNING state_key)"
+                            " INSERT INTO lobster_records (state_key, state, record)"
+                            " SELECT state_key, %s, %s FROM c ON CONFLICT (state_key) DO UPDATE"
+                            " SET state = excluded.state, record = excluded.record,"
+                            " updated_at = now() RETURNING 1",
+                            (json.dumps(claimant.to_json()), lease_until, state_key,
+                             _record_state(record), record.decode("utf-8")))
         return row is not None
+
+    def renew_claim(self, state_key: str, lease_until: float) -> bool:
+        row = self._lazy("UPDATE lobster_frames SET lease_until = to_timestamp(%s) FROM lazy"
+                         " WHERE state_key = %s AND claimed_at IS NOT NULL RETURNING 1",
+                         (lease_until, state_key))
+        return row is not None
+
+    def repark(self, state_key: str, blob: bytes, expires_at: float | None,
+               key: bytes | None = None) -> None:
+        # the claim is the frame's row: writing the new frame over it ends the claim at once
+        self.save_frame(state_key, blob, expires_at, key=key)
 
     def finish_claim(self, state_key: str) -> None:
         self._lazy("DELETE FROM lobster_frames USING lazy"
                    " WHERE state_key = %s AND claimed_at IS NOT NULL", (state_key,))
 
+    _CLAIMS = ("SELECT state_key, extract(epoch FROM claimed_at)::float8, claimant::text,"
+               " extract(epoch FROM lease_until)::float8 FROM lobster_frames"
+               " WHERE claimed_at IS NOT NULL")
+
     def in_doubt(self) -> list[ClaimRecord]:
         with self._connection() as conn:
-            rows = conn.execute("SELECT state_key, extract(epoch FROM claimed_at)::float8,"
-                                " claimant::text FROM lobster_frames WHERE claimed_at IS NOT NULL"
-                                " ORDER BY claimed_at, state_key").fetchall()
-        return [ClaimRecord(key, at, Claimant.from_json(_json_or_none(claimant)))
-                for key, at, claimant in rows]
+            rows = conn.execute(self._CLAIMS + " ORDER BY claimed_at, state_key").fetchall()
+        return [_claim(row) for row in rows]
 
     def claim_record(self, state_key: str) -> ClaimRecord | None:
-        row = self._one("SELECT extract(epoch FROM claimed_at)::float8, claimant::text"
-                        " FROM lobster_frames WHERE state_key = %s AND claimed_at IS NOT NULL",
+        row = self._one(self._CLAIMS + " AND state_key = %s", (state_key,))
+        return None if row is None else _claim(row)
+
+    # checkpoint records (vm/store/lifecycle.py writes them) ---------------------------------
+    _UPSERT_RECORD = ("INSERT INTO lobster_records (state_key, state, record) SELECT %s, %s, %s"
+                      " {source} ON CONFLICT (state_key) DO UPDATE SET state = excluded.state,"
+                      " record = excluded.record, updated_at = now()")
+
+    def write_record(self, state_key: str, record: bytes, durable: bool = True) -> None:
+        params = (state_key, _record_state(record), record.decode("utf-8"))
+        if durable:
+            self._one(self._UPSERT_RECORD.format(source="") + " RETURNING 1", params)
+        else:
+            self._lazy(self._UPSERT_RECORD.format(source="FROM lazy"), params)
+
+    def settle_claim(self, state_key: str, record: bytes, durable: bool = True) -> None:
+        """One statement: the record written and the claimed frame removed."""
+        params = (state_key, state_key, _record_state(record), record.decode("utf-8"))
+        drop = ("d AS (DELETE FROM lobster_frames WHERE state_key = %s"
+                " AND claimed_at IS NOT NULL)")
+        if durable:
+            self._one(f"WITH {drop} " + self._UPSERT_RECORD.format(source="") + " RETURNING 1",
+                      params)
+        else:
+            with self._connection() as conn:
+                conn.execute(f"WITH lazy AS ({_LAZY}), {drop} "
+                             + self._UPSERT_RECORD.format(source="FROM lazy"), params)
+
+    def read_record(self, state_key: str) -> bytes | None:
+        row = self._one("SELECT record::text FROM lobster_records WHERE state_key = %s",
                         (state_key,))
-        if row is None:
-            return None
-        return ClaimRecord(state_key, row[0], Claimant.from_json(_json_or_none(row[1])))
+        return None if row is None else row[0].encode("utf-8")
+
+    def list_records(self, ended: bool = True) -> list[tuple[str, bytes]]:
+        where = "" if ended else " WHERE state NOT IN ('finished', 'cancelled', 'expired')"
+        with self._connection() as conn:
+            rows = conn.execute("SELECT state_key, record::text FROM lobster_records" + where
+                                + " ORDER BY state_key").fetchall()
+        return [(key, text.encode("utf-8")) for key, text in rows]
+
+    def remove_record(self, state_key: str) -> None:
+        self._lazy("DELETE FROM lobster_records USING lazy WHERE state_key = %s", (state_key,))
 
     # approval ids --------------------------------------------------------------------------
     def new_approval_id(self, state_key: str) -> str | None:
@@ -484,7 +555,9 @@ class PostgresStore:
 
     # what interrupted writes leave -----------------------------------------------------------
     _ORPHAN = ("NOT EXISTS (SELECT 1 FROM lobster_frames f"
-               " WHERE f.state_key = lobster_approvals.state_key)")
+               " WHERE f.state_key = lobster_approvals.state_key)"
+               " AND NOT EXISTS (SELECT 1 FROM lobster_records r"
+               " WHERE r.state_key = lobster_approvals.state_key)")
 
     def leftovers(self, older_than: float) -> list[str]:
         """Approval ids whose frame was never written or is gone (a statement is all or
@@ -507,6 +580,18 @@ class PostgresStore:
 def _parked(row: tuple) -> Parked:
     key, body, created_at, expires_at, mac = row
     return Parked(key, bytes(body), created_at, expires_at, None if mac is None else bytes(mac))
+
+
+def _claim(row: tuple) -> ClaimRecord:
+    key, at, claimant, lease_until = row
+    return ClaimRecord(key, at, Claimant.from_json(_json_or_none(claimant)), lease_until)
+
+
+def _record_state(record: bytes) -> str:
+    try:
+        return str(json.loads(record).get("state", ""))
+    except (ValueError, AttributeError):
+        return ""
 
 
 def _json_or_none(text: str | None) -> Any:
