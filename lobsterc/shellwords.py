@@ -223,12 +223,13 @@ def _substitution_end(s: str, i: int) -> int:
     close = ")" if s[i + 1] == "(" else "}"
     opening = s[i + 1]
     depth, j = 1, i + 2
+    cases = 0  # open `case ... esac` of a command substitution: their `)` close patterns
     while j < n and depth:
         ch = s[j]
         if ch == "\\":
             j += 2
             continue
-        if ch == "'" and close == ")":
+        if ch == "'":
             end = s.find("'", j + 1)
             j = n if end < 0 else end + 1
             continue
@@ -238,12 +239,27 @@ def _substitution_end(s: str, i: int) -> int:
         if ch == "$" and s.startswith(("$(", "${"), j) or ch == "`":
             j = _substitution_end(s, j)
             continue
-        if ch == opening:
+        if close == ")" and (keyword := _CASE_WORD.match(s, j)) and _command_position(s, i, j):
+            cases += 1 if keyword[1] == "case" else -1 if cases else 0
+            j = keyword.end(1)
+            continue
+        if cases and ch in "()":
+            pass
+        elif ch == opening:
             depth += 1
         elif ch == close:
             depth -= 1
         j += 1
     return min(j, n)
+
+
+_CASE_WORD = re.compile(r"(case|esac)(?=[ \t\n;&|)]|$)")
+_BEFORE_COMMAND = re.compile(r"(?:^|[;&|(\n]|(?:^|[ \t;&|(\n])(?:then|do|else|[{!]))[ \t]*$")
+
+
+def _command_position(s: str, opened: int, j: int) -> bool:
+    """Whether s[j] starts a command inside the substitution opened at s[opened]."""
+    return bool(_BEFORE_COMMAND.search(s[opened + 2:j]))
 
 
 def _skip_double(s: str, j: int) -> int:
