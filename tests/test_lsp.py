@@ -169,6 +169,30 @@ steps:
     assert lint_json(tmp_path, "fixed.lobster", text) == []
 
 
+def test_crlf_and_non_ascii_text_before_a_finding(tmp_path):
+    """Columns count UTF-16 units (an astral character is two) and a quick fix in a CRLF
+    file writes CRLF lines."""
+    uri = (tmp_path / "crlf.lobster").as_uri()
+    text = ("steps:\r\n  - id: alpha\r\n    timeout_ms: 9\r\n    run: echo x\r\n  - id: b\r\n"
+            "    timeout_ms: 9\r\n    run: echo \"\u00e9\U0001F600\"; sh -c \"$alpha.stdout\"\r\n")
+
+    async def body(s: Session):
+        s.open(uri, text)
+        [d] = await s.diagnostics(uri)
+        line = text.split("\r\n")[6]
+        start = len(line[:line.index("$alpha")].encode("utf-16-le")) // 2
+        assert (d.code, d.range.start.line, d.range.start.character, d.range.end.character) \
+            == ("W309", 6, start, start + len("$alpha.stdout"))
+        [action] = await s.code_actions(uri, d)
+        s.apply(uri, action.edit)
+        assert await s.diagnostics(uri) == []
+        return s.texts[uri]
+
+    fixed = session(body)
+    assert "\n" not in fixed.replace("\r\n", "")
+    assert "    env:\r\n      ALPHA_STDOUT: $alpha.stdout\r\n" in fixed
+
+
 def test_did_you_mean_fixes_for_references_fields_commands_and_values(tmp_path):
     uri = (tmp_path / "typos.lobster").as_uri()
     text = ("steps:\n  - id: build\n    pipeline: json\n  - id: ship\n    stdin: $biuld.json\n"
