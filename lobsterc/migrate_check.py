@@ -4,9 +4,9 @@ vm.migrate, reached through the Frontend's `check_migration`.
 A move is sound when all three hold:
 1. the halt site exists in the new program (same step label, same gate kind) and is unchanged;
 2. nothing before the gate would have run differently: the steps on a path from the start to
-   the gate (and every step of a for_each the run is inside, whose earlier iterations ran
-   past the gate) are the same steps with the same content, and the prologue (arg defaults,
-   cost limit) is unchanged;
+   the gate (and, when the run is past the first item of a for_each it is inside, every step
+   of that for_each: its earlier iterations ran past the gate) are the same steps with the
+   same content, and the prologue (arg defaults, cost limit) is unchanged;
 3. every step result that the new program reads after the gate is in the frame (with the
    reference's path present in it), is produced after the gate, or is a loop variable.
 Then `pc_map` places the frame's pcs (the next pc, loop, call and try sites) in the new
@@ -177,8 +177,8 @@ def check_migration(old: Program, new: Program, frame: Frame, accept: tuple[str,
                        "program asks)")
     checked.append(f"the {gate} exists in the new program, unchanged")
     labels_old = step_labels(old)
-    loops = [labels_old[loop.site] for loop in frame.loops
-             if 0 <= loop.site < len(old.code) and labels_old[loop.site]]
+    loops = [labels_old[loop.site] for loop in frame.loops  # only loops past their first item
+             if loop.index > 0 and 0 <= loop.site < len(old.code) and labels_old[loop.site]]
     before_old = _before(old, old_pc, loops)
     before_new = _before(new, new_pc, loops) if new_pc is not None else set()
     for label in sorted(before_new - before_old):

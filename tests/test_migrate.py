@@ -226,3 +226,22 @@ def test_inside_a_for_each_the_loop_body_counts_as_before_the_gate(tmp_path):
     assert after.returncode == 0, after.stdout
     env, _ = cli.tool("resume", "--id", second, "--approve", "yes")
     assert env["status"] == "ok" and env["output"] == ["all done\n"]
+
+
+def test_at_the_first_item_of_a_for_each_a_changed_body_after_the_gate_moves(tmp_path):
+    """Paused at the first host's gate, nothing after the gate in the body has run yet: a fix
+    to it moves the run, and every host then runs the fixed body."""
+    cli = Cli(tmp_path)
+    source = (ROOT / "golden" / "for-each-gate.lobster").read_text().replace(
+        "    run: echo done\n", "    stdin: $each.json\n    pipeline: pick roll\n")
+    (cli.work / "a.lobster").write_text(source)
+    (cli.work / "body.lobster").write_text(source.replace("rolling $host", "ROLL $host"))
+    env, _ = cli.tool("run", "--mode", "tool", "--file", "a.lobster")
+    moved = cli.run("migrate", "--to", "body.lobster", "--id",
+                    env["requiresApproval"]["approvalId"])
+    assert moved.returncode == 0, moved.stdout
+    assert "migrated: the run continues on the new program" in moved.stdout
+    env, _ = cli.tool("resume", "--id", env["requiresApproval"]["approvalId"], "--approve", "yes")
+    env, _ = cli.tool("resume", "--id", env["requiresApproval"]["approvalId"], "--approve", "yes")
+    assert env["status"] == "ok"
+    assert env["output"] == [{"roll": "ROLL web-1\n"}, {"roll": "ROLL web-2\n"}]
