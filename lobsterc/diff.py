@@ -294,26 +294,10 @@ def build_model(program: Program, name: str, *, marks: Mapping[str, str] | None 
         elif ins.op == Op.COST_LIMIT:
             model.cost_limit = program.constants[ins.a]
     cfg = Cfg(program)
-    blocked_reach = {key: _reach(cfg, gate.pc) for key, gate in model.gates.items()}
+    blocked_reach = {key: cfg.forward(blocked=gate.pc) for key, gate in model.gates.items()}
     for key, effect in model.effects.items():
         model.guards[key] = {g for g, reach in blocked_reach.items() if effect.pc not in reach}
     return model
-
-
-def _reach(cfg: Any, blocked: int) -> set[int]:
-    """Every pc reachable from the start without passing the instruction at `blocked`."""
-    seen = {0}
-    todo = [0]
-    while todo:
-        pc = todo.pop()
-        if pc == blocked or pc < 0:
-            continue
-        for edge in cfg.edges[pc]:
-            if edge.target not in seen:
-                seen.add(edge.target)
-                todo.append(edge.target)
-    seen.discard(blocked)
-    return seen
 
 
 # ---------------------------------------------------------------------------------------------

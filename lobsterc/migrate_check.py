@@ -35,21 +35,6 @@ def _halt_pc(program: Program, index: int) -> int | None:
     return None
 
 
-def _forward(cfg: Cfg, start: int, blocked: int | None = None) -> set[int]:
-    seen = {start}
-    todo = [start]
-    while todo:
-        pc = todo.pop()
-        if pc == blocked or pc < 0:
-            continue
-        for edge in cfg.edges[pc]:
-            if edge.target not in seen:
-                seen.add(edge.target)
-                todo.append(edge.target)
-    seen.discard(-1)
-    return seen
-
-
 def _backward(cfg: Cfg, target: int) -> set[int]:
     preds: dict[int, list[int]] = {}
     for pc, edges in cfg.edges.items():
@@ -70,7 +55,7 @@ def _before(program: Program, halt_pc: int, loop_labels: list[str]) -> set[str]:
     """Labels of the steps that run on a path from the start to the gate, and of every step of
     the loops the run is inside."""
     cfg = Cfg(program)
-    on_path = _forward(cfg, 0, blocked=halt_pc) & _backward(cfg, halt_pc)
+    on_path = cfg.forward(blocked=halt_pc) & _backward(cfg, halt_pc)
     labels = step_labels(program)
     found = {labels[pc] for pc in on_path if labels[pc] is not None}
     for loop in loop_labels:
@@ -137,7 +122,7 @@ def _reads_and_writes(program: Program, pcs: set[int]) -> tuple[set[tuple[str, s
 
 def _after(program: Program, halt_pc: int) -> set[int]:
     cfg = Cfg(program)
-    return _forward(cfg, halt_pc + 1) if halt_pc + 1 < len(program.code) else set()
+    return cfg.forward(halt_pc + 1) if halt_pc + 1 < len(program.code) else set()
 
 
 def _all_results(frame: Frame) -> dict[str, Any]:
