@@ -147,7 +147,7 @@ class Model:
     gates: dict[tuple[str, str], Gate] = field(factory=dict)
     effects: dict[tuple[str, str], Effect] = field(factory=dict)
     guards: dict[tuple[str, str], set[tuple[str, str]]] = field(factory=dict)  # effect -> gates
-    defaults: Any = None
+    defaults: Any = field(factory=dict)  # no INIT_ARGS (a pipeline): no defaults
     cost_limit: Any = None
     reviewed: tuple[str, ...] = ()
     rev: str | None = None  # the git revision the version was read at (its name is REV:path)

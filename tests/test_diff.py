@@ -318,3 +318,11 @@ def test_an_effect_added_in_a_sub_workflow_is_named_in_its_own_file(tmp_path, ca
     assert gained["message"] == ("step notes/remember gained state 'state.set' and no approval "
                                  "gate precedes it")
     assert gained["new"] == {"file": str(tmp_path / "b" / "lib" / "notes.lobster"), "line": 12}
+
+
+def test_a_pipeline_has_the_same_no_defaults_as_a_workflow_without_args(tmp_path, capsys):
+    old = write(tmp_path, "a.pipeline", "exec --json --shell 'echo [1]' | json")
+    new = write(tmp_path, "b.lobster", "steps:\n  - id: a\n    timeout_ms: 9\n"
+                "    pipeline: exec --json --shell 'echo [1]' | json\n")
+    _, doc = diff(old, new, capsys=capsys)  # its steps are labelled otherwise: not compared
+    assert not [i for i in ids(doc) if i.startswith("S615")], doc["findings"]
