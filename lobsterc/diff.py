@@ -929,7 +929,8 @@ def run_diff(files: list[str], *, rev: str | None = None, fmt: str = "text",
                                 else (files[0], files[0]))
             for path, _ in versions:
                 if not os.path.isfile(path):
-                    err.write(f"lobsterc: no such file: {path}\n")
+                    what = "Is a directory" if os.path.isdir(path) else "No such file"
+                    err.write(f"lobsterc: {what}: {path}\n")
                     return 2
             models = []
             for path, shown in versions:

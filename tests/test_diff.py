@@ -245,7 +245,11 @@ def test_markdown_is_a_table_for_a_pull_request(capsys):
 
 def test_usage_errors(tmp_path, capsys):
     assert main(["diff", BASE]) == 2
+    capsys.readouterr()
     assert main(["diff", BASE, str(tmp_path / "missing.lobster")]) == 2
+    assert capsys.readouterr().err == f"lobsterc: No such file: {tmp_path / 'missing.lobster'}\n"
+    assert main(["diff", str(tmp_path), BASE]) == 2
+    assert capsys.readouterr().err == f"lobsterc: Is a directory: {tmp_path}\n"
     assert main(["diff", "--rev", "HEAD", BASE]) == 2
     bad = write(tmp_path, "bad.lobster", "steps:\n  - id: a\n    pipeline: nosuch\n")
     assert main(["diff", BASE, bad]) == 1
