@@ -136,7 +136,7 @@ def lint_sarif(found: Sequence[tuple[str, Any]]) -> str:
     for path, d in found:
         s = d.span
         file = s.source if s else path
-        base = _hash(d.code, file.replace(os.sep, "/"), d.message,
+        base = _hash(d.code, _uri(file)["uri"], d.message,  # the uri: never where CI checked out
                      _line_text(file, s.line, lines) if s else "")
         seen[base] = seen.get(base, 0) + 1
         location: dict[str, Any] = {"artifactLocation": _uri(file)}

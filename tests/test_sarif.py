@@ -100,6 +100,27 @@ def test_lint_fingerprints_survive_lines_moving(tmp_path, capsys, monkeypatch):
     assert len(before) == 3
 
 
+def test_lint_fingerprints_do_not_hold_the_checkout_path(tmp_path, capsys, monkeypatch):
+    """A finding in a called file is named by an absolute path inside lint; its fingerprint
+    must be the same wherever the repository is checked out, and however the file was named."""
+    monkeypatch.chdir(tmp_path)
+    prints = []
+    for where in ("one", "two"):
+        (tmp_path / where / "lib").mkdir(parents=True)
+        (tmp_path / where / "lib" / "child.lobster").write_text(
+            "steps:\n  - id: s\n    pipeline: sortt\n")
+        (tmp_path / where / "main.lobster").write_text(
+            "steps:\n  - id: c\n    workflow: lib/child.lobster\n")
+        monkeypatch.chdir(tmp_path / where)
+        for name in ("main.lobster", str(tmp_path / where / "main.lobster")):
+            log = valid(lint(capsys, name, "--format", "sarif")[1])
+            [result] = log["runs"][0]["results"]
+            assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == \
+                "lib/child.lobster"
+            prints.append(result["partialFingerprints"]["lobsterc/v1"])
+    assert len(set(prints)) == 1, prints
+
+
 def test_lint_clean_file_is_an_empty_valid_log(capsys):
     code, out = lint(capsys, str(ROOT / "golden" / "approval.lobster"), "--format", "sarif")
     assert code == 0
