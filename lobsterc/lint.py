@@ -632,9 +632,10 @@ def as_json(path: str, d: Diagnostic) -> dict:
 
 
 def run_lint(files: Sequence[str], *, fmt: str = "text", require_approval: bool = False,
-             strict: bool = False, out=None, err=None) -> int:
+             strict: bool = False, out=None, err=None, text: str | None = None) -> int:
     """The `lobsterc lint` command: 0 clean, 1 findings, 2 usage error (a file that does not
-    exist, an unknown format)."""
+    exist, an unknown format). `text`: the text of the one file named, which need not exist
+    (stdin)."""
     import sys
 
     out = out or sys.stdout
@@ -642,14 +643,15 @@ def run_lint(files: Sequence[str], *, fmt: str = "text", require_approval: bool 
     if fmt not in ("text", "json", "sarif", "github"):
         err.write("lint --format must be text, json, sarif or github\n")
         return 2
-    missing = [f for f in files if not os.path.isfile(f)]
+    missing = [f for f in files if text is None and not os.path.isfile(f)]
     if missing:
         for f in missing:
             err.write(f"lobsterc: no such file: {f}\n")
         return 2
     found: list[tuple[str, Diagnostic]] = []
     for f in files:
-        found += [(f, d) for d in lint_file(f, require_approval=require_approval, strict=strict)]
+        found += [(f, d) for d in lint_file(f, require_approval=require_approval, strict=strict,
+                                            text=text)]
     if fmt == "json":
         out.write(json.dumps([as_json(f, d) for f, d in found], indent=2) + "\n")
     elif fmt in ("sarif", "github"):
@@ -657,7 +659,8 @@ def run_lint(files: Sequence[str], *, fmt: str = "text", require_approval: bool 
 
         out.write((lint_sarif if fmt == "sarif" else lint_github)(found))
     else:
-        sources: dict[str, Source] = {}
+        sources: dict[str, Source] = {files[0]: Source(files[0], text)} if text is not None \
+            else {}
         for f, d in found:
             src = None
             if d.span is not None:
