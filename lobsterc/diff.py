@@ -736,11 +736,11 @@ def load_version(path: str, shown: str | None = None) -> Model:
             marks = {label: ref.step.effects for label, ref in
                      _index(loaded.workflow, "", ()).items()
                      if isinstance(ref.step.effects, str)}
-        reviewed = _reviewed(path)
+        reviewed = reviewed_ids(path)
     return build_model(program, shown or path, marks=marks, reviewed=reviewed)
 
 
-def _reviewed(path: str) -> tuple[str, ...]:
+def reviewed_ids(path: str) -> tuple[str, ...]:
     """The finding ids a workflow file accepts in its top-level `x-reviewed:` key (a list of
     ids, or a mapping of id -> the reviewer's note)."""
     from lobsterc.load import load_document

@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from lobsterc.diff import step_facts, plain, step_pcs, build_model, compare, render_text
+from lobsterc.diff import (build_model, compare, plain, render_text, reviewed_ids,
+                           step_facts, step_pcs)
 from lobsterc.effects import Cfg, step_labels
 from vm import js
 from vm.frame import Frame
+from vm.frontend import WORKFLOW_EXTENSIONS
 from vm.migrate import MigrationCheck
 from vm.opcodes import CONST, HALT, OPS, STEP, Op
 from vm.program import Program
@@ -138,10 +140,8 @@ def check_migration(old: Program, new: Program, frame: Frame, accept: tuple[str,
     """Whether `frame`, paused in `old`, may continue in `new` (see the module docstring), the
     safety diff, and where the frame's pcs land in `new`. `source`: the new version's workflow
     file, whose `x-reviewed:` ids count as accepted."""
-    if source is not None and source.lower().endswith((".lobster", ".yaml", ".yml", ".json")):
-        from lobsterc.diff import _reviewed
-
-        accept = (*accept, *_reviewed(source))
+    if source is not None and source.lower().endswith(WORKFLOW_EXTENSIONS):
+        accept = (*accept, *reviewed_ids(source))
     reasons: list[str] = []
     checked: list[str] = []
     pending = frame.pending
