@@ -82,6 +82,10 @@ def _tokens(s: str) -> Iterator[ShellWord | str]:
         elif ch == "#":
             while i < n and s[i] != "\n":
                 i += 1
+        elif s.startswith("((", i):  # an arithmetic command (bash, ksh): `<<` is a shift
+            end = _balanced_end(s, i + 1, "(")
+            yield ShellWord(s[i:end], i, end, tuple(range(i, end)))
+            i = end
         elif op := _operator_at(s, i):
             yield op
             i += len(op)
@@ -155,7 +159,7 @@ def _word(s: str, i: int) -> tuple[ShellWord, int]:
             i = _ansi_c(s, i + 2, text, offsets)
         elif ch == '"' or (ch == "$" and s.startswith('$"', i)):
             i = _double(s, i + (2 if ch == "$" else 1), text, offsets)
-        elif ch == "$" and s.startswith("$(", i) or ch == "`" or s.startswith("${", i):
+        elif s.startswith(_EXPANSIONS, i) or ch == "`":
             end = _substitution_end(s, i)
             keep(s[i:end], i)
             i = end
@@ -175,7 +179,7 @@ def _double(s: str, i: int, text: list[str], offsets: list[int]) -> int:
                 text.append(s[i + 1])
                 offsets.append(i + 1)
             i += 2
-        elif ch == "$" and s.startswith("$(", i) or ch == "`" or s.startswith("${", i):
+        elif s.startswith(_EXPANSIONS, i) or ch == "`":
             end = _substitution_end(s, i)
             text.extend(s[i:end])
             offsets.extend(range(i, end))
@@ -211,18 +215,28 @@ def _ansi_c(s: str, i: int, text: list[str], offsets: list[int]) -> int:
     return i + 1
 
 
+_EXPANSIONS = ("$(", "${", "$[")
+_CLOSE = {"(": ")", "{": "}", "[": "]"}
+
+
 def _substitution_end(s: str, i: int) -> int:
-    """The end of `$(...)`, `$((...))`, `${...}` or a backquoted command starting at s[i],
-    skipping quotes and nested substitutions inside (an unclosed one runs to the end)."""
+    """The end of `$(...)`, `$((...))`, `${...}`, `$[...]` or a backquoted command starting
+    at s[i], skipping quotes and nested substitutions inside (an unclosed one runs to the
+    end)."""
     n = len(s)
     if s[i] == "`":
         j = i + 1
         while j < n and s[j] != "`":
             j += 2 if s[j] == "\\" else 1
         return min(j + 1, n)
-    close = ")" if s[i + 1] == "(" else "}"
-    opening = s[i + 1]
-    depth, j = 1, i + 2
+    return _balanced_end(s, i + 2, s[i + 1])
+
+
+def _balanced_end(s: str, j: int, opening: str) -> int:
+    """Past the bracket that closes the `opening` one just before s[j]."""
+    n = len(s)
+    close = _CLOSE[opening]
+    depth, begin = 1, j
     cases = 0  # open `case ... esac` of a command substitution: their `)` close patterns
     while j < n and depth:
         ch = s[j]
@@ -236,10 +250,10 @@ def _substitution_end(s: str, i: int) -> int:
         if ch == '"':
             j = _skip_double(s, j + 1)
             continue
-        if ch == "$" and s.startswith(("$(", "${"), j) or ch == "`":
+        if s.startswith(_EXPANSIONS, j) or ch == "`":
             j = _substitution_end(s, j)
             continue
-        if close == ")" and (keyword := _CASE_WORD.match(s, j)) and _command_position(s, i, j):
+        if close == ")" and (keyword := _CASE_WORD.match(s, j)) and _command_position(s[begin:j]):
             cases += 1 if keyword[1] == "case" else -1 if cases else 0
             j = keyword.end(1)
             continue
@@ -257,9 +271,9 @@ _CASE_WORD = re.compile(r"(case|esac)(?=[ \t\n;&|)]|$)")
 _BEFORE_COMMAND = re.compile(r"(?:^|[;&|(\n]|(?:^|[ \t;&|(\n])(?:then|do|else|[{!]))[ \t]*$")
 
 
-def _command_position(s: str, opened: int, j: int) -> bool:
-    """Whether s[j] starts a command inside the substitution opened at s[opened]."""
-    return bool(_BEFORE_COMMAND.search(s[opened + 2:j]))
+def _command_position(before: str) -> bool:
+    """Whether a word after `before` (the text of a substitution up to it) starts a command."""
+    return bool(_BEFORE_COMMAND.search(before))
 
 
 def _skip_double(s: str, j: int) -> int:
@@ -267,7 +281,7 @@ def _skip_double(s: str, j: int) -> int:
     while j < n and s[j] != '"':
         if s[j] == "\\":
             j += 2
-        elif s[j] == "$" and s.startswith(("$(", "${"), j) or s[j] == "`":
+        elif s.startswith(_EXPANSIONS, j) or s[j] == "`":
             j = _substitution_end(s, j)
         else:
             j += 1

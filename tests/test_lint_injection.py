@@ -176,6 +176,8 @@ LEXER_CASES = [
     r"""echo ${UNSET:-'a}b'} tail""",
     r"""echo $((1 + (2 * 3))) $(printf case) done""",
     r"""echo $(case x in x) printf 1;; esac) tail; echo $(case y in (y) printf 2;; esac) end""",
+    "(( x = 1 << 2 ))\necho after the arithmetic\nEOF",
+    "echo $[1 << 2] x\necho after\nEOF",
     "cat <<EOF >/dev/null\necho inside\nEOF\necho after",
     "cat <<-'E' >/dev/null; echo same line\n\techo inside\n\tE\necho after",
     "echo a=b c=d; (echo sub)",
@@ -196,7 +198,7 @@ def real_words(line: str, tmp_path: Path) -> list[list[str]]:
 def test_the_lexer_splits_as_the_shell_does(line, tmp_path):
     ours = [[w.text for w in c][1:] for c in split_commands(line) if c[0].text == "echo"]
     expected = real_words(line, tmp_path)
-    if re.search(r"\$\(|`|\$\{", line):  # expansions stay text here: compare the word count
+    if re.search(r"\$\(|`|\$\{|\$\[", line):  # expansions stay text here: compare the word count
         assert [len(c) for c in ours] == [len(c) for c in expected]
     else:
         assert ours == expected
@@ -217,7 +219,7 @@ def test_program_texts_reads_options_as_each_program_does():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(list("ab -c$'\"\\`(){};|&<>#\n=x") + ["${", "$(", "sh -c "]),
+@given(st.lists(st.sampled_from(list("ab -c$'\"\\`(){};|&<>#\n=x") + ["${", "$(", "$[", "((", "case ", "esac", "sh -c "]),
                 max_size=30).map("".join))
 def test_the_lexer_takes_any_text(text):
     for command in split_commands(text):
