@@ -219,7 +219,8 @@ def test_program_texts_reads_options_as_each_program_does():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(list("ab -c$'\"\\`(){};|&<>#\n=x") + ["${", "$(", "$[", "((", "case ", "esac", "sh -c "]),
+@given(st.lists(st.sampled_from(list("ab -c$'\"\\`(){};|&<>#\n=x") +
+                                ["${", "$(", "$[", "((", "case ", "esac", "sh -c "]),
                 max_size=30).map("".join))
 def test_the_lexer_takes_any_text(text):
     for command in split_commands(text):
