@@ -152,8 +152,15 @@ def test_every_paused_run_of_a_program_hash(ship):
 
 
 def test_usage(ship):
-    assert migrate(ship, "--to", "ship.fixed.lobster").returncode == 2
-    assert migrate(ship, "--id", "12345678").returncode == 2
+    for argv, why in ((["--to", "ship.fixed.lobster"], "name one of --id ID and --program HASH"),
+                      (["--to", "x", "--id", "1", "--program", "12345678"],
+                       "name one of --id ID and --program HASH"),
+                      (["--id", "12345678"], "--to NEW names the new version"),
+                      (["--to", "x", "--id", "1", "--format", "xml"],
+                       "--format must be text or json")):
+        refused = migrate(ship, *argv)
+        assert refused.returncode == 2
+        assert refused.stderr.splitlines()[0] == f"lobster migrate: {why}", refused.stderr
     nothing = migrate(ship, "--to", "ship.fixed.lobster", "--id", "deadbeef")
     assert nothing.returncode == 1 and "no paused run 'deadbeef'" in nothing.stderr
     assert "usage: lobster migrate" in ship.run("migrate", "--help").stdout
