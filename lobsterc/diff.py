@@ -548,12 +548,11 @@ class _Compare:
                 yield Finding("S611", "warning", f"step {label} runs something else: "
                               f"{_delta(a['runs'], b['runs'])}", (label, "runs"), **at)
             if a["policy"] != b["policy"]:
-                severity = "warning"
-                yield Finding("S612", severity, f"step {label}: "
+                yield Finding("S612", "warning", f"step {label}: "
                               f"{_delta(a['policy'], b['policy'])}", (label, "policy"), **at)
             if a["env"] != b["env"] or a["cwd"] != b["cwd"]:
-                yield Finding("S613", "warning", f"step {label}: "
-                              f"{_delta({'env': a['env'], 'cwd': a['cwd']}, {'env': b['env'], 'cwd': b['cwd']})}",
+                where_a, where_b = ({"env": x["env"], "cwd": x["cwd"]} for x in (a, b))
+                yield Finding("S613", "warning", f"step {label}: {_delta(where_a, where_b)}",
                               (label, "env"), **at)
             if a["condition"] != b["condition"]:
                 yield Finding("S614", "warning", f"step {label}: condition "

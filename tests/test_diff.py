@@ -330,3 +330,16 @@ def test_a_pipeline_has_the_same_no_defaults_as_a_workflow_without_args(tmp_path
                 "    pipeline: exec --json --shell 'echo [1]' | json\n")
     _, doc = diff(old, new, capsys=capsys)  # its steps are labelled otherwise: not compared
     assert not [i for i in ids(doc) if i.startswith("S615")], doc["findings"]
+
+
+def test_env_and_cwd_changes_name_each_value(tmp_path, capsys):
+    flow = ("env:\n  MODE: safe\nsteps:\n  - id: ok\n    approval: Go?\n  - id: send\n"
+            "    env:\n      TARGET: prod\n    run: echo sent\n    timeout_ms: 9\n")
+    old = write(tmp_path, "a.lobster", flow)
+    new = write(tmp_path, "b.lobster", flow.replace("safe", "yolo").replace(
+        "      TARGET: prod\n", "      TARGET: dev\n    cwd: sub\n"))
+    code, doc = diff(old, new, capsys=capsys)
+    assert code == 0
+    [env] = [f for f in doc["findings"] if f["rule"] == "S613"]
+    assert env["message"] == ("step send: env.MODE safe -> yolo; env.TARGET prod -> dev; "
+                              "cwd - -> sub")
