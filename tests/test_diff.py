@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from lobsterc.cli import main
-from lobsterc.diff import compare, load_version, schema_at_least
+from lobsterc.diff import compare, condition_text, load_version, schema_at_least
+from lobsterc.expr import compile_condition
 
 ROOT = Path(__file__).resolve().parent.parent
 REVIEW = ROOT / "examples" / "review"
@@ -343,3 +344,25 @@ def test_env_and_cwd_changes_name_each_value(tmp_path, capsys):
     [env] = [f for f in doc["findings"] if f["rule"] == "S613"]
     assert env["message"] == ("step send: env.MODE safe -> yolo; env.TARGET prod -> dev; "
                               "cwd - -> sub")
+
+
+@pytest.mark.parametrize("text", [
+    "$a.approved", '!$a.approved && $b.json.n > 2 || $c.stdout == "x"',
+    "!($a.x == 1 || $b.y != null)", "$a.x == 1 && ($b.y || $c.z)", "true",
+    "$a.json.0.port >= 3.5", '$a.x == "two words"', "!!$a.x"])
+def test_a_condition_is_shown_as_written(text):
+    tree = compile_condition(text, None)
+    assert condition_text(tree) == text
+    assert compile_condition(condition_text(tree), None) == tree
+
+
+def test_a_gate_made_conditional_names_the_condition(tmp_path, capsys):
+    flow = ("steps:\n  - id: fetch\n    run: echo 1\n    timeout_ms: 9\n  - id: ok\n"
+            "    approval: Go?\n  - id: send\n    run: echo sent\n    timeout_ms: 9\n")
+    old = write(tmp_path, "a.lobster", flow)
+    new = write(tmp_path, "b.lobster", flow.replace(
+        "    approval: Go?\n", "    approval: Go?\n    when: $fetch.json.skip == false\n"))
+    code, doc = diff(old, new, capsys=capsys)
+    assert code == 1 and ids(doc, "error") == ["S607:send:ok"]
+    [cond] = [f for f in doc["findings"] if f["rule"] == "S614"]
+    assert cond["message"] == "step ok: condition - -> $fetch.json.skip == false"
