@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 from attrs import define, field, frozen
 
+from lobsterc.expr import condition_text
 from vm import js
 from vm.commands import COMMANDS
 from vm.opcodes import OPS, STEP, Op
@@ -588,31 +589,6 @@ def _kinds(effects: list[Effect]) -> str:
 
 def _given(value: Any) -> Any:
     return value.value if value is not None else None
-
-
-def condition_text(tree: Any) -> str | None:
-    """A compiled condition (vm.condition's tree) as the condition language writes it."""
-    if tree is None:
-        return None
-
-    def text(node: Any, outer: int = 0) -> str:
-        tag = node[0] if isinstance(node, list) and node else None
-        if tag in ("const", "lit"):
-            return js.json_compact(node[1])
-        if tag == "ref":
-            return "$" + ".".join([str(node[1]), *map(str, node[2])])
-        if tag == "not":
-            return "!" + text(node[1], 3)
-        if tag in ("and", "or"):
-            rank = 1 if tag == "or" else 2
-            inner = f"{text(node[1], rank)} {'&&' if tag == 'and' else '||'} {text(node[2], rank)}"
-            return f"({inner})" if outer > rank else inner
-        if tag == "cmp":
-            inner = f"{text(node[2], 3)} {node[1]} {text(node[3], 3)}"
-            return f"({inner})" if outer >= 3 else inner
-        return js.json_compact(node)
-
-    return text(tree)
 
 
 def _delta(a: Any, b: Any) -> str:

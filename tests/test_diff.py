@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from lobsterc.cli import main
-from lobsterc.diff import compare, condition_text, load_version, schema_at_least
-from lobsterc.expr import compile_condition
+from lobsterc.diff import compare, load_version, schema_at_least
+from lobsterc.expr import compile_condition, condition_text
 
 ROOT = Path(__file__).resolve().parent.parent
 REVIEW = ROOT / "examples" / "review"
