@@ -896,6 +896,25 @@ def render_markdown(report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
+def _render_at_rev(d: Any, tmp: str, rev: str | None) -> str:
+    """A compile error of a version, its file named `REV:path` when git wrote it under `tmp`
+    (never the temporary checkout's path)."""
+    from lobsterc.diagnostics import render
+    from lobsterc.source import Source
+
+    if rev is None or d.span is None:
+        return render(d)
+    for side, name in zip("ab", rev.split("..", 1)):
+        root = os.path.join(tmp, side) + os.sep
+        if name and d.span.source.startswith(root):
+            with open(d.span.source, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            shown = f"{name}:{d.span.source[len(root):].replace(os.sep, '/')}"
+            return render(attrs.evolve(d, span=attrs.evolve(d.span, source=shown)),
+                          Source(shown, text))
+    return render(d)
+
+
 FORMATS = ("text", "json", "markdown", "sarif", "github")
 RENDERERS = {"text": render_text, "json": render_json, "markdown": render_markdown}
 
@@ -907,7 +926,7 @@ def run_diff(files: list[str], *, rev: str | None = None, fmt: str = "text",
     import sys
     import tempfile
 
-    from lobsterc.diagnostics import CompileError, render
+    from lobsterc.diagnostics import CompileError
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -942,7 +961,7 @@ def run_diff(files: list[str], *, rev: str | None = None, fmt: str = "text",
                 except CompileError as exc:
                     err.write(f"lobsterc: {shown} does not compile:\n")
                     for d in exc.diagnostics:
-                        err.write(render(d) + "\n")
+                        err.write(_render_at_rev(d, tmp, rev) + "\n")
                     return 1
         except RevError as exc:
             err.write(f"lobsterc: --rev {rev}: {exc}\n")

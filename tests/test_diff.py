@@ -366,3 +366,22 @@ def test_a_gate_made_conditional_names_the_condition(tmp_path, capsys):
     assert code == 1 and ids(doc, "error") == ["S607:send:ok"]
     [cond] = [f for f in doc["findings"] if f["rule"] == "S614"]
     assert cond["message"] == "step ok: condition - -> $fetch.json.skip == false"
+
+
+def test_a_version_at_a_rev_that_does_not_compile_is_named_rev_path(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e", "GIT_CONFIG_GLOBAL": os.devnull}
+    (repo / "f.lobster").write_text("steps:\n  - id: a\n    pipeline: nosuch\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "one"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    (repo / "f.lobster").write_text("steps:\n  - id: a\n    pipeline: json\n")
+    lobsterc = str(Path(os.sys.executable).parent / "lobsterc")
+    proc = subprocess.run([lobsterc, "diff", "--rev", "HEAD..", "f.lobster"], cwd=repo,
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[:3] == [
+        "lobsterc: HEAD:f.lobster does not compile:",
+        "HEAD:f.lobster:3:15: error[E201]: Unknown command: nosuch",
+        "  3 |     pipeline: nosuch"], proc.stderr
