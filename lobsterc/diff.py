@@ -896,23 +896,25 @@ def render_markdown(report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
-def _render_at_rev(d: Any, tmp: str, rev: str | None) -> str:
-    """A compile error of a version, its file named `REV:path` when git wrote it under `tmp`
-    (never the temporary checkout's path)."""
-    from lobsterc.diagnostics import render
+def _at_rev(d: Any, tmp: str, rev: str | None) -> tuple[Any, Any, Any]:
+    """A compile error of a version: as text shows it, with its Source, and as code scanning
+    shows it. A file git wrote under `tmp` is named `REV:path` in text, and is the repository
+    path with the revision in the message for code scanning (never the temporary checkout)."""
     from lobsterc.source import Source
 
     if rev is None or d.span is None:
-        return render(d)
+        return d, None, d
     for side, name in zip("ab", rev.split("..", 1)):
         root = os.path.join(tmp, side) + os.sep
         if name and d.span.source.startswith(root):
             with open(d.span.source, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()
-            shown = f"{name}:{d.span.source[len(root):].replace(os.sep, '/')}"
-            return render(attrs.evolve(d, span=attrs.evolve(d.span, source=shown)),
-                          Source(shown, text))
-    return render(d)
+            path = d.span.source[len(root):].replace(os.sep, "/")
+            shown = attrs.evolve(d, span=attrs.evolve(d.span, source=f"{name}:{path}"))
+            scanned = attrs.evolve(d, span=attrs.evolve(d.span, source=path),
+                                   message=f"{d.message} (at revision {name})")
+            return shown, Source(f"{name}:{path}", text), scanned
+    return d, None, d
 
 
 FORMATS = ("text", "json", "markdown", "sarif", "github")
@@ -926,7 +928,7 @@ def run_diff(files: list[str], *, rev: str | None = None, fmt: str = "text",
     import sys
     import tempfile
 
-    from lobsterc.diagnostics import CompileError
+    from lobsterc.diagnostics import CompileError, render
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -959,9 +961,14 @@ def run_diff(files: list[str], *, rev: str | None = None, fmt: str = "text",
                     if shown != path:
                         models[-1].rev = shown.split(":", 1)[0]
                 except CompileError as exc:
+                    found = [_at_rev(d, tmp, rev) for d in exc.diagnostics]
                     err.write(f"lobsterc: {shown} does not compile:\n")
-                    for d in exc.diagnostics:
-                        err.write(_render_at_rev(d, tmp, rev) + "\n")
+                    err.writelines(render(d, source) + "\n" for d, source, _ in found)
+                    if fmt in ("sarif", "github"):  # what code scanning reads: the errors
+                        from lobsterc.sarif import lint_github, lint_sarif
+
+                        lint = lint_sarif if fmt == "sarif" else lint_github
+                        out.write(lint([(path, d) for _, _, d in found]))
                     return 1
         except RevError as exc:
             err.write(f"lobsterc: --rev {rev}: {exc}\n")

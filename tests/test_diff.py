@@ -385,3 +385,8 @@ def test_a_version_at_a_rev_that_does_not_compile_is_named_rev_path(tmp_path):
         "lobsterc: HEAD:f.lobster does not compile:",
         "HEAD:f.lobster:3:15: error[E201]: Unknown command: nosuch",
         "  3 |     pipeline: nosuch"], proc.stderr
+    github = subprocess.run([lobsterc, "diff", "--rev", "HEAD..", "f.lobster", "--format",
+                             "github"], cwd=repo, capture_output=True, text=True, env=env)
+    assert (github.returncode, github.stdout) == (1, (
+        "::error file=f.lobster,line=3,col=15,endLine=3,endColumn=21,title=lobsterc E201::"
+        "Unknown command: nosuch (at revision HEAD)\n"))

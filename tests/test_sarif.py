@@ -158,6 +158,20 @@ def test_diff_sarif_is_valid_for_every_example_pair(name, capsys):
             f"ship.{name}.lobster")
 
 
+def test_diff_sarif_of_a_version_that_does_not_compile_holds_its_errors(tmp_path, capsys,
+                                                                        monkeypatch):
+    """Code scanning reads stdout: a version that does not compile is a valid log with the
+    compile errors, never an empty file."""
+    monkeypatch.chdir(tmp_path)
+    Path("bad.lobster").write_text(BAD)
+    assert main(["diff", str(REVIEW / "ship.lobster"), "bad.lobster", "--format", "sarif"]) == 1
+    captured = capsys.readouterr()
+    assert "bad.lobster does not compile" in captured.err
+    [result] = valid(captured.out)["runs"][0]["results"]
+    assert (result["ruleId"], result["level"]) == ("E201", "error")
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "bad.lobster"
+
+
 def test_diff_sarif_marks_accepted_findings_suppressed_and_github_as_notices(capsys):
     old, new = str(REVIEW / "ship.lobster"), str(REVIEW / "ship.gate-removed.lobster")
     assert main(["diff", old, new, "--format", "sarif", "--accept", "S601:review:approval"]) == 0
