@@ -43,14 +43,40 @@ class ShellWord:
     offsets: tuple[int, ...]
 
 
+@frozen
+class HereDoc:
+    """The body of a here-document, source[start:end]. `quoted`: its delimiter was quoted, so
+    the shell expands nothing in it."""
+
+    start: int
+    end: int
+    quoted: bool
+
+
 def split_commands(source: str) -> list[list[ShellWord]]:
     """The simple commands of a shell text, each as its argv words (redirections and their
     targets left out). Never raises: an unclosed quote runs to the end of the text."""
+    return _parse(source)[0]
+
+
+def here_documents(source: str) -> list[tuple[list[ShellWord], HereDoc]]:
+    """Every here-document of a shell text, with the argv words of the command it feeds."""
+    return _parse(source)[1]
+
+
+def _parse(source: str) -> tuple[list[list[ShellWord]], list[tuple[list[ShellWord], HereDoc]]]:
     commands: list[list[ShellWord]] = []
+    docs: list[tuple[list[ShellWord], HereDoc]] = []
+    feeds: list[list[ShellWord]] = []  # the commands of the here-documents not yet read
     current: list[ShellWord] = []
     skip_next = False  # the word after a redirection operator is its target, not an argument
     for token in _tokens(source):
+        if isinstance(token, HereDoc):
+            docs.append((feeds.pop(0) if feeds else [], token))
+            continue
         if isinstance(token, str):
+            if token in ("<<", "<<-"):
+                feeds.append(current)
             if token in _REDIRECTS:
                 skip_next = True
                 continue
@@ -64,14 +90,14 @@ def split_commands(source: str) -> list[list[ShellWord]]:
         current.append(token)
     if current:
         commands.append(current)
-    return commands
+    return commands, docs
 
 
-def _tokens(s: str) -> Iterator[ShellWord | str]:
-    """Words (ShellWord) and operators (str) in order; comments, blanks and the bodies of
-    here-documents (data for the command, up to their delimiter line) dropped."""
+def _tokens(s: str) -> Iterator[ShellWord | str | HereDoc]:
+    """Words (ShellWord), operators (str) and the bodies of here-documents (HereDoc, after the
+    newline that ends their line) in order; comments and blanks dropped."""
     i, n = 0, len(s)
-    heredocs: list[tuple[str, bool]] = []  # (delimiter, strip tabs) read at the next newline
+    heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, strip tabs, quoted)
     after_heredoc_op: str | None = None
     while i < n:
         ch = s[i]
@@ -90,7 +116,8 @@ def _tokens(s: str) -> Iterator[ShellWord | str]:
             yield op
             i += len(op)
             if op == "\n" and heredocs:
-                i = _skip_heredocs(s, i, heredocs)
+                bodies, i = _skip_heredocs(s, i, heredocs)
+                yield from bodies
                 heredocs = []
             after_heredoc_op = op if op in ("<<", "<<-") else None
         else:
@@ -98,22 +125,29 @@ def _tokens(s: str) -> Iterator[ShellWord | str]:
             if _IO_NUMBER.fullmatch(word.text) and i < n and s[i] in "<>":
                 continue  # `2>file`: the digits belong to the redirection
             if after_heredoc_op:
-                heredocs.append((word.text, after_heredoc_op == "<<-"))
+                quoted = any(c in s[word.start:word.end] for c in "'\"\\")
+                heredocs.append((word.text, after_heredoc_op == "<<-", quoted))
                 after_heredoc_op = None
             yield word
 
 
-def _skip_heredocs(s: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
-    """Past the bodies of the here-documents opened on the line that just ended."""
-    for delimiter, strip_tabs in heredocs:
+def _skip_heredocs(s: str, i: int, heredocs: list[tuple[str, bool, bool]]
+                   ) -> tuple[list[HereDoc], int]:
+    """The bodies of the here-documents opened on the line that just ended (each up to its
+    delimiter line; an unclosed one runs to the end), and where the text goes on after them."""
+    bodies = []
+    for delimiter, strip_tabs, quoted in heredocs:
+        start = end_of_body = i
         while i < len(s):
             end = s.find("\n", i)
             end = len(s) if end < 0 else end
             line = s[i:end].lstrip("\t") if strip_tabs else s[i:end]
-            i = end + 1
             if line == delimiter:
+                end_of_body, i = i, end + 1
                 break
-    return min(i, len(s))
+            i = end_of_body = end + 1
+        bodies.append(HereDoc(start, min(end_of_body, len(s)), quoted))
+    return bodies, min(i, len(s))
 
 
 _IO_NUMBER = re.compile(r"[0-9]+")

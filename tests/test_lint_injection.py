@@ -75,6 +75,8 @@ CORPUS = [
     ("run", "env bash -c \"perl -e 'print \\\"${name}\\\"'\"", [("W301", ARG, "perl")]),
     ("run", "cat <<EOF\n${name}\nEOF", [("W301", ARG, "sh")]),
     ("run", "cat <<EOF\npython3 -c '${name}'\nEOF", [("W301", ARG, "sh")]),
+    ("run", "python3 - <<EOF\nprint('${name}')\nEOF", [("W301", ARG, "python")]),
+    ("run", "sudo=1 bash <<-EOF\n\techo $a.stdout\n\tEOF", [("W309", OUT, "sh")]),
     ("run", "jq -n \"$a.json\" && echo ${name}", [("W301", ARG, "sh"), ("W309", JSON, "jq")]),
     ("run", "if true; then LANG=C ruby3.2 -e 'p ${name}'; fi", [("W301", ARG, "ruby")]),
     ("run", "pwsh -Command \"Write-Output '${name}'\"", [("W301", ARG, "pwsh")]),
@@ -111,6 +113,10 @@ def lint(tmp_path: Path, where: str, text: str) -> list:
     return lint_file(str(path))
 
 
+def spliced(tmp_path: Path, where: str, text: str) -> list:
+    return [d for d in lint(tmp_path, where, text) if d.code in ("W301", "W309", "W310")]
+
+
 def reading(d) -> tuple[str, str, str]:
     """(code, reference, language) of one diagnostic."""
     ref = re.search(r"arg '([^']+)'|step reference (\S+)", d.message)
@@ -143,6 +149,22 @@ def test_an_escaped_quote_does_not_hide_the_reference(tmp_path):
     assert d.message == "arg 'name' is spliced into the shell text of exec in step b"
     assert d.help == ('read "$LOBSTER_ARG_NAME" in the shell instead (or pass it through the '
                       "step's `env:`): the shell then reads the value as data, never as code")
+
+
+def test_a_program_read_from_an_unquoted_here_document_needs_its_delimiter_quoted(tmp_path):
+    """The shell expands "$VAR" inside an unquoted here-document before the program reads it,
+    so reading the variable is a fix only with the delimiter quoted."""
+    [arg] = spliced(tmp_path, "run", "python3 - <<EOF\nprint('${name}')\nEOF")
+    assert arg.help == ("quote the here-document's delimiter (<<'EOF': the shell then expands "
+                        "nothing in it) and read os.environ[\"LOBSTER_ARG_NAME\"] in the python "
+                        "program: the python program then reads the value as data, never as code")
+    [ref] = spliced(tmp_path, "run", "sh <<EOF\necho $a.stdout\nEOF")
+    assert ref.help.startswith("pass it through the step's `env:` as A_STDOUT, quote the "
+                               "here-document's delimiter")
+    quoted = spliced(tmp_path, "run", "sh <<'EOF'\necho ${name}\nEOF")  # quoted: "$VAR" is safe
+    assert [d.help.split(":")[0] for d in quoted] == ['use "$LOBSTER_ARG_NAME" instead']
+    data = spliced(tmp_path, "run", "cat <<EOF\n${name}\nEOF")  # cat's input is data
+    assert [d.help.split(":")[0] for d in data] == ['use "$LOBSTER_ARG_NAME" instead']
 
 
 def test_the_fix_for_another_language_reads_its_environment(tmp_path):

@@ -493,3 +493,19 @@ def test_the_demo_session_runs_to_a_clean_file():
     transcript = asyncio.run(demo())
     assert transcript[-1] == "diagnostics\n  []"
     assert any(part.startswith("completion after `$ask_env.response.`") for part in transcript)
+
+
+def test_no_one_edit_fix_for_a_splice_in_an_unquoted_here_document(tmp_path):
+    """Reading "$VAR" there is still code (the shell expands it into the program): the finding
+    stands without a quick fix; outside a here-document the same finding has one."""
+    from lobsterc.lint import lint_file
+    from lobsterc.lsp.analysis import fixes
+
+    path = tmp_path / "h.lobster"
+    for run, offered in (("sh <<EOF\n      echo ${who}\n      EOF", []),
+                         ("echo ${who}", ["Read $LOBSTER_ARG_WHO instead"])):
+        text = ("args:\n  who: {default: x}\nsteps:\n  - id: a\n    timeout_ms: 9\n"
+                f"    run: |\n      {run}\n")
+        path.write_text(text)
+        [d] = [d for d in lint_file(str(path)) if d.code == "W301"]
+        assert [title for title, _ in fixes(text, str(path), d)] == offered

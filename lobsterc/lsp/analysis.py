@@ -706,7 +706,8 @@ def fixes(text: str, path: str, diag: Diagnostic) -> list[tuple[str, list[Edit]]
         edit = _respell(lines, rng, m[2])
         if edit is not None:
             out.append((f"Change to '{m[2]}'", [edit]))
-    if diag.code in ("W301", "W310") and diag.help:
+    heredoc = "here-document" in (diag.help or "")  # its delimiter needs quoting too
+    if diag.code in ("W301", "W310") and diag.help and not heredoc:
         m = re.search(r'"\$(LOBSTER_ARG_[A-Z0-9_]+)"', diag.help)
         if m:
             out.append((f"Read ${m[1]} instead", [(rng, _quoted_var(lines, rng, m[1]))]))
