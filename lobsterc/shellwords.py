@@ -3,7 +3,8 @@
 `split_commands` is a POSIX shell lexer (XCU 2.3 token recognition and 2.2 quoting): it cuts
 a shell line into simple commands and their words after quote removal, keeping for every
 character of a word the offset it came from, so a reference found in a word is placed exactly
-in the source. `program_texts` reads one argv as the programs it runs would, and says which
+in the source; `here_documents` gives the body of each here-document with the command it
+feeds. `program_texts` reads one argv as the programs it runs would, and says which
 words (or which tail of a word) an interpreter runs as code: `sh -c TEXT`, `python3 -c TEXT`,
 `node -e TEXT`, `perl -lne TEXT`, `awk TEXT`, ..., also behind `env`, `sudo`, `xargs`,
 `timeout` and the other WRAPPERS.
