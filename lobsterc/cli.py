@@ -131,9 +131,7 @@ def _lint_stdin(ns) -> int:
     pipeline. Findings name it `<stdin>`; a sub-workflow path in it is found from the
     current directory."""
     import io
-    import os
     import re
-    import tempfile
 
     from lobsterc.lint import run_lint
 
@@ -143,30 +141,14 @@ def _lint_stdin(ns) -> int:
     text = sys.stdin.read()
     kind = ns.stdin_kind or ("workflow" if re.search(r"^\s*[\"']?steps[\"']?\s*:", text, re.M)
                              else "pipeline")
-    suffix = ".lobster" if kind == "workflow" else ".pipeline"
+    # a name in the current directory, so a `workflow:` path in it resolves from there
+    name = STDIN_NAME + (".lobster" if kind == "workflow" else ".pipeline")
     out, err = io.StringIO(), io.StringIO()
-    try:  # in the current directory, so a `workflow:` path in it resolves from there
-        fd, path = tempfile.mkstemp(prefix=".lobsterc-stdin-", suffix=suffix, dir=os.getcwd())
-    except OSError:
-        fd, path = tempfile.mkstemp(prefix="lobsterc-stdin-", suffix=suffix)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        code = run_lint([path], fmt=ns.format, require_approval=ns.require_approval,
-                        strict=ns.strict, out=out, err=err)
-    finally:
-        os.unlink(path)
+    code = run_lint([name], fmt=ns.format, require_approval=ns.require_approval,
+                    strict=ns.strict, out=out, err=err, text=text)
     for stream, buffer in ((sys.stdout, out), (sys.stderr, err)):
-        value = buffer.getvalue()
-        value = value.replace(json_string(path)[1:-1], STDIN_NAME).replace(path, STDIN_NAME)
-        stream.write(value)
+        stream.write(buffer.getvalue().replace(name, STDIN_NAME))
     return code
-
-
-def json_string(text: str) -> str:
-    import json
-
-    return json.dumps(text)
 
 
 def cmd_graph(ns) -> int:

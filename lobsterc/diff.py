@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 from attrs import define, field, frozen
 
+from lobsterc.expr import condition_text
 from vm import js
 from vm.commands import COMMANDS
 from vm.opcodes import OPS, STEP, Op
@@ -147,7 +148,7 @@ class Model:
     gates: dict[tuple[str, str], Gate] = field(factory=dict)
     effects: dict[tuple[str, str], Effect] = field(factory=dict)
     guards: dict[tuple[str, str], set[tuple[str, str]]] = field(factory=dict)  # effect -> gates
-    defaults: Any = None
+    defaults: Any = field(factory=dict)  # no INIT_ARGS (a pipeline): no defaults
     cost_limit: Any = None
     reviewed: tuple[str, ...] = ()
     rev: str | None = None  # the git revision the version was read at (its name is REV:path)
@@ -294,26 +295,10 @@ def build_model(program: Program, name: str, *, marks: Mapping[str, str] | None 
         elif ins.op == Op.COST_LIMIT:
             model.cost_limit = program.constants[ins.a]
     cfg = Cfg(program)
-    blocked_reach = {key: _reach(cfg, gate.pc) for key, gate in model.gates.items()}
+    blocked_reach = {key: cfg.forward(blocked=gate.pc) for key, gate in model.gates.items()}
     for key, effect in model.effects.items():
         model.guards[key] = {g for g, reach in blocked_reach.items() if effect.pc not in reach}
     return model
-
-
-def _reach(cfg: Any, blocked: int) -> set[int]:
-    """Every pc reachable from the start without passing the instruction at `blocked`."""
-    seen = {0}
-    todo = [0]
-    while todo:
-        pc = todo.pop()
-        if pc == blocked or pc < 0:
-            continue
-        for edge in cfg.edges[pc]:
-            if edge.target not in seen:
-                seen.add(edge.target)
-                todo.append(edge.target)
-    seen.discard(blocked)
-    return seen
 
 
 # ---------------------------------------------------------------------------------------------
@@ -564,16 +549,16 @@ class _Compare:
                 yield Finding("S611", "warning", f"step {label} runs something else: "
                               f"{_delta(a['runs'], b['runs'])}", (label, "runs"), **at)
             if a["policy"] != b["policy"]:
-                severity = "warning"
-                yield Finding("S612", severity, f"step {label}: "
+                yield Finding("S612", "warning", f"step {label}: "
                               f"{_delta(a['policy'], b['policy'])}", (label, "policy"), **at)
             if a["env"] != b["env"] or a["cwd"] != b["cwd"]:
-                yield Finding("S613", "warning", f"step {label}: "
-                              f"{_delta({'env': a['env'], 'cwd': a['cwd']}, {'env': b['env'], 'cwd': b['cwd']})}",
+                where_a, where_b = ({"env": x["env"], "cwd": x["cwd"]} for x in (a, b))
+                yield Finding("S613", "warning", f"step {label}: {_delta(where_a, where_b)}",
                               (label, "env"), **at)
             if a["condition"] != b["condition"]:
                 yield Finding("S614", "warning", f"step {label}: condition "
-                              f"{_show(a['condition'])} -> {_show(b['condition'])}",
+                              f"{_show(condition_text(a['condition']))} -> "
+                              f"{_show(condition_text(b['condition']))}",
                               (label, "condition"), **at)
 
     # program ---------------------------------------------------------------------------------
@@ -752,11 +737,11 @@ def load_version(path: str, shown: str | None = None) -> Model:
             marks = {label: ref.step.effects for label, ref in
                      _index(loaded.workflow, "", ()).items()
                      if isinstance(ref.step.effects, str)}
-        reviewed = _reviewed(path)
+        reviewed = reviewed_ids(path)
     return build_model(program, shown or path, marks=marks, reviewed=reviewed)
 
 
-def _reviewed(path: str) -> tuple[str, ...]:
+def reviewed_ids(path: str) -> tuple[str, ...]:
     """The finding ids a workflow file accepts in its top-level `x-reviewed:` key (a list of
     ids, or a mapping of id -> the reviewer's note)."""
     from lobsterc.load import load_document
@@ -911,6 +896,27 @@ def render_markdown(report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
+def _at_rev(d: Any, tmp: str, rev: str | None) -> tuple[Any, Any, Any]:
+    """A compile error of a version: as text shows it, with its Source, and as code scanning
+    shows it. A file git wrote under `tmp` is named `REV:path` in text, and is the repository
+    path with the revision in the message for code scanning (never the temporary checkout)."""
+    from lobsterc.source import Source
+
+    if rev is None or d.span is None:
+        return d, None, d
+    for side, name in zip("ab", rev.split("..", 1)):
+        root = os.path.join(tmp, side) + os.sep
+        if name and d.span.source.startswith(root):
+            with open(d.span.source, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            path = d.span.source[len(root):].replace(os.sep, "/")
+            shown = attrs.evolve(d, span=attrs.evolve(d.span, source=f"{name}:{path}"))
+            scanned = attrs.evolve(d, span=attrs.evolve(d.span, source=path),
+                                   message=f"{d.message} (at revision {name})")
+            return shown, Source(f"{name}:{path}", text), scanned
+    return d, None, d
+
+
 FORMATS = ("text", "json", "markdown", "sarif", "github")
 RENDERERS = {"text": render_text, "json": render_json, "markdown": render_markdown}
 
@@ -945,7 +951,8 @@ def run_diff(files: list[str], *, rev: str | None = None, fmt: str = "text",
                                 else (files[0], files[0]))
             for path, _ in versions:
                 if not os.path.isfile(path):
-                    err.write(f"lobsterc: no such file: {path}\n")
+                    what = "Is a directory" if os.path.isdir(path) else "No such file"
+                    err.write(f"lobsterc: {what}: {path}\n")
                     return 2
             models = []
             for path, shown in versions:
@@ -954,9 +961,14 @@ def run_diff(files: list[str], *, rev: str | None = None, fmt: str = "text",
                     if shown != path:
                         models[-1].rev = shown.split(":", 1)[0]
                 except CompileError as exc:
+                    found = [_at_rev(d, tmp, rev) for d in exc.diagnostics]
                     err.write(f"lobsterc: {shown} does not compile:\n")
-                    for d in exc.diagnostics:
-                        err.write(render(d) + "\n")
+                    err.writelines(render(d, source) + "\n" for d, source, _ in found)
+                    if fmt in ("sarif", "github"):  # what code scanning reads: the errors
+                        from lobsterc.sarif import lint_github, lint_sarif
+
+                        lint = lint_sarif if fmt == "sarif" else lint_github
+                        out.write(lint([(path, d) for _, _, d in found]))
                     return 1
         except RevError as exc:
             err.write(f"lobsterc: --rev {rev}: {exc}\n")

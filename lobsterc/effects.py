@@ -193,6 +193,22 @@ class Cfg:
                         self.edges[covered].append(edge)
 
     # queries ---------------------------------------------------------------------------------
+    def forward(self, start: int = 0, *, blocked: int | None = None) -> set[int]:
+        """Every pc reachable from `start` (the exit left out); the instruction at `blocked`
+        is reached but not passed."""
+        seen = {start}
+        todo = [start]
+        while todo:
+            pc = todo.pop()
+            if pc == blocked or pc == EXIT:
+                continue
+            for edge in self.edges[pc]:
+                if edge.target not in seen:
+                    seen.add(edge.target)
+                    todo.append(edge.target)
+        seen.discard(EXIT)
+        return seen
+
     def reachable(self, start: int = 0, *, stop_at: Iterable[Op] = ()
                   ) -> dict[int, tuple[int, str] | None]:
         """Cheapest paths from `start`: pc -> (predecessor pc, edge kind), None for `start`.

@@ -1,5 +1,6 @@
-"""`when`/`condition` values -> plain-data condition trees (grammar/expr.lark), with E212 errors.
-The tree is stored in bytecode and evaluated by vm.condition; see compile_condition for its shape."""
+"""`when`/`condition` values -> plain-data condition trees (grammar/expr.lark), with E212 errors,
+and a tree back to its text (condition_text). The tree is stored in bytecode and evaluated by
+vm.condition; see compile_condition for its shape."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.source import Span
+from vm import js
 
 __all__ = ["compile_condition", "condition_refs", "tree_refs", "MAX_DEPTH"]
 
@@ -162,3 +164,28 @@ def _sub_span(span: Span | None, value: str, offset: int, width: int) -> Span | 
 
 def _error(message: str, span: Span | None) -> CompileError:
     return CompileError([Diagnostic(code="E212", message=message, span=span)])
+
+
+def condition_text(tree: Any) -> str | None:
+    """A compiled condition (vm.condition's tree) as the condition language writes it."""
+    if tree is None:
+        return None
+
+    def text(node: Any, outer: int = 0) -> str:
+        tag = node[0] if isinstance(node, list) and node else None
+        if tag in ("const", "lit"):
+            return js.json_compact(node[1])
+        if tag == "ref":
+            return "$" + ".".join([str(node[1]), *map(str, node[2])])
+        if tag == "not":
+            return "!" + text(node[1], 3)
+        if tag in ("and", "or"):
+            rank = 1 if tag == "or" else 2
+            inner = f"{text(node[1], rank)} {'&&' if tag == 'and' else '||'} {text(node[2], rank)}"
+            return f"({inner})" if outer > rank else inner
+        if tag == "cmp":
+            inner = f"{text(node[2], 3)} {node[1]} {text(node[3], 3)}"
+            return f"({inner})" if outer >= 3 else inner
+        return js.json_compact(node)
+
+    return text(tree)

@@ -24,7 +24,8 @@ from lobsterc import ast
 from lobsterc.check import check_pipeline, did_you_mean, positional_words, sub_span
 from lobsterc.diagnostics import CompileError, Diagnostic, render
 from lobsterc.parse import decode_word_offsets
-from lobsterc.shellwords import command_start, program_texts, split_commands
+from lobsterc.shellwords import (INTERPRETERS, command_start, here_documents,
+                                  program_name, program_texts, split_commands)
 from lobsterc.source import Source, Span
 from vm import js
 from vm.frontend import WORKFLOW_EXTENSIONS
@@ -141,7 +142,30 @@ def nested_languages(text: str, language: str = "sh", depth: int = 0) -> list[tu
             inner = word.text[part.start:]
             out += [(word.offsets[part.start + a], word.offsets[part.start + b - 1] + 1, lang)
                     for a, b, lang in nested_languages(inner, part.language, depth + 1) if b > a]
+    for command, doc in here_documents(text) if depth == 0 else ():
+        words = [w.text for w in command]
+        words = words[command_start(words):]
+        reads = INTERPRETERS.get(program_name(words[0])) if words else None
+        if reads is not None and not doc.quoted and not program_texts(words):
+            out.append((doc.start, doc.end, HEREDOC + reads[0]))  # its program comes on stdin
     return out
+
+
+HEREDOC = "heredoc:"  # a language prefix: program text in an unquoted here-document
+
+
+def _in_heredoc(language: str) -> str | None:
+    """The program's language when `language` marks an unquoted here-document, else None."""
+    return language[len(HEREDOC):] if language.startswith(HEREDOC) else None
+
+
+def _heredoc_fix(var: str, language: str, ref: str | None = None) -> str:
+    """The fix for a splice into a program read from an unquoted here-document, where the shell
+    expands `$VAR` into the program text too."""
+    via = f"pass it through the step's `env:` as {var}, " if ref else ""
+    return (f"{via}quote the here-document's delimiter (<<'EOF': the shell then expands nothing "
+            f"in it) and read {_read(language, var)}: {_where(language)} then reads the value "
+            "as data, never as code")
 
 
 def language_at(spans: list[tuple[int, int, str]], start: int, end: int) -> str:
@@ -245,6 +269,10 @@ def _read(language: str, var: str) -> str:
 
 
 def _env_fix(s: Splice, language: str = "sh") -> str:
+    if (inner := _in_heredoc(language)) is not None:
+        if s.kind == "arg":
+            return _heredoc_fix(f"LOBSTER_ARG_{env_name(s.name)}", inner)
+        return _heredoc_fix(_env_var(s.text), inner, s.text)
     then = f"{_where(language)} then reads the value as data, never as code"
     if s.kind == "arg":
         var = f"LOBSTER_ARG_{env_name(s.name)}"
@@ -265,10 +293,11 @@ def rule_shell_args(ctx: LintContext) -> Iterator[Diagnostic]:
                 var = f"LOBSTER_ARG_{env_name(s.name)}"
                 language = language_at(nested, s.start, s.end)
                 use = f'"${var}"' if language == "sh" else _read(language, var)
-                yield Diagnostic(
-                    "W301", f"arg '{s.name}' is spliced into a shell line", s.span,
-                    help=f"use {use} instead: {_where(language)} then reads the value as data, "
-                         "never as code", severity="warning")
+                fix = _heredoc_fix(var, inner) if (inner := _in_heredoc(language)) else (
+                    f"use {use} instead: {_where(language)} then reads the value as data, "
+                    "never as code")
+                yield Diagnostic("W301", f"arg '{s.name}' is spliced into a shell line", s.span,
+                                 help=fix, severity="warning")
 
 
 def rule_shell_refs(ctx: LintContext) -> Iterator[Diagnostic]:
@@ -632,9 +661,10 @@ def as_json(path: str, d: Diagnostic) -> dict:
 
 
 def run_lint(files: Sequence[str], *, fmt: str = "text", require_approval: bool = False,
-             strict: bool = False, out=None, err=None) -> int:
+             strict: bool = False, out=None, err=None, text: str | None = None) -> int:
     """The `lobsterc lint` command: 0 clean, 1 findings, 2 usage error (a file that does not
-    exist, an unknown format)."""
+    exist, an unknown format). `text`: the text of the one file named, which need not exist
+    (stdin)."""
     import sys
 
     out = out or sys.stdout
@@ -642,14 +672,15 @@ def run_lint(files: Sequence[str], *, fmt: str = "text", require_approval: bool 
     if fmt not in ("text", "json", "sarif", "github"):
         err.write("lint --format must be text, json, sarif or github\n")
         return 2
-    missing = [f for f in files if not os.path.isfile(f)]
+    missing = [f for f in files if text is None and not os.path.isfile(f)]
     if missing:
         for f in missing:
             err.write(f"lobsterc: no such file: {f}\n")
         return 2
     found: list[tuple[str, Diagnostic]] = []
     for f in files:
-        found += [(f, d) for d in lint_file(f, require_approval=require_approval, strict=strict)]
+        found += [(f, d) for d in lint_file(f, require_approval=require_approval, strict=strict,
+                                            text=text)]
     if fmt == "json":
         out.write(json.dumps([as_json(f, d) for f, d in found], indent=2) + "\n")
     elif fmt in ("sarif", "github"):
@@ -657,7 +688,8 @@ def run_lint(files: Sequence[str], *, fmt: str = "text", require_approval: bool 
 
         out.write((lint_sarif if fmt == "sarif" else lint_github)(found))
     else:
-        sources: dict[str, Source] = {}
+        sources: dict[str, Source] = {files[0]: Source(files[0], text)} if text is not None \
+            else {}
         for f, d in found:
             src = None
             if d.span is not None:

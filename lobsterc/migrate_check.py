@@ -4,9 +4,9 @@ vm.migrate, reached through the Frontend's `check_migration`.
 A move is sound when all three hold:
 1. the halt site exists in the new program (same step label, same gate kind) and is unchanged;
 2. nothing before the gate would have run differently: the steps on a path from the start to
-   the gate (and every step of a for_each the run is inside, whose earlier iterations ran
-   past the gate) are the same steps with the same content, and the prologue (arg defaults,
-   cost limit) is unchanged;
+   the gate (and, when the run is past the first item of a for_each it is inside, every step
+   of that for_each: its earlier iterations ran past the gate) are the same steps with the
+   same content, and the prologue (arg defaults, cost limit) is unchanged;
 3. every step result that the new program reads after the gate is in the frame (with the
    reference's path present in it), is produced after the gate, or is a loop variable.
 Then `pc_map` places the frame's pcs (the next pc, loop, call and try sites) in the new
@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from lobsterc.diff import step_facts, plain, step_pcs, build_model, compare, render_text
+from lobsterc.diff import (build_model, compare, plain, render_text, reviewed_ids,
+                           step_facts, step_pcs)
 from lobsterc.effects import Cfg, step_labels
 from vm import js
 from vm.frame import Frame
+from vm.frontend import WORKFLOW_EXTENSIONS
 from vm.migrate import MigrationCheck
 from vm.opcodes import CONST, HALT, OPS, STEP, Op
 from vm.program import Program
@@ -33,21 +35,6 @@ def _halt_pc(program: Program, index: int) -> int | None:
         if ins.op in (Op.HALT_APPROVE, Op.HALT_INPUT) and ins.b == index:
             return pc
     return None
-
-
-def _forward(cfg: Cfg, start: int, blocked: int | None = None) -> set[int]:
-    seen = {start}
-    todo = [start]
-    while todo:
-        pc = todo.pop()
-        if pc == blocked or pc < 0:
-            continue
-        for edge in cfg.edges[pc]:
-            if edge.target not in seen:
-                seen.add(edge.target)
-                todo.append(edge.target)
-    seen.discard(-1)
-    return seen
 
 
 def _backward(cfg: Cfg, target: int) -> set[int]:
@@ -70,7 +57,7 @@ def _before(program: Program, halt_pc: int, loop_labels: list[str]) -> set[str]:
     """Labels of the steps that run on a path from the start to the gate, and of every step of
     the loops the run is inside."""
     cfg = Cfg(program)
-    on_path = _forward(cfg, 0, blocked=halt_pc) & _backward(cfg, halt_pc)
+    on_path = cfg.forward(blocked=halt_pc) & _backward(cfg, halt_pc)
     labels = step_labels(program)
     found = {labels[pc] for pc in on_path if labels[pc] is not None}
     for loop in loop_labels:
@@ -137,7 +124,7 @@ def _reads_and_writes(program: Program, pcs: set[int]) -> tuple[set[tuple[str, s
 
 def _after(program: Program, halt_pc: int) -> set[int]:
     cfg = Cfg(program)
-    return _forward(cfg, halt_pc + 1) if halt_pc + 1 < len(program.code) else set()
+    return cfg.forward(halt_pc + 1) if halt_pc + 1 < len(program.code) else set()
 
 
 def _all_results(frame: Frame) -> dict[str, Any]:
@@ -153,10 +140,8 @@ def check_migration(old: Program, new: Program, frame: Frame, accept: tuple[str,
     """Whether `frame`, paused in `old`, may continue in `new` (see the module docstring), the
     safety diff, and where the frame's pcs land in `new`. `source`: the new version's workflow
     file, whose `x-reviewed:` ids count as accepted."""
-    if source is not None and source.lower().endswith((".lobster", ".yaml", ".yml", ".json")):
-        from lobsterc.diff import _reviewed
-
-        accept = (*accept, *_reviewed(source))
+    if source is not None and source.lower().endswith(WORKFLOW_EXTENSIONS):
+        accept = (*accept, *reviewed_ids(source))
     reasons: list[str] = []
     checked: list[str] = []
     pending = frame.pending
@@ -177,8 +162,8 @@ def check_migration(old: Program, new: Program, frame: Frame, accept: tuple[str,
                        "program asks)")
     checked.append(f"the {gate} exists in the new program, unchanged")
     labels_old = step_labels(old)
-    loops = [labels_old[loop.site] for loop in frame.loops
-             if 0 <= loop.site < len(old.code) and labels_old[loop.site]]
+    loops = [labels_old[loop.site] for loop in frame.loops  # only loops past their first item
+             if loop.index > 0 and 0 <= loop.site < len(old.code) and labels_old[loop.site]]
     before_old = _before(old, old_pc, loops)
     before_new = _before(new, new_pc, loops) if new_pc is not None else set()
     for label in sorted(before_new - before_old):

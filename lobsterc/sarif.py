@@ -13,7 +13,12 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+
+from lobsterc.diff import RULES, Where
+from vm import __version__
+from vm.codes import CODES
 
 SCHEMA_URI = ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
               "sarif-schema-2.1.0.json")
@@ -25,8 +30,6 @@ _GITHUB = {"error": "error", "warning": "warning", "note": "notice"}
 def _uri(path: str) -> dict[str, str]:
     """An artifactLocation: relative to the repository root (%SRCROOT%, where lobsterc ran)
     when the path is under it, else a file:// URI."""
-    from pathlib import Path
-
     rel = os.path.normpath(os.path.relpath(path) if os.path.isabs(path) else path)
     if rel.startswith(".."):
         return {"uri": Path(os.path.abspath(path)).as_uri()}
@@ -34,8 +37,6 @@ def _uri(path: str) -> dict[str, str]:
 
 
 def _driver(rules: list[dict[str, Any]]) -> dict[str, Any]:
-    from vm import __version__
-
     return {"name": "lobsterc", "version": __version__, "semanticVersion": __version__,
             "rules": rules}
 
@@ -93,8 +94,6 @@ LINT_HELP = {
 
 def _lint_help(code: str) -> tuple[str, str]:
     """(title, help text) of a lint or compile code."""
-    from vm.codes import CODES
-
     title = CODES[code].title if code in CODES else code
     if code in LINT_HELP:
         return title, LINT_HELP[code]
@@ -136,7 +135,7 @@ def lint_sarif(found: Sequence[tuple[str, Any]]) -> str:
     for path, d in found:
         s = d.span
         file = s.source if s else path
-        base = _hash(d.code, file.replace(os.sep, "/"), d.message,
+        base = _hash(d.code, _uri(file)["uri"], d.message,  # the uri: never where CI checked out
                      _line_text(file, s.line, lines) if s else "")
         seen[base] = seen.get(base, 0) + 1
         location: dict[str, Any] = {"artifactLocation": _uri(file)}
@@ -183,16 +182,12 @@ def _diff_place(f: Any, report: Any) -> tuple[str, int, str]:
     that is gone, the new file with the old place named in the words."""
     if f.new is not None:
         return _rev_path(f.new, report.new), f.new.line or 1, ""
-    from lobsterc.diff import Where
-
     file = _rev_path(Where(report.new.name), report.new)
     return file, 1, f" (old version: {f.old})" if f.old is not None else ""
 
 
 def diff_sarif(report: Any) -> str:
     """SARIF of a `lobsterc diff` Report; accepted findings carry an external suppression."""
-    from lobsterc.diff import RULES
-
     used = sorted({f.rule for f in report.findings})
     rules = [_rule(r, RULES[r].name, RULES[r].title, RULES[r].help, RULES[r].level)
              for r in used]

@@ -3,7 +3,8 @@
 `split_commands` is a POSIX shell lexer (XCU 2.3 token recognition and 2.2 quoting): it cuts
 a shell line into simple commands and their words after quote removal, keeping for every
 character of a word the offset it came from, so a reference found in a word is placed exactly
-in the source. `program_texts` reads one argv as the programs it runs would, and says which
+in the source; `here_documents` gives the body of each here-document with the command it
+feeds. `program_texts` reads one argv as the programs it runs would, and says which
 words (or which tail of a word) an interpreter runs as code: `sh -c TEXT`, `python3 -c TEXT`,
 `node -e TEXT`, `perl -lne TEXT`, `awk TEXT`, ..., also behind `env`, `sudo`, `xargs`,
 `timeout` and the other WRAPPERS.
@@ -43,14 +44,40 @@ class ShellWord:
     offsets: tuple[int, ...]
 
 
+@frozen
+class HereDoc:
+    """The body of a here-document, source[start:end]. `quoted`: its delimiter was quoted, so
+    the shell expands nothing in it."""
+
+    start: int
+    end: int
+    quoted: bool
+
+
 def split_commands(source: str) -> list[list[ShellWord]]:
     """The simple commands of a shell text, each as its argv words (redirections and their
     targets left out). Never raises: an unclosed quote runs to the end of the text."""
+    return _parse(source)[0]
+
+
+def here_documents(source: str) -> list[tuple[list[ShellWord], HereDoc]]:
+    """Every here-document of a shell text, with the argv words of the command it feeds."""
+    return _parse(source)[1]
+
+
+def _parse(source: str) -> tuple[list[list[ShellWord]], list[tuple[list[ShellWord], HereDoc]]]:
     commands: list[list[ShellWord]] = []
+    docs: list[tuple[list[ShellWord], HereDoc]] = []
+    feeds: list[list[ShellWord]] = []  # the commands of the here-documents not yet read
     current: list[ShellWord] = []
     skip_next = False  # the word after a redirection operator is its target, not an argument
     for token in _tokens(source):
+        if isinstance(token, HereDoc):
+            docs.append((feeds.pop(0) if feeds else [], token))
+            continue
         if isinstance(token, str):
+            if token in ("<<", "<<-"):
+                feeds.append(current)
             if token in _REDIRECTS:
                 skip_next = True
                 continue
@@ -64,14 +91,14 @@ def split_commands(source: str) -> list[list[ShellWord]]:
         current.append(token)
     if current:
         commands.append(current)
-    return commands
+    return commands, docs
 
 
-def _tokens(s: str) -> Iterator[ShellWord | str]:
-    """Words (ShellWord) and operators (str) in order; comments, blanks and the bodies of
-    here-documents (data for the command, up to their delimiter line) dropped."""
+def _tokens(s: str) -> Iterator[ShellWord | str | HereDoc]:
+    """Words (ShellWord), operators (str) and the bodies of here-documents (HereDoc, after the
+    newline that ends their line) in order; comments and blanks dropped."""
     i, n = 0, len(s)
-    heredocs: list[tuple[str, bool]] = []  # (delimiter, strip tabs) read at the next newline
+    heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, strip tabs, quoted)
     after_heredoc_op: str | None = None
     while i < n:
         ch = s[i]
@@ -82,11 +109,16 @@ def _tokens(s: str) -> Iterator[ShellWord | str]:
         elif ch == "#":
             while i < n and s[i] != "\n":
                 i += 1
+        elif s.startswith("((", i):  # an arithmetic command (bash, ksh): `<<` is a shift
+            end = _balanced_end(s, i + 1, "(")
+            yield ShellWord(s[i:end], i, end, tuple(range(i, end)))
+            i = end
         elif op := _operator_at(s, i):
             yield op
             i += len(op)
             if op == "\n" and heredocs:
-                i = _skip_heredocs(s, i, heredocs)
+                bodies, i = _skip_heredocs(s, i, heredocs)
+                yield from bodies
                 heredocs = []
             after_heredoc_op = op if op in ("<<", "<<-") else None
         else:
@@ -94,22 +126,29 @@ def _tokens(s: str) -> Iterator[ShellWord | str]:
             if _IO_NUMBER.fullmatch(word.text) and i < n and s[i] in "<>":
                 continue  # `2>file`: the digits belong to the redirection
             if after_heredoc_op:
-                heredocs.append((word.text, after_heredoc_op == "<<-"))
+                quoted = any(c in s[word.start:word.end] for c in "'\"\\")
+                heredocs.append((word.text, after_heredoc_op == "<<-", quoted))
                 after_heredoc_op = None
             yield word
 
 
-def _skip_heredocs(s: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
-    """Past the bodies of the here-documents opened on the line that just ended."""
-    for delimiter, strip_tabs in heredocs:
+def _skip_heredocs(s: str, i: int, heredocs: list[tuple[str, bool, bool]]
+                   ) -> tuple[list[HereDoc], int]:
+    """The bodies of the here-documents opened on the line that just ended (each up to its
+    delimiter line; an unclosed one runs to the end), and where the text goes on after them."""
+    bodies = []
+    for delimiter, strip_tabs, quoted in heredocs:
+        start = end_of_body = i
         while i < len(s):
             end = s.find("\n", i)
             end = len(s) if end < 0 else end
             line = s[i:end].lstrip("\t") if strip_tabs else s[i:end]
-            i = end + 1
             if line == delimiter:
+                end_of_body, i = i, end + 1
                 break
-    return min(i, len(s))
+            i = end_of_body = end + 1
+        bodies.append(HereDoc(start, min(end_of_body, len(s)), quoted))
+    return bodies, min(i, len(s))
 
 
 _IO_NUMBER = re.compile(r"[0-9]+")
@@ -155,7 +194,7 @@ def _word(s: str, i: int) -> tuple[ShellWord, int]:
             i = _ansi_c(s, i + 2, text, offsets)
         elif ch == '"' or (ch == "$" and s.startswith('$"', i)):
             i = _double(s, i + (2 if ch == "$" else 1), text, offsets)
-        elif ch == "$" and s.startswith("$(", i) or ch == "`" or s.startswith("${", i):
+        elif s.startswith(_EXPANSIONS, i) or ch == "`":
             end = _substitution_end(s, i)
             keep(s[i:end], i)
             i = end
@@ -175,7 +214,7 @@ def _double(s: str, i: int, text: list[str], offsets: list[int]) -> int:
                 text.append(s[i + 1])
                 offsets.append(i + 1)
             i += 2
-        elif ch == "$" and s.startswith("$(", i) or ch == "`" or s.startswith("${", i):
+        elif s.startswith(_EXPANSIONS, i) or ch == "`":
             end = _substitution_end(s, i)
             text.extend(s[i:end])
             offsets.extend(range(i, end))
@@ -211,34 +250,51 @@ def _ansi_c(s: str, i: int, text: list[str], offsets: list[int]) -> int:
     return i + 1
 
 
+_EXPANSIONS = ("$(", "${", "$[")
+_CLOSE = {"(": ")", "{": "}", "[": "]"}
+
+
 def _substitution_end(s: str, i: int) -> int:
-    """The end of `$(...)`, `$((...))`, `${...}` or a backquoted command starting at s[i],
-    skipping quotes and nested substitutions inside (an unclosed one runs to the end)."""
+    """The end of `$(...)`, `$((...))`, `${...}`, `$[...]` or a backquoted command starting
+    at s[i], skipping quotes and nested substitutions inside (an unclosed one runs to the
+    end)."""
     n = len(s)
     if s[i] == "`":
         j = i + 1
         while j < n and s[j] != "`":
             j += 2 if s[j] == "\\" else 1
         return min(j + 1, n)
-    close = ")" if s[i + 1] == "(" else "}"
-    opening = s[i + 1]
-    depth, j = 1, i + 2
+    return _balanced_end(s, i + 2, s[i + 1])
+
+
+def _balanced_end(s: str, j: int, opening: str) -> int:
+    """Past the bracket that closes the `opening` one just before s[j]."""
+    n = len(s)
+    close = _CLOSE[opening]
+    depth, begin = 1, j
+    cases = 0  # open `case ... esac` of a command substitution: their `)` close patterns
     while j < n and depth:
         ch = s[j]
         if ch == "\\":
             j += 2
             continue
-        if ch == "'" and close == ")":
+        if ch == "'":
             end = s.find("'", j + 1)
             j = n if end < 0 else end + 1
             continue
         if ch == '"':
             j = _skip_double(s, j + 1)
             continue
-        if ch == "$" and s.startswith(("$(", "${"), j) or ch == "`":
+        if s.startswith(_EXPANSIONS, j) or ch == "`":
             j = _substitution_end(s, j)
             continue
-        if ch == opening:
+        if close == ")" and (keyword := _CASE_WORD.match(s, j)) and _command_position(s[begin:j]):
+            cases += 1 if keyword[1] == "case" else -1 if cases else 0
+            j = keyword.end(1)
+            continue
+        if cases and ch in "()":
+            pass
+        elif ch == opening:
             depth += 1
         elif ch == close:
             depth -= 1
@@ -246,12 +302,21 @@ def _substitution_end(s: str, i: int) -> int:
     return min(j, n)
 
 
+_CASE_WORD = re.compile(r"(case|esac)(?=[ \t\n;&|)]|$)")
+_BEFORE_COMMAND = re.compile(r"(?:^|[;&|(\n]|(?:^|[ \t;&|(\n])(?:then|do|else|[{!]))[ \t]*$")
+
+
+def _command_position(before: str) -> bool:
+    """Whether a word after `before` (the text of a substitution up to it) starts a command."""
+    return bool(_BEFORE_COMMAND.search(before))
+
+
 def _skip_double(s: str, j: int) -> int:
     n = len(s)
     while j < n and s[j] != '"':
         if s[j] == "\\":
             j += 2
-        elif s[j] == "$" and s.startswith(("$(", "${"), j) or s[j] == "`":
+        elif s.startswith(_EXPANSIONS, j) or s[j] == "`":
             j = _substitution_end(s, j)
         else:
             j += 1

@@ -91,6 +91,16 @@ def test_lobsterc_lint_reads_stdin(cli):
                      stdin="steps: x\n")
     assert "<stdin>:1:1: error[E201]: Unknown command: steps:" in forced.stdout
     assert sorted(os.listdir(cli.work)) == ["lib"]  # nothing left behind
+    github = cli.run("lint", "-", "--format", "github", exe=LOBSTERC, stdin=workflow)
+    assert github.stdout.startswith("::error file=<stdin>,line=6,col=12,"), github.stdout
+    prints = set()
+    for _ in range(2):  # no temporary name in the output or in a fingerprint
+        sarif = json.loads(cli.run("lint", "-", "--format", "sarif", exe=LOBSTERC,
+                                   stdin=workflow).stdout)
+        [result] = sarif["runs"][0]["results"]
+        assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "<stdin>"
+        prints.add(result["partialFingerprints"]["lobsterc/v1"])
+    assert len(prints) == 1
 
 
 def test_approve_true_and_false(cli):

@@ -13,6 +13,7 @@ import pytest
 
 from lobsterc.cli import main
 from lobsterc.diff import compare, load_version, schema_at_least
+from lobsterc.expr import compile_condition, condition_text
 
 ROOT = Path(__file__).resolve().parent.parent
 REVIEW = ROOT / "examples" / "review"
@@ -245,7 +246,11 @@ def test_markdown_is_a_table_for_a_pull_request(capsys):
 
 def test_usage_errors(tmp_path, capsys):
     assert main(["diff", BASE]) == 2
+    capsys.readouterr()
     assert main(["diff", BASE, str(tmp_path / "missing.lobster")]) == 2
+    assert capsys.readouterr().err == f"lobsterc: No such file: {tmp_path / 'missing.lobster'}\n"
+    assert main(["diff", str(tmp_path), BASE]) == 2
+    assert capsys.readouterr().err == f"lobsterc: Is a directory: {tmp_path}\n"
     assert main(["diff", "--rev", "HEAD", BASE]) == 2
     bad = write(tmp_path, "bad.lobster", "steps:\n  - id: a\n    pipeline: nosuch\n")
     assert main(["diff", BASE, bad]) == 1
@@ -293,11 +298,12 @@ def test_rev_reads_both_versions_through_git(tmp_path):
     assert proc.returncode == 2 and "--rev nosuch..HEAD" in proc.stderr
 
 
-@pytest.mark.parametrize("name", ["approval", "conditions", "for-each-gate", "parallel",
-                                  "policies", "sub-workflow"])
-def test_every_golden_workflow_diffs_clean_against_itself(name, capsys):
-    path = str(ROOT / "golden" / f"{name}.lobster")
-    assert main(["diff", path, path]) == 0
+@pytest.mark.parametrize("path", sorted(str(p) for p in (ROOT / "golden").glob("*.*")
+                                         if p.suffix in (".lobster", ".pipeline")))
+def test_every_golden_source_diffs_clean_against_itself(path, capsys):
+    code, doc = diff(path, path, capsys=capsys)
+    assert (code, doc["findings"], doc["renamed"]) == (0, [], {})
+    assert doc["old"]["programHash"] == doc["new"]["programHash"]
 
 
 def test_an_effect_added_in_a_sub_workflow_is_named_in_its_own_file(tmp_path, capsys):
@@ -317,3 +323,70 @@ def test_an_effect_added_in_a_sub_workflow_is_named_in_its_own_file(tmp_path, ca
     assert gained["message"] == ("step notes/remember gained state 'state.set' and no approval "
                                  "gate precedes it")
     assert gained["new"] == {"file": str(tmp_path / "b" / "lib" / "notes.lobster"), "line": 12}
+
+
+def test_a_pipeline_has_the_same_no_defaults_as_a_workflow_without_args(tmp_path, capsys):
+    old = write(tmp_path, "a.pipeline", "exec --json --shell 'echo [1]' | json")
+    new = write(tmp_path, "b.lobster", "steps:\n  - id: a\n    timeout_ms: 9\n"
+                "    pipeline: exec --json --shell 'echo [1]' | json\n")
+    _, doc = diff(old, new, capsys=capsys)  # its steps are labelled otherwise: not compared
+    assert not [i for i in ids(doc) if i.startswith("S615")], doc["findings"]
+
+
+def test_env_and_cwd_changes_name_each_value(tmp_path, capsys):
+    flow = ("env:\n  MODE: safe\nsteps:\n  - id: ok\n    approval: Go?\n  - id: send\n"
+            "    env:\n      TARGET: prod\n    run: echo sent\n    timeout_ms: 9\n")
+    old = write(tmp_path, "a.lobster", flow)
+    new = write(tmp_path, "b.lobster", flow.replace("safe", "yolo").replace(
+        "      TARGET: prod\n", "      TARGET: dev\n    cwd: sub\n"))
+    code, doc = diff(old, new, capsys=capsys)
+    assert code == 0
+    [env] = [f for f in doc["findings"] if f["rule"] == "S613"]
+    assert env["message"] == ("step send: env.MODE safe -> yolo; env.TARGET prod -> dev; "
+                              "cwd - -> sub")
+
+
+@pytest.mark.parametrize("text", [
+    "$a.approved", '!$a.approved && $b.json.n > 2 || $c.stdout == "x"',
+    "!($a.x == 1 || $b.y != null)", "$a.x == 1 && ($b.y || $c.z)", "true",
+    "$a.json.0.port >= 3.5", '$a.x == "two words"', "!!$a.x"])
+def test_a_condition_is_shown_as_written(text):
+    tree = compile_condition(text, None)
+    assert condition_text(tree) == text
+    assert compile_condition(condition_text(tree), None) == tree
+
+
+def test_a_gate_made_conditional_names_the_condition(tmp_path, capsys):
+    flow = ("steps:\n  - id: fetch\n    run: echo 1\n    timeout_ms: 9\n  - id: ok\n"
+            "    approval: Go?\n  - id: send\n    run: echo sent\n    timeout_ms: 9\n")
+    old = write(tmp_path, "a.lobster", flow)
+    new = write(tmp_path, "b.lobster", flow.replace(
+        "    approval: Go?\n", "    approval: Go?\n    when: $fetch.json.skip == false\n"))
+    code, doc = diff(old, new, capsys=capsys)
+    assert code == 1 and ids(doc, "error") == ["S607:send:ok"]
+    [cond] = [f for f in doc["findings"] if f["rule"] == "S614"]
+    assert cond["message"] == "step ok: condition - -> $fetch.json.skip == false"
+
+
+def test_a_version_at_a_rev_that_does_not_compile_is_named_rev_path(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e", "GIT_CONFIG_GLOBAL": os.devnull}
+    (repo / "f.lobster").write_text("steps:\n  - id: a\n    pipeline: nosuch\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "one"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    (repo / "f.lobster").write_text("steps:\n  - id: a\n    pipeline: json\n")
+    lobsterc = str(Path(os.sys.executable).parent / "lobsterc")
+    proc = subprocess.run([lobsterc, "diff", "--rev", "HEAD..", "f.lobster"], cwd=repo,
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[:3] == [
+        "lobsterc: HEAD:f.lobster does not compile:",
+        "HEAD:f.lobster:3:15: error[E201]: Unknown command: nosuch",
+        "  3 |     pipeline: nosuch"], proc.stderr
+    github = subprocess.run([lobsterc, "diff", "--rev", "HEAD..", "f.lobster", "--format",
+                             "github"], cwd=repo, capture_output=True, text=True, env=env)
+    assert (github.returncode, github.stdout) == (1, (
+        "::error file=f.lobster,line=3,col=15,endLine=3,endColumn=21,title=lobsterc E201::"
+        "Unknown command: nosuch (at revision HEAD)\n"))

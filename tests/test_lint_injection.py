@@ -75,6 +75,8 @@ CORPUS = [
     ("run", "env bash -c \"perl -e 'print \\\"${name}\\\"'\"", [("W301", ARG, "perl")]),
     ("run", "cat <<EOF\n${name}\nEOF", [("W301", ARG, "sh")]),
     ("run", "cat <<EOF\npython3 -c '${name}'\nEOF", [("W301", ARG, "sh")]),
+    ("run", "python3 - <<EOF\nprint('${name}')\nEOF", [("W301", ARG, "python")]),
+    ("run", "sudo=1 bash <<-EOF\n\techo $a.stdout\n\tEOF", [("W309", OUT, "sh")]),
     ("run", "jq -n \"$a.json\" && echo ${name}", [("W301", ARG, "sh"), ("W309", JSON, "jq")]),
     ("run", "if true; then LANG=C ruby3.2 -e 'p ${name}'; fi", [("W301", ARG, "ruby")]),
     ("run", "pwsh -Command \"Write-Output '${name}'\"", [("W301", ARG, "pwsh")]),
@@ -111,6 +113,10 @@ def lint(tmp_path: Path, where: str, text: str) -> list:
     return lint_file(str(path))
 
 
+def spliced(tmp_path: Path, where: str, text: str) -> list:
+    return [d for d in lint(tmp_path, where, text) if d.code in ("W301", "W309", "W310")]
+
+
 def reading(d) -> tuple[str, str, str]:
     """(code, reference, language) of one diagnostic."""
     ref = re.search(r"arg '([^']+)'|step reference (\S+)", d.message)
@@ -145,6 +151,22 @@ def test_an_escaped_quote_does_not_hide_the_reference(tmp_path):
                       "step's `env:`): the shell then reads the value as data, never as code")
 
 
+def test_a_program_read_from_an_unquoted_here_document_needs_its_delimiter_quoted(tmp_path):
+    """The shell expands "$VAR" inside an unquoted here-document before the program reads it,
+    so reading the variable is a fix only with the delimiter quoted."""
+    [arg] = spliced(tmp_path, "run", "python3 - <<EOF\nprint('${name}')\nEOF")
+    assert arg.help == ("quote the here-document's delimiter (<<'EOF': the shell then expands "
+                        "nothing in it) and read os.environ[\"LOBSTER_ARG_NAME\"] in the python "
+                        "program: the python program then reads the value as data, never as code")
+    [ref] = spliced(tmp_path, "run", "sh <<EOF\necho $a.stdout\nEOF")
+    assert ref.help.startswith("pass it through the step's `env:` as A_STDOUT, quote the "
+                               "here-document's delimiter")
+    quoted = spliced(tmp_path, "run", "sh <<'EOF'\necho ${name}\nEOF")  # quoted: "$VAR" is safe
+    assert [d.help.split(":")[0] for d in quoted] == ['use "$LOBSTER_ARG_NAME" instead']
+    data = spliced(tmp_path, "run", "cat <<EOF\n${name}\nEOF")  # cat's input is data
+    assert [d.help.split(":")[0] for d in data] == ['use "$LOBSTER_ARG_NAME" instead']
+
+
 def test_the_fix_for_another_language_reads_its_environment(tmp_path):
     path = tmp_path / "flow.lobster"
     path.write_text("steps:\n  - id: a\n    run: echo x\n    timeout_ms: 9\n  - id: b\n"
@@ -173,6 +195,11 @@ LEXER_CASES = [
     r"""echo "$(printf '%s' ")")" z""",
     r"""echo "`printf a`" b""",
     r"""echo ${UNSET:-"a b"} w""",
+    r"""echo ${UNSET:-'a}b'} tail""",
+    r"""echo $((1 + (2 * 3))) $(printf case) done""",
+    r"""echo $(case x in x) printf 1;; esac) tail; echo $(case y in (y) printf 2;; esac) end""",
+    "(( x = 1 << 2 ))\necho after the arithmetic\nEOF",
+    "echo $[1 << 2] x\necho after\nEOF",
     "cat <<EOF >/dev/null\necho inside\nEOF\necho after",
     "cat <<-'E' >/dev/null; echo same line\n\techo inside\n\tE\necho after",
     "echo a=b c=d; (echo sub)",
@@ -193,7 +220,7 @@ def real_words(line: str, tmp_path: Path) -> list[list[str]]:
 def test_the_lexer_splits_as_the_shell_does(line, tmp_path):
     ours = [[w.text for w in c][1:] for c in split_commands(line) if c[0].text == "echo"]
     expected = real_words(line, tmp_path)
-    if re.search(r"\$\(|`|\$\{", line):  # expansions stay text here: compare the word count
+    if re.search(r"\$\(|`|\$\{|\$\[", line):  # expansions stay text here: compare the word count
         assert [len(c) for c in ours] == [len(c) for c in expected]
     else:
         assert ours == expected
@@ -214,7 +241,8 @@ def test_program_texts_reads_options_as_each_program_does():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(list("ab -c$'\"\\`(){};|&<>#\n=x") + ["${", "$(", "sh -c "]),
+@given(st.lists(st.sampled_from(list("ab -c$'\"\\`(){};|&<>#\n=x") +
+                                ["${", "$(", "$[", "((", "case ", "esac", "sh -c "]),
                 max_size=30).map("".join))
 def test_the_lexer_takes_any_text(text):
     for command in split_commands(text):

@@ -169,6 +169,30 @@ steps:
     assert lint_json(tmp_path, "fixed.lobster", text) == []
 
 
+def test_crlf_and_non_ascii_text_before_a_finding(tmp_path):
+    """Columns count UTF-16 units (an astral character is two) and a quick fix in a CRLF
+    file writes CRLF lines."""
+    uri = (tmp_path / "crlf.lobster").as_uri()
+    text = ("steps:\r\n  - id: alpha\r\n    timeout_ms: 9\r\n    run: echo x\r\n  - id: b\r\n"
+            "    timeout_ms: 9\r\n    run: echo \"\u00e9\U0001F600\"; sh -c \"$alpha.stdout\"\r\n")
+
+    async def body(s: Session):
+        s.open(uri, text)
+        [d] = await s.diagnostics(uri)
+        line = text.split("\r\n")[6]
+        start = len(line[:line.index("$alpha")].encode("utf-16-le")) // 2
+        assert (d.code, d.range.start.line, d.range.start.character, d.range.end.character) \
+            == ("W309", 6, start, start + len("$alpha.stdout"))
+        [action] = await s.code_actions(uri, d)
+        s.apply(uri, action.edit)
+        assert await s.diagnostics(uri) == []
+        return s.texts[uri]
+
+    fixed = session(body)
+    assert "\n" not in fixed.replace("\r\n", "")
+    assert "    env:\r\n      ALPHA_STDOUT: $alpha.stdout\r\n" in fixed
+
+
 def test_did_you_mean_fixes_for_references_fields_commands_and_values(tmp_path):
     uri = (tmp_path / "typos.lobster").as_uri()
     text = ("steps:\n  - id: build\n    pipeline: json\n  - id: ship\n    stdin: $biuld.json\n"
@@ -469,3 +493,19 @@ def test_the_demo_session_runs_to_a_clean_file():
     transcript = asyncio.run(demo())
     assert transcript[-1] == "diagnostics\n  []"
     assert any(part.startswith("completion after `$ask_env.response.`") for part in transcript)
+
+
+def test_no_one_edit_fix_for_a_splice_in_an_unquoted_here_document(tmp_path):
+    """Reading "$VAR" there is still code (the shell expands it into the program): the finding
+    stands without a quick fix; outside a here-document the same finding has one."""
+    from lobsterc.lint import lint_file
+    from lobsterc.lsp.analysis import fixes
+
+    path = tmp_path / "h.lobster"
+    for run, offered in (("sh <<EOF\n      echo ${who}\n      EOF", []),
+                         ("echo ${who}", ["Read $LOBSTER_ARG_WHO instead"])):
+        text = ("args:\n  who: {default: x}\nsteps:\n  - id: a\n    timeout_ms: 9\n"
+                f"    run: |\n      {run}\n")
+        path.write_text(text)
+        [d] = [d for d in lint_file(str(path)) if d.code == "W301"]
+        assert [title for title, _ in fixes(text, str(path), d)] == offered

@@ -152,8 +152,15 @@ def test_every_paused_run_of_a_program_hash(ship):
 
 
 def test_usage(ship):
-    assert migrate(ship, "--to", "ship.fixed.lobster").returncode == 2
-    assert migrate(ship, "--id", "12345678").returncode == 2
+    for argv, why in ((["--to", "ship.fixed.lobster"], "name one of --id ID and --program HASH"),
+                      (["--to", "x", "--id", "1", "--program", "12345678"],
+                       "name one of --id ID and --program HASH"),
+                      (["--id", "12345678"], "--to NEW names the new version"),
+                      (["--to", "x", "--id", "1", "--format", "xml"],
+                       "--format must be text or json")):
+        refused = migrate(ship, *argv)
+        assert refused.returncode == 2
+        assert refused.stderr.splitlines()[0] == f"lobster migrate: {why}", refused.stderr
     nothing = migrate(ship, "--to", "ship.fixed.lobster", "--id", "deadbeef")
     assert nothing.returncode == 1 and "no paused run 'deadbeef'" in nothing.stderr
     assert "usage: lobster migrate" in ship.run("migrate", "--help").stdout
@@ -250,3 +257,22 @@ def test_a_run_signed_before_a_key_rotation_migrates_and_keeps_its_key(ship):
     env, _ = ship.tool("resume", "--token", parked["requiresApproval"]["resumeToken"],
                        "--approve", "yes", env=APPROVER)
     assert env["status"] == "needs_input", env
+
+
+def test_at_the_first_item_of_a_for_each_a_changed_body_after_the_gate_moves(tmp_path):
+    """Paused at the first host's gate, nothing after the gate in the body has run yet: a fix
+    to it moves the run, and every host then runs the fixed body."""
+    cli = Cli(tmp_path)
+    source = (ROOT / "golden" / "for-each-gate.lobster").read_text().replace(
+        "    run: echo done\n", "    stdin: $each.json\n    pipeline: pick roll\n")
+    (cli.work / "a.lobster").write_text(source)
+    (cli.work / "body.lobster").write_text(source.replace("rolling $host", "ROLL $host"))
+    env, _ = cli.tool("run", "--mode", "tool", "--file", "a.lobster")
+    moved = cli.run("migrate", "--to", "body.lobster", "--id",
+                    env["requiresApproval"]["approvalId"])
+    assert moved.returncode == 0, moved.stdout
+    assert "migrated: the run continues on the new program" in moved.stdout
+    env, _ = cli.tool("resume", "--id", env["requiresApproval"]["approvalId"], "--approve", "yes")
+    env, _ = cli.tool("resume", "--id", env["requiresApproval"]["approvalId"], "--approve", "yes")
+    assert env["status"] == "ok"
+    assert env["output"] == [{"roll": "ROLL web-1\n"}, {"roll": "ROLL web-2\n"}]

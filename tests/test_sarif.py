@@ -100,6 +100,27 @@ def test_lint_fingerprints_survive_lines_moving(tmp_path, capsys, monkeypatch):
     assert len(before) == 3
 
 
+def test_lint_fingerprints_do_not_hold_the_checkout_path(tmp_path, capsys, monkeypatch):
+    """A finding in a called file is named by an absolute path inside lint; its fingerprint
+    must be the same wherever the repository is checked out, and however the file was named."""
+    monkeypatch.chdir(tmp_path)
+    prints = []
+    for where in ("one", "two"):
+        (tmp_path / where / "lib").mkdir(parents=True)
+        (tmp_path / where / "lib" / "child.lobster").write_text(
+            "steps:\n  - id: s\n    pipeline: sortt\n")
+        (tmp_path / where / "main.lobster").write_text(
+            "steps:\n  - id: c\n    workflow: lib/child.lobster\n")
+        monkeypatch.chdir(tmp_path / where)
+        for name in ("main.lobster", str(tmp_path / where / "main.lobster")):
+            log = valid(lint(capsys, name, "--format", "sarif")[1])
+            [result] = log["runs"][0]["results"]
+            assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == \
+                "lib/child.lobster"
+            prints.append(result["partialFingerprints"]["lobsterc/v1"])
+    assert len(set(prints)) == 1, prints
+
+
 def test_lint_clean_file_is_an_empty_valid_log(capsys):
     code, out = lint(capsys, str(ROOT / "golden" / "approval.lobster"), "--format", "sarif")
     assert code == 0
@@ -135,6 +156,20 @@ def test_diff_sarif_is_valid_for_every_example_pair(name, capsys):
         assert r["properties"]["findingId"].startswith(r["ruleId"] + ":")
         assert r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith(
             f"ship.{name}.lobster")
+
+
+def test_diff_sarif_of_a_version_that_does_not_compile_holds_its_errors(tmp_path, capsys,
+                                                                        monkeypatch):
+    """Code scanning reads stdout: a version that does not compile is a valid log with the
+    compile errors, never an empty file."""
+    monkeypatch.chdir(tmp_path)
+    Path("bad.lobster").write_text(BAD)
+    assert main(["diff", str(REVIEW / "ship.lobster"), "bad.lobster", "--format", "sarif"]) == 1
+    captured = capsys.readouterr()
+    assert "bad.lobster does not compile" in captured.err
+    [result] = valid(captured.out)["runs"][0]["results"]
+    assert (result["ruleId"], result["level"]) == ("E201", "error")
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "bad.lobster"
 
 
 def test_diff_sarif_marks_accepted_findings_suppressed_and_github_as_notices(capsys):

@@ -278,9 +278,11 @@ def cmd_migrate(argv: list[str], frontend: Any = None) -> int:
             sys.stderr.write(f"unexpected argument {word!r}\n{USAGE}")
             return 2
     fmt = values.get("format", "text")
-    if "to" not in values or ("id" in values) == ("program" in values) or \
-            fmt not in ("text", "json"):
-        sys.stderr.write(USAGE)
+    wrong = ("--to NEW names the new version" if "to" not in values else
+             "name one of --id ID and --program HASH" if ("id" in values) == ("program" in values)
+             else "--format must be text or json" if fmt not in ("text", "json") else None)
+    if wrong:
+        sys.stderr.write(f"lobster migrate: {wrong}\n{USAGE}")
         return 2
     options = Options(mode="tool", log=sys.stderr.write, frontend=frontend)
     try:

@@ -706,7 +706,8 @@ def fixes(text: str, path: str, diag: Diagnostic) -> list[tuple[str, list[Edit]]
         edit = _respell(lines, rng, m[2])
         if edit is not None:
             out.append((f"Change to '{m[2]}'", [edit]))
-    if diag.code in ("W301", "W310") and diag.help:
+    heredoc = "here-document" in (diag.help or "")  # its delimiter needs quoting too
+    if diag.code in ("W301", "W310") and diag.help and not heredoc:
         m = re.search(r'"\$(LOBSTER_ARG_[A-Z0-9_]+)"', diag.help)
         if m:
             out.append((f"Read ${m[1]} instead", [(rng, _quoted_var(lines, rng, m[1]))]))
@@ -715,9 +716,10 @@ def fixes(text: str, path: str, diag: Diagnostic) -> list[tuple[str, list[Edit]]
         step = outline(text, path).innermost(rng[0]) if m else None
         if m and step is not None and step.env_insert is not None:
             at, indent = step.env_insert
-            entry = f"{indent}{m[1]}: {m[2]}\n"
+            eol = "\r\n" if "\r\n" in text else "\n"  # a CRLF file gets CRLF lines
+            entry = f"{indent}{m[1]}: {m[2]}{eol}"
             if not step.env_block:
-                entry = f"{indent}env:\n{indent}  {m[1]}: {m[2]}\n"
+                entry = f"{indent}env:{eol}{indent}  {m[1]}: {m[2]}{eol}"
             out.append((f"Move {m[2]} into env: as {m[1]}",
                         [(rng, _quoted_var(lines, rng, m[1])), ((at, 0, at, 0), entry)]))
     return out

@@ -83,6 +83,14 @@ def _pos(doc: Any, position: lsp.Position) -> tuple[int, int]:
     return p.line, p.character
 
 
+def _at(ls: LobsterServer, params: Any) -> tuple[Any, str | None, int, int]:
+    """The document a position request names, its lint path (None: not ours) and the
+    position in code points."""
+    doc = _doc(ls, params.text_document.uri)
+    return (doc, lint_path(params.text_document.uri, doc.source),
+            *_pos(doc, params.position))
+
+
 def _range(doc: Any, rng: analysis.Range) -> lsp.Range:
     r = lsp.Range(lsp.Position(rng[0], rng[1]), lsp.Position(rng[2], rng[3]))
     try:
@@ -237,11 +245,8 @@ _KINDS = {"keyword": lsp.CompletionItemKind.Keyword, "function": lsp.CompletionI
     trigger_characters=["$", ".", "-"]))
 @answering(lsp.CompletionList(is_incomplete=False, items=[]))
 def completion(ls: LobsterServer, params: lsp.CompletionParams) -> lsp.CompletionList:
-    uri = params.text_document.uri
-    doc = _doc(ls, uri)
-    line, char = _pos(doc, params.position)
+    doc, path, line, char = _at(ls, params)
     items = []
-    path = lint_path(uri, doc.source)
     for item in analysis.complete(doc.source, path, line, char) if path else ():
         edit = None
         if item.edit is not None:
@@ -256,10 +261,7 @@ def completion(ls: LobsterServer, params: lsp.CompletionParams) -> lsp.Completio
 @server.feature(lsp.TEXT_DOCUMENT_HOVER)
 @answering(None)
 def hover(ls: LobsterServer, params: lsp.HoverParams) -> lsp.Hover | None:
-    uri = params.text_document.uri
-    doc = _doc(ls, uri)
-    line, char = _pos(doc, params.position)
-    path = lint_path(uri, doc.source)
+    doc, path, line, char = _at(ls, params)
     found = analysis.hover(doc.source, path, line, char) if path else None
     if found is None:
         return None
@@ -269,12 +271,9 @@ def hover(ls: LobsterServer, params: lsp.HoverParams) -> lsp.Hover | None:
 @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
 @answering(None)
 def definition(ls: LobsterServer, params: lsp.DefinitionParams) -> lsp.Location | None:
-    uri = params.text_document.uri
-    doc = _doc(ls, uri)
-    line, char = _pos(doc, params.position)
-    path = lint_path(uri, doc.source)
+    doc, path, line, char = _at(ls, params)
     found = analysis.definition(doc.source, path, line, char) if path else None
-    return lsp.Location(uri, _range(doc, found)) if found else None
+    return lsp.Location(params.text_document.uri, _range(doc, found)) if found else None
 
 
 _SYMBOLS = {"for_each": lsp.SymbolKind.Array, "parallel": lsp.SymbolKind.Struct,
@@ -302,10 +301,7 @@ def document_symbol(ls: LobsterServer, params: lsp.DocumentSymbolParams
 @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
 @answering(None)
 def prepare_rename(ls: LobsterServer, params: lsp.PrepareRenameParams) -> lsp.Range | None:
-    uri = params.text_document.uri
-    doc = _doc(ls, uri)
-    line, char = _pos(doc, params.position)
-    path = lint_path(uri, doc.source)
+    doc, path, line, char = _at(ls, params)
     found = analysis.name_at(doc.source, path, line, char) if path else None
     if found is None:
         return None
@@ -316,10 +312,7 @@ def prepare_rename(ls: LobsterServer, params: lsp.PrepareRenameParams) -> lsp.Ra
 
 @server.feature(lsp.TEXT_DOCUMENT_RENAME, lsp.RenameOptions(prepare_provider=True))
 def rename(ls: LobsterServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
-    uri = params.text_document.uri
-    doc = _doc(ls, uri)
-    line, char = _pos(doc, params.position)
-    path = lint_path(uri, doc.source)
+    doc, path, line, char = _at(ls, params)
     if path is None:
         return None
     try:
@@ -331,8 +324,8 @@ def rename(ls: LobsterServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | N
         return None
     if edits is None:
         return None
-    return lsp.WorkspaceEdit(changes={uri: [lsp.TextEdit(_range(doc, r), new)
-                                            for r, new in edits]})
+    return lsp.WorkspaceEdit(changes={params.text_document.uri: [
+        lsp.TextEdit(_range(doc, r), new) for r, new in edits]})
 
 
 def serve(*, require_approval: bool = False, strict: bool = False) -> None:
