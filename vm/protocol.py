@@ -99,7 +99,8 @@ class Options:
     - `log`: receives diagnostic lines (`[RETRY]`, cost warnings).
     - `stdin_is_tty`: whether the caller's stdin is a terminal (human-mode prompts).
     - `report`: receives a compile error, or a runtime trap (`vm.outcome.Failed`), before it
-      is flattened into an envelope (the CLI prints excerpts from it).
+      is flattened into an envelope (the CLI prints excerpts from it); and the halt
+      (`vm.frame.Pending`) of a parked run (the CLI renders a human-mode halt from it).
     - `frontend`: the compiler (`vm.frontend.Frontend`); None: the installed one, found
       through the `lobster.frontend` entry point on first use.
     - `checkpoint_ttl_ms`: a new checkpoint expires this many ms after its halt; None:
@@ -598,6 +599,8 @@ def _park(program: Program, frame: Frame, options: Options, settings: Settings) 
     store.save_program(program.hash, lambda: codec.dump_program(program),
                        intact=lambda blob: codec.intact(blob, program.hash))
     store.save_frame(state_key, blob, expires_at=None if ttl is None else time.time() + ttl / 1000)
+    if options.report is not None:
+        options.report(pending)  # the CLI renders a human-mode halt from it
     return envelope
 
 
