@@ -298,7 +298,7 @@ def _check_tree(wf: Any, path: str, state: dict[str, str]) -> Iterator[Diagnosti
             yield Diagnostic("E210", f"Workflow step {step.id} workflow file not found: {where}",
                              call.loc.span())
         elif state.get(call.path) == "open":
-            yield Diagnostic("E216", f"Workflow step {step.id} creates a cycle: {call.target} is "
+            yield Diagnostic("E216", f"Workflow step {step.id} creates a cycle: {call.path} is "
                              "already being executed", call.loc.span())
         elif call.path not in state:
             yield from loaded.diagnostics

@@ -172,14 +172,14 @@ class _Planner:
             self.detail(pad, "when", _one_line(str(step.when.value).strip()),
                         "[depends on step output — unknown at plan time]")
         if isinstance(kind, ast.Shell):
-            self.detail(pad, "run", substitute_args(kind.line, self.args))
+            self.detail(pad, "run", self.resolved(kind.line, results))
         elif isinstance(kind, ast.PipelineStep):
             self.deferred = False
             self.detail(pad, "pipeline", self.pipeline(kind.pipeline, sid, results))
             if self.deferred:
                 self.lines.append(f"{pad}[command validation deferred — stage name depends on step output]")
         elif isinstance(kind, ast.SubWorkflow):
-            self.detail(pad, "workflow", self.text(kind.target))
+            self.detail(pad, "workflow", _approved(self.text(kind.target), results))
             if kind.args:
                 self.lines.append(f"{pad}args: {', '.join(kind.args)}")
         elif isinstance(kind, ast.Parallel):
@@ -215,6 +215,10 @@ class _Planner:
 
     def text(self, value: str) -> str:
         return substitute_args(value, self.args).rstrip("\n")
+
+    def resolved(self, line: str, results: dict) -> str:
+        """A shell line as the plan shows it: `${arg}` substituted, then `$step.approved`."""
+        return _approved(substitute_args(line, self.args), results)
 
     def policy(self, policy: ast.Policy, pad: str) -> None:
         if policy.timeout_ms is not ast.ABSENT:
@@ -271,7 +275,7 @@ class _Planner:
         it is checked here as it would run (the checker has checked the others): a stage
         whose name comes from a step's output cannot be checked, one whose arguments do has
         its name checked only."""
-        shown = self.text(pipeline.text)
+        shown = _approved(self.text(pipeline.text), results)
         if not _templated(pipeline.text):
             return shown
         span = pipeline.span
@@ -315,7 +319,7 @@ class _Planner:
                                       owner=f"Parallel branch {branch.id}")
                 self.lines.append(f"{pad}branch {branch.id}: [pipeline] {_noted(shown)}")
             else:
-                shown = substitute_args(branch.shell.line, self.args)
+                shown = self.resolved(branch.shell.line, results)
                 self.lines.append(f"{pad}branch {branch.id}: [shell] {_noted(shown)}")
         for branch in par.branches:
             results[branch.id] = _Output()
@@ -340,7 +344,7 @@ class _Planner:
                 continue
             kind = sub.kind
             if isinstance(kind, ast.Shell):
-                detail = f" run: {substitute_args(kind.line, self.args)}"
+                detail = f" run: {self.resolved(kind.line, scope)}"
             elif isinstance(kind, ast.PipelineStep):
                 detail = f" pipeline: {self.pipeline(kind.pipeline, sub.id, scope)}"
             else:
@@ -355,6 +359,23 @@ _KIND_TAGS = {"shell": "shell", "pipeline": "pipeline", "workflow": "workflow",
 
 
 OUTPUT_REF = re.compile(r"\$[A-Za-z0-9_-]+\.(?:stdout|json)")
+
+
+PLAN_REF = re.compile(r"\$([A-Za-z0-9_-]+)\.(stdout|json|approved)")
+
+
+def _approved(text: str, results: dict) -> str:
+    """`$step.approved` of a step planned before this one, as the original plans it: `true`
+    for an approval step (the plan takes the approved path), `false` for any other."""
+    def one(m: re.Match) -> str:
+        if m[2] != "approved" or m[1] not in results:
+            return m[0]
+        result = results[m[1]]
+        approved = result.approved if isinstance(result, _Output) else \
+            isinstance(result, dict) and result.get("approved") is True
+        return "true" if approved else "false"
+
+    return PLAN_REF.sub(one, text)
 
 
 def _output_note(text: str) -> str:
