@@ -73,7 +73,8 @@ def _gates_in_loops(case, i, ref, ours) -> bool:
     """The original refused a gate in a loop or sub-workflow; ours accepted it, and then halted
     there or went on to whatever the rest of the file does."""
     refusals = ("cannot contain approval or input steps",
-                "Sub-workflow approval/input gates are not supported", "for_each steps cannot define approval")
+                "Sub-workflow approval/input gates are not supported", "for_each steps cannot define approval",
+                "requestInput is not supported in this pipeline context")
     ref_msg, ours_msg = message(ref) or "", message(ours) or ""
     return any(r in ref_msg for r in refusals) and not any(r in ours_msg for r in refusals)
 

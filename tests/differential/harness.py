@@ -13,6 +13,7 @@ import stat
 import subprocess
 import tempfile
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -105,6 +106,8 @@ class _Answer(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         if length:
             self.rfile.read(length)
+        if self.reply.get("hangMs"):  # an adapter that takes its time (or never answers)
+            time.sleep(self.reply["hangMs"] / 1000)
         body = self.reply.get("body", "").encode()
         self.send_response(self.reply.get("status", 200))
         self.send_header("content-type", "application/json")
@@ -120,7 +123,13 @@ class _Answer(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
 
-    do_POST = do_GET = _answer
+    def _answer_quietly(self):
+        try:
+            self._answer()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
+            pass
+
+    do_POST = do_GET = _answer_quietly
 
     def log_message(self, *args):
         pass

@@ -1,0 +1,422 @@
+"""The ported tests: `PORTED` (cases per test) and `NOT_PORTABLE` (the reason per test), keyed by
+the original's test file and test title. `test_names()` lists what the original ships."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import attrs
+
+REFERENCE_TESTS = "node_modules/@clawdbot/lobster/dist/test"
+
+
+@attrs.frozen
+class Port:
+    """One test of the original as differential cases. `documented` names the allow-list
+    entry (SPEC section 9) expected to explain a difference; None: both must agree."""
+
+    file: str
+    test: str
+    cases: tuple
+    documented: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.file}::{self.test}"
+
+
+def test_names(tests_dir: Path) -> dict[str, list[str]]:
+    """file -> the titles of its tests, in order (a parametrised title keeps its `${...}`)."""
+    found: dict[str, list[str]] = {}
+    title = re.compile(r"""^\s*(?:test|it)\(("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)""", re.M)
+    for path in sorted(tests_dir.glob("*.test.js")):
+        names = []
+        for m in title.finditer(path.read_text()):
+            raw = m.group(1)
+            names.append(json.loads(raw) if raw[0] == '"' else raw[1:-1])
+        found[path.name] = names
+    return found
+
+
+def reference_tests_dir() -> Path | None:
+    """The original's compiled tests, next to the LOBSTER_REFERENCE binary."""
+    ref = os.environ.get("LOBSTER_REFERENCE")
+    if not ref:
+        return None
+    root = Path(ref).resolve().parents[2] if "node_modules" in ref else Path(ref).parent
+    for base in (Path(ref).parent.parent.parent, root):
+        path = base / REFERENCE_TESTS
+        if path.is_dir():
+            return path
+    return None
+
+
+# case builders --------------------------------------------------------------------------------
+RUN = {"action": "run"}
+
+
+def approve(yes: bool = True, **more) -> dict:
+    return {"action": "resume", "approve": yes, **more}
+
+
+def respond(value, **more) -> dict:
+    return {"action": "resume", "responseJson": value, **more}
+
+
+def cli(*argv: str, **more) -> dict:
+    return {"action": "cli", "argv": list(argv), **more}
+
+
+def emit(value) -> str:
+    """A shell line that prints `value` as compact JSON (no newline)."""
+    return "printf '%s' '" + json.dumps(value, separators=(",", ":")) + "'"
+
+
+def wf(doc, *steps, files=None, env=None, args=None, mode="tool", name="workflow.lobster") -> dict:
+    """A workflow file case: `doc` (a dict, written as JSON as the original's tests do, or
+    YAML text), run with `steps` (default: one run)."""
+    text = doc if isinstance(doc, str) else json.dumps(doc, indent=2)
+    case = {"kind": "file", "file": name, "mode": mode, "files": {name: text, **(files or {})},
+            "steps": list(steps) or [RUN]}
+    if env:
+        case["env"] = env
+    if args is not None:
+        case["args"] = args
+    return case
+
+
+def pipe(text: str, *steps, files=None, env=None, mode="tool") -> dict:
+    case = {"kind": "pipeline", "mode": mode, "pipeline": text, "steps": list(steps) or [RUN]}
+    if files:
+        case["files"] = files
+    if env:
+        case["env"] = env
+    return case
+
+
+def feed(items: list, stages: str, **kw) -> dict:
+    """`stages` over `items` (the items a pipeline's earlier stage would have produced)."""
+    files = {"in.json": json.dumps(items), **kw.pop("files", {})}
+    return pipe(f"exec --json --shell 'cat in.json' | {stages}", files=files, **kw)
+
+
+def steps(*items) -> dict:
+    return {"steps": list(items)}
+
+
+def sh(id_: str, line: str, **more) -> dict:
+    return {"id": id_, "command": line, **more}
+
+
+FAIL = "exit 1"
+SLEEP = "sleep 5"
+
+PORTED: list[Port] = []
+NOT_PORTABLE: dict[str, dict[str, str]] = {}
+
+
+def port(file: str, test: str, *cases: dict, documented: str | None = None) -> None:
+    PORTED.append(Port(file, test, tuple(cases), documented))
+
+
+def skip(file: str, reason: str, *tests: str) -> None:
+    """Tests of `file` that are not portable (all the rest of it when `tests` is empty)."""
+    table = NOT_PORTABLE.setdefault(file, {})
+    for test in tests or ("*",):
+        table[test] = reason
+
+
+# stdlib commands over items (the original calls runPipeline with an input stream) -------------
+F = "where.test.js"
+port(F, "where coerces a numeric literal and filters with >=", feed([{"n": 10}, {"n": 30}, {"n": 50}], "where n>=30"))
+port(F, "where normalizes a single = to == and coerces true",
+     feed([{"unread": True, "id": 1}, {"unread": False, "id": 2}], "where unread=true"))
+port(F, "where coerces the false literal to a boolean",
+     feed([{"unread": True, "id": 1}, {"unread": False, "id": 2}], "where unread=false"))
+port(F, "where resolves a dotted path with ==", feed([{"user": {"id": "u1"}}, {"user": {"id": "u2"}}], "where user.id==u1"))
+port(F, "where keeps a non-coercible right-hand side as a string",
+     feed([{"status": "active", "id": 1}, {"status": "closed", "id": 2}], "where status==active"))
+port(F, "where supports the != operator", feed([{"kind": "spam", "id": 1}, {"kind": "ham", "id": 2}], "where kind!=spam"))
+port(F, "where supports the strict ordering operators < and >",
+     feed([{"n": 1}, {"n": 5}, {"n": 9}], "where 'n<5'"), feed([{"n": 1}, {"n": 5}, {"n": 9}], "where 'n>5'"))
+port(F, "where supports the inclusive ordering operator <=", feed([{"n": 1}, {"n": 5}, {"n": 9}], "where 'n<=5'"))
+port(F, "where coerces the null literal and matches missing paths via loose equality",
+     feed([{"x": None, "id": 1}, {"x": 0, "id": 3}, {"id": 2}], "where x=null"))
+port(F, "where returns undefined (excluding the row) when a dotted path hits a non-object",
+     feed([{"a": {"b": 1}}, {"a": 5}], "where a.b==1"))
+port(F, "where throws when the expression is missing", feed([{"n": 1}], "where"))
+port(F, "where throws on an expression with no operator", feed([{"n": 1}], "where garbage"),
+     documented="A10")
+
+F = "sort.test.js"
+port(F, "sort sorts primitives ascending by default", feed([3, 1, 2], "sort"))
+port(F, "sort supports --desc", feed(["b", "a", "c"], "sort --desc"))
+port(F, "sort sorts objects by --key and is stable",
+     feed([{"id": "a", "k": 2}, {"id": "b", "k": 1}, {"id": "c", "k": 2}], "sort --key k"))
+port(F, "sort places undefined/null last",
+     feed([{"id": "a"}, {"id": "b", "k": 2}, {"id": "c", "k": None}, {"id": "d", "k": 1}], "sort --key k"))
+
+F = "dedupe.test.js"
+port(F, "dedupe removes duplicate primitives (stable)", feed([1, 2, 1, 3, 2], "dedupe"))
+port(F, "dedupe supports --key", feed([{"id": "a", "v": 1}, {"id": "b", "v": 2}, {"id": "a", "v": 3}], "dedupe --key id"))
+port(F, "dedupe treats undefined keys as a key value", feed([{"v": 1}, {"v": 2}, {"id": "x", "v": 3}], "dedupe --key id"))
+
+F = "map.test.js"
+port(F, "map --wrap wraps items", feed([1, 2], "map --wrap item"))
+port(F, "map --unwrap unwraps fields", feed([{"x": 1}, {"x": 2}], "map --unwrap x"))
+port(F, "map adds fields via assignments with template values", feed([{"id": 123, "title": "t"}], "map kind=pr id={{id}}"))
+port(F, "map converts non-object items to {value: item} when adding fields", feed([5], "map kind=num"))
+
+F = "group_by.test.js"
+port(F, "groupBy groups items by key and preserves group order",
+     feed([{"from": "a", "id": 1}, {"from": "b", "id": 2}, {"from": "a", "id": 3}], "groupBy --key from"))
+port(F, "groupBy supports nested key paths",
+     feed([{"user": {"id": "u1"}}, {"user": {"id": "u2"}}, {"user": {"id": "u1"}}], "groupBy --key user.id"))
+
+F = "template.test.js"
+port(F, "template renders fields and nested fields", feed([{"user": {"name": "v"}}], "template --text 'hi {{user.name}}'"))
+port(F, "template renders missing fields as empty", feed([{"a": 1}], "template --text 'x={{nope}}'"))
+port(F, "template supports {{.}} for whole item", feed([{"a": 1}], "template --text '{{.}}'"))
+port(F, "template supports --file", feed([{"x": "ok"}], "template --file tpl.txt", files={"tpl.txt": "hey {{x}}"}))
+
+# workflow conditions ---------------------------------------------------------------------------
+F = "condition_comparison.test.js"
+
+
+def _compare(value, when, then="yes", fallback=True) -> dict:
+    items = [sh("data", emit(value)), sh("check", f'echo "{then}"', when=when)]
+    if fallback:
+        items.append(sh("fallback", 'echo "no"'))
+    return wf(steps(*items))
+
+
+port(F, "condition > works with numbers", _compare({"count": 5}, "$data.json.count > 3", "big", False))
+port(F, "condition > skips when false", wf(steps(sh("data", emit({"count": 1})),
+     sh("check", 'echo "big"', when="$data.json.count > 3"), sh("fallback", 'echo "small"'))))
+port(F, "condition < works", _compare({"val": 2}, "$data.json.val < 10", "low", False))
+port(F, "condition >= works at boundary", _compare({"val": 5}, "$data.json.val >= 5", fallback=False))
+port(F, "condition <= works at boundary", _compare({"val": 5}, "$data.json.val <= 5", fallback=False))
+port(F, "comparison operators combine with boolean operators",
+     _compare({"a": 5, "b": 20}, "$data.json.a >= 1 && $data.json.b < 100", "in range", False))
+port(F, "comparison with non-numeric string returns false", _compare({"val": "hello"}, "$data.json.val > 3"))
+port(F, "comparison rejects boolean as non-numeric", _compare({"val": True}, "$data.json.val > 0"))
+port(F, "comparison rejects null as non-numeric", _compare({"val": None}, "$data.json.val >= 0"))
+port(F, "existing == and != still work with new operators",
+     _compare({"status": "ok"}, '$data.json.status == "ok"', "good", False))
+
+# on_error ---------------------------------------------------------------------------------------
+F = "on_error.test.js"
+port(F, "on_error defaults to stop and propagates errors", wf(steps(sh("fail", FAIL), sh("after", "echo should-not-run"))))
+port(F, "on_error: stop explicit also propagates errors",
+     wf(steps(sh("fail", FAIL, on_error="stop"), sh("after", "echo should-not-run"))))
+port(F, "on_error: continue records error and proceeds",
+     wf(steps(sh("fail", FAIL, on_error="continue"), sh("after", 'echo "ran"'))))
+port(F, "on_error: continue exposes error marker to later steps",
+     wf(steps(sh("fail", FAIL, on_error="continue"),
+              sh("check", "printf '{\"saw\":\"%s\"}' \"$SAW\"", env={"SAW": "$fail.error"}))))
+port(F, "on_error: skip_rest stops remaining steps and keeps prior output",
+     wf(steps(sh("good", emit({"kept": True})), sh("fail", FAIL, on_error="skip_rest"),
+              sh("after", "echo should-not-run"))))
+port(F, "on_error: continue supports condition branching on error state",
+     wf(steps(sh("risky", FAIL, on_error="continue"), sh("success_path", "echo success", when="$risky.error != true"),
+              sh("failure_path", "echo failure", when="$risky.error == true"))))
+port(F, "on_error validation rejects invalid values", wf(steps(sh("x", "echo hi", on_error="invalid"))))
+port(F, "multiple continue failures preserve both error markers",
+     wf(steps(sh("a", FAIL, on_error="continue"), sh("b", FAIL, on_error="continue"),
+              sh("report", "printf '{\"a\":\"%s\",\"b\":\"%s\"}' \"$A\" \"$B\"", env={"A": "$a.error", "B": "$b.error"}))))
+port(F, "on_error: continue preserves output when final step fails",
+     wf(steps(sh("good", emit({"ok": True})), sh("fail_last", FAIL, on_error="continue"))))
+port(F, "pipeline approval halts bypass on_error handling",
+     wf(steps({"id": "gate", "pipeline": "approve --prompt 'Proceed?'", "on_error": "continue"},
+              sh("after", "echo should-not-run"))), documented="A10")
+skip(F, "an external AbortSignal is an embedding-API input with no CLI form (the CLI's own "
+     "signals are SIGINT/SIGTERM, covered by tests/test_process.py)",
+     "external abort propagates even with on_error: continue")
+
+# parallel ---------------------------------------------------------------------------------------
+F = "parallel.test.js"
+port(F, "parallel wait=all runs all branches and merges output",
+     wf(steps({"id": "fetch", "parallel": {"wait": "all", "branches": [
+         sh("a", emit({"src": "a"})), sh("b", emit({"src": "b"})), sh("c", emit({"src": "c"}))]}})))
+port(F, "parallel wait=any returns first branch result",
+     wf(steps({"id": "race", "parallel": {"wait": "any", "branches": [
+         sh("fast", emit({"winner": True})), sh("slow", "sleep 3; " + emit({"winner": False}))]}})))
+port(F, "parallel branch results are available to later steps by branch id",
+     wf(steps({"id": "fetch", "parallel": {"wait": "all", "branches": [
+         sh("x", emit({"val": 10})), sh("y", emit({"val": 20}))]}},
+         sh("use", "printf '{\"x\":%s,\"y\":%s}' $x.json.val $y.json.val"))))
+port(F, "parallel wait=all propagates branch failure",
+     wf(steps({"id": "p", "parallel": {"wait": "all", "branches": [sh("ok", "echo ok"), sh("fail", FAIL)]}})))
+port(F, "parallel pipeline branches reject command-level requestInput",
+     wf(steps({"id": "p", "parallel": {"wait": "all", "branches": [
+         {"id": "review", "pipeline": "ask --prompt 'Review?'"}]}})))
+port(F, "parallel validation rejects empty branches", wf(steps({"id": "p", "parallel": {"branches": []}})))
+port(F, "parallel validation rejects duplicate branch ids",
+     wf(steps({"id": "p", "parallel": {"branches": [sh("dup", "echo a"), sh("dup", "echo b")]}})))
+port(F, "parallel validation rejects branch without execution",
+     wf(steps({"id": "p", "parallel": {"branches": [{"id": "empty"}]}})))
+port(F, "parallel timeout aborts block",
+     wf(steps({"id": "p", "parallel": {"wait": "all", "timeout_ms": 100, "branches": [
+         sh("slow", "sleep 3; printf ok")]}})))
+
+# for_each ---------------------------------------------------------------------------------------
+F = "for_each.test.js"
+port(F, "for_each iterates items and collects per-iteration results",
+     wf(steps(sh("data", emit([{"name": "a"}, {"name": "b"}])),
+              {"id": "loop", "for_each": "$data.json", "steps": [
+                  sh("transform", "printf '{\"upper\":\"%s\"}' \"$(printf %s \"$NAME\" | tr a-z A-Z)\"",
+                     env={"NAME": "$item.json.name"})]})))
+port(F, "for_each supports custom item_var and index_var",
+     wf(steps(sh("vals", emit([10, 20])), {"id": "loop", "for_each": "$vals.json", "item_var": "num",
+              "index_var": "idx", "steps": [sh("emit", "printf '{\"num\":%s,\"idx\":%s}' $num.json $idx.json")]})))
+port(F, "for_each pipeline sub-steps reject command-level requestInput",
+     wf(steps(sh("vals", emit([1])), {"id": "loop", "for_each": "$vals.json", "steps": [
+         {"id": "review", "pipeline": "ask --prompt 'Review?'"}]})), documented="A5")
+port(F, "for_each throws when source is not an array",
+     wf(steps(sh("data", emit({"x": 1})), {"id": "loop", "for_each": "$data.json", "steps": [sh("x", "echo hi")]})))
+port(F, "for_each validation rejects empty sub-step list",
+     wf(steps(sh("x", "echo '[]'"), {"id": "loop", "for_each": "$x.json", "steps": []})))
+port(F, "for_each validation rejects run/command/pipeline/workflow/parallel on loop step",
+     wf(steps(sh("x", "echo '[]'"), {"id": "loop", "for_each": "$x.json", "run": "echo no",
+                                       "steps": [sh("s", "echo hi")]})))
+port(F, "for_each validation rejects approval/input in sub-steps",
+     wf(steps(sh("x", "echo '[1]'"), {"id": "loop", "for_each": "$x.json",
+                                        "steps": [sh("s", "echo hi", approval=True)]})), documented="A5")
+port(F, "for_each validation rejects duplicate sub-step ids",
+     wf(steps(sh("x", "echo '[]'"), {"id": "loop", "for_each": "$x.json",
+                                       "steps": [sh("dup", "echo a"), sh("dup", "echo b")]})))
+port(F, "for_each validation rejects item_var/index_var collisions",
+     wf(steps(sh("x", "echo '[]'"), {"id": "loop", "for_each": "$x.json", "item_var": "x", "index_var": "x",
+                                       "steps": [sh("s", "echo hi")]})))
+port(F, "for_each pause_ms and batch_size are accepted and executable",
+     wf(steps(sh("vals", emit([1, 2, 3])), {"id": "loop", "for_each": "$vals.json", "batch_size": 2, "pause_ms": 10,
+              "steps": [sh("emit", "printf '{\"v\":%s}' $item.json")]})))
+port(F, "for_each dry-run renders loop structure",
+     wf(steps(sh("vals", emit([1, 2])), {"id": "loop", "for_each": "$vals.json", "batch_size": 2,
+              "steps": [sh("emit", "echo hi")]}), cli("run", "--dry-run", "workflow.lobster")))
+
+# sub-workflows ----------------------------------------------------------------------------------
+F = "workflow_composition.test.js"
+
+
+def files_of(**docs) -> dict:
+    return {name.replace("_", ".", 1) if False else name: json.dumps(doc, indent=2) for name, doc in docs.items()}
+
+
+def composed(main: str, docs: dict, *steps_, **kw) -> dict:
+    """A case of several workflow files (`docs`: file name -> dict), running `main`."""
+    files = {name: json.dumps(doc, indent=2) for name, doc in docs.items()}
+    return {"kind": "file", "file": main, "mode": kw.get("mode", "tool"), "files": files,
+            "steps": list(steps_) or [RUN]}
+
+
+port(F, "workflow step calls sub-workflow and receives output", composed("parent.lobster", {
+    "child.lobster": steps(sh("greet", emit({"msg": "hello from child"}))),
+    "parent.lobster": steps({"id": "sub", "workflow": "child.lobster"},
+                            sh("use", "printf '{\"got\":\"%s\"}' \"$LOBSTER_ARG_MSG\"", env={"LOBSTER_ARG_MSG": "$sub.json.msg"}))}))
+port(F, "workflow step passes workflow_args to sub-workflow args", composed("parent.lobster", {
+    "child.lobster": {"args": {"name": {"default": "world"}},
+                      "steps": [sh("greet", "printf '{\"greeting\":\"hi %s\"}' \"$LOBSTER_ARG_NAME\"")]},
+    "parent.lobster": steps({"id": "sub", "workflow": "child.lobster", "workflow_args": {"name": "lobster"}})}))
+port(F, "workflow_args can reference parent step outputs", composed("parent.lobster", {
+    "child.lobster": {"args": {"val": {"default": "0"}},
+                      "steps": [sh("echo", "printf '{\"val\":\"%s\"}' \"$LOBSTER_ARG_VAL\"")]},
+    "parent.lobster": steps(sh("data", emit({"num": 42})),
+                            {"id": "sub", "workflow": "child.lobster", "workflow_args": {"val": "$data.json.num"}})}))
+port(F, "workflow validation rejects workflow combined with run",
+     composed("bad.lobster", {"bad.lobster": steps({"id": "x", "workflow": "child.lobster", "run": "echo hi"}),
+                              "child.lobster": steps(sh("c", "echo c"))}))
+port(F, "workflow validation rejects workflow combined with pipeline",
+     composed("bad.lobster", {"bad.lobster": steps({"id": "x", "workflow": "child.lobster", "pipeline": "json"}),
+                              "child.lobster": steps(sh("c", "echo c"))}))
+port(F, "workflow validation rejects blank workflow path",
+     composed("bad.lobster", {"bad.lobster": steps({"id": "x", "workflow": "   "})}))
+port(F, "workflow validation rejects non-object workflow_args",
+     composed("bad.lobster", {"bad.lobster": steps({"id": "x", "workflow": "child.lobster", "workflow_args": "nope"}),
+                              "child.lobster": steps(sh("c", "echo c"))}))
+port(F, "workflow validation rejects array workflow_args",
+     composed("bad.lobster", {"bad.lobster": steps({"id": "x", "workflow": "child.lobster", "workflow_args": ["a", "b"]}),
+                              "child.lobster": steps(sh("c", "echo c"))}))
+port(F, "direct cycle is detected", composed("self.lobster", {"self.lobster": steps({"id": "loop", "workflow": "self.lobster"})}))
+port(F, "indirect cycle is detected", composed("a.lobster", {
+    "a.lobster": steps({"id": "callB", "workflow": "b.lobster"}), "b.lobster": steps({"id": "callA", "workflow": "a.lobster"})}))
+port(F, "sub-workflow string output remains raw in stdout", composed("parent.lobster", {
+    "child.lobster": steps(sh("out", 'echo "plain text"')),
+    "parent.lobster": steps({"id": "sub", "workflow": "child.lobster"},
+                            sh("check", "printf '{\"got\":\"%s\"}' \"$LOBSTER_ARG_VAL\"", env={"LOBSTER_ARG_VAL": "$sub.stdout"}))}))
+port(F, "dry-run renders workflow steps and workflow_args keys", composed("parent.lobster", {
+    "child.lobster": steps(sh("out", "echo hi")),
+    "parent.lobster": steps({"id": "sub", "workflow": "child.lobster", "workflow_args": {"key": "value"}})},
+    cli("run", "--dry-run", "parent.lobster")))
+port(F, "nested workflow composition works", composed("top.lobster", {
+    "leaf.lobster": steps(sh("out", emit({"leaf": True}))),
+    "middle.lobster": steps({"id": "callLeaf", "workflow": "leaf.lobster"},
+                            sh("wrap", "printf '{\"middle\":true,\"leaf\":%s}' $callLeaf.json.leaf")),
+    "top.lobster": steps({"id": "callMiddle", "workflow": "middle.lobster"})}))
+port(F, "sub-workflow approval gates are rejected in composition", composed("parent.lobster", {
+    "child.lobster": steps(sh("x", emit({"v": 1}), approval=True)),
+    "parent.lobster": steps({"id": "sub", "workflow": "child.lobster"})}), documented="A5")
+
+# timeouts ---------------------------------------------------------------------------------------
+F = "step_timeout.test.js"
+for title, value in (("non-numeric values", "fast"), ("0", 0), ("non-integer values", 1.5),
+                     ("values above Node timer max", 2_147_483_648)):
+    port(F, f"timeout_ms validation rejects {title}", wf(steps(sh("x", "echo hi", timeout_ms=value))))
+port(F, "on_error validation rejects unsupported values", wf(steps(sh("x", "echo hi", on_error="retry"))))
+port(F, "timed-out step fails by default (on_error: stop)", wf(steps(sh("slow", SLEEP, timeout_ms=100))))
+port(F, "timed-out step with on_error: continue records error and continues",
+     wf(steps(sh("slow", SLEEP, timeout_ms=100, on_error="continue"), sh("after", emit({"ok": True})))))
+port(F, "timed-out step with on_error: skip_rest stops remaining steps",
+     wf(steps(sh("start", emit({"kept": True})), sh("slow", SLEEP, timeout_ms=100, on_error="skip_rest"),
+              sh("after", emit({"shouldRun": False})))))
+port(F, "step error marker is available to conditions after on_error: continue",
+     wf(steps(sh("slow", SLEEP, timeout_ms=100, on_error="continue"),
+              sh("check", "printf '{\"timedOut\":\"%s\"}' \"$TIMED_OUT\"", env={"TIMED_OUT": "$slow.error"},
+                 when="$slow.error == true"))))
+_never = {"status": 200, "body": "{}", "hangMs": 3000}
+port(F, "timed-out llm.invoke step stops waiting for the adapter",
+     dict(wf(steps({"id": "ask", "pipeline": 'llm.invoke --prompt "Summarize" --disable-cache', "timeout_ms": 300}),
+             env={"LOBSTER_LLM_ADAPTER_URL": "<server>/invoke"}), server=_never))
+port(F, "dry-run renders timeout and on_error details",
+     wf(steps(sh("fetch", "curl https://example.com", timeout_ms=5000, on_error="continue")),
+        cli("run", "--dry-run", "workflow.lobster")))
+skip(F, "an external AbortSignal (and a custom abort reason) is an embedding-API input with no "
+     "CLI form", "external abort still propagates when timeout is configured",
+     "external abort with a custom reason still stops the workflow")
+
+# retry ------------------------------------------------------------------------------------------
+F = "step_retry.test.js"
+skip(F, "a unit test of the retry helpers (defaults, attempts, callbacks) with no CLI surface "
+     "of its own: the retry tests below show the same behaviour through runs",
+     "resolveRetryConfig fills defaults", "resolveRetryConfig preserves provided values",
+     "withRetry succeeds on first try", "withRetry retries and succeeds", "withRetry throws after max exhausted",
+     "withRetry calls onRetry callback")
+skip(F, "an external AbortSignal is an embedding-API input with no CLI form",
+     "withRetry never retries external abort errors")
+port(F, "withRetry retries per-attempt timeout AbortErrors when external signal is not aborted",
+     wf(steps(sh("slow", "c=$(($(cat counter)+1)); echo $c > counter; [ $c -ge 2 ] || sleep 5; "
+                 "printf '{\"attempt\":%s}' $c", timeout_ms=1500, retry={"max": 2, "delay_ms": 10})),
+        files={"counter": "0"}))
+for title, retry in (("non-object", "yes"), ("non-integer max", {"max": 1.5}), ("max < 1", {"max": 0}),
+                     ("invalid backoff", {"backoff": "linear"}), ("negative delay_ms", {"delay_ms": -1}),
+                     ("non-boolean jitter", {"jitter": "yes"})):
+    port(F, f"retry validation rejects {title}", wf({"name": "bad", "steps": [sh("x", "echo", retry=retry)]}))
+port(F, "retry validation accepts valid config",
+     wf({"name": "ok", "steps": [sh("x", "echo", retry={"max": 3, "backoff": "exponential", "delay_ms": 5, "jitter": True})]}))
+_counter = "c=$(($(cat counter)+1)); echo $c > counter; "
+port(F, "step retries and succeeds after transient failure",
+     wf({"name": "retry-succeed", "steps": [sh("flaky", _counter + "[ $c -ge 3 ] || exit 1; printf '{\"attempt\":%s}' $c",
+                                            retry={"max": 3, "delay_ms": 50})]}, files={"counter": "0"}))
+port(F, "step with timeout_ms + retry retries on per-attempt timeout (issue #105)",
+     wf({"name": "retry-timeout", "steps": [sh("slow", _counter + "[ $c -ge 3 ] || sleep 8; printf '{\"attempt\":%s}' $c",
+                                            timeout_ms=1500, retry={"max": 3, "delay_ms": 50})]}, files={"counter": "0"}))
+port(F, "step exhausts retries and throws",
+     wf({"name": "retry-exhaust", "steps": [sh("fail", FAIL, retry={"max": 2, "delay_ms": 50})]}))
+port(F, "step without retry fails immediately (no retry)", wf({"name": "no-retry", "steps": [sh("fail", FAIL)]}))
+port(F, "dry-run renders retry config",
+     wf({"name": "dry-run-retry", "steps": [sh("fetch", "curl https://example.com",
+                                               retry={"max": 3, "backoff": "exponential", "delay_ms": 1000})]},
+        cli("run", "--dry-run", "workflow.lobster")))
