@@ -31,10 +31,24 @@ def pipeline_plan(text: str) -> str:
     count = len(bound)
     lines = [f"[DRY RUN] Pipeline ({count} stage{'' if count == 1 else 's'}):"]
     for index, item in enumerate(bound, start=1):
-        parts = [f"{k}={js.to_string(v)}" for k, v in item.args.flags.items()] + list(item.args.positionals)
+        parts = _stage_args(item.args.flags, item.args.positionals)
         detail = f"  args: {', '.join(parts)}" if parts else ""
         lines.append(f"  {index}. {item.command.name}{detail}")
     return "\n".join(lines) + "\n"
+
+
+def _stage_args(flags: dict, positionals) -> list[str]:
+    """A stage's arguments in the original's order: its parser keeps them in one JavaScript
+    object created as `{_: [...]}` with each flag added as it appears, and such an object lists
+    array-index keys (`--3 x`) first, in numeric order, then `_`, then the other keys."""
+    index = sorted((k for k in flags if _array_index(k)), key=int)
+    named = [k for k in flags if not _array_index(k)]
+    shown = [f"{k}={js.to_string(flags[k])}" for k in index] + [str(p) for p in positionals]
+    return shown + [f"{k}={js.to_string(flags[k])}" for k in named]
+
+
+def _array_index(key: str) -> bool:
+    return key.isdigit() and key.isascii() and str(int(key)) == key and int(key) < 2**32 - 1
 
 
 # ---------------------------------------------------------------------------------------------

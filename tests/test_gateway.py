@@ -83,6 +83,8 @@ def test_gateway_failures(gateway, tmp_path, reply, message):
 
 @pytest.mark.parametrize("pipeline, env, message", [
     ("apus.invoke --tool t --action a", {}, "apus.invoke requires --url or APUS_URL"),
+    ("openclaw.invoke --tool t --action a", {}, "openclaw.invoke requires --url or OPENCLAW_URL"),
+    ("clawd.invoke --tool t --action a", {}, "clawd.invoke requires --url or OPENCLAW_URL"),
     ("apus.invoke --url http://127.0.0.1:9 --tool t", {}, "apus.invoke requires --tool and --action"),
     ("apus.invoke --url ftp://127.0.0.1 --tool t --action a", {}, "apus.invoke requires an http(s) --url"),
     ("openclaw.invoke --url http://gateway.invalid --tool t --action a", {"CLAWD_TOKEN": "s"},

@@ -52,7 +52,8 @@ ORIGINAL_COMMANDS = {
 
 def _typed_flags(case, i, ref, ours) -> bool:
     ours_msg = message(ours) or ""
-    return bool(re.match(r"Unknown flag --\S* for \S+", ours_msg) or "needs a value" in ours_msg)
+    return bool(re.match(r"Unknown flag --\S* for \S+", ours_msg) or "needs a value" in ours_msg
+                or re.match(r"\S+ takes (no|one) positional arguments? \(got ", ours_msg))
 
 
 def _login_shell_flag(case, i, ref, ours) -> bool:

@@ -29,7 +29,9 @@ def from_env(ctx: Context, suffix: str) -> tuple[str | None, str | None]:
 def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
     url = args.get("url") if isinstance(args.get("url"), str) else from_env(ctx, "URL")[0]
     if not url:
-        raise CommandError(f"{name} requires --url or APUS_URL")
+        # the original's words under its own names; APUS_URL under ours (SPEC 9.8)
+        env_name = "APUS_URL" if name == "apus.invoke" else "OPENCLAW_URL"
+        raise CommandError(f"{name} requires --url or {env_name}")
     tool, action = args.get("tool"), args.get("action")
     if not isinstance(tool, str) or not isinstance(action, str):
         raise CommandError(f"{name} requires --tool and --action")

@@ -420,3 +420,66 @@ port(F, "dry-run renders retry config",
      wf({"name": "dry-run-retry", "steps": [sh("fetch", "curl https://example.com",
                                                retry={"max": 3, "backoff": "exponential", "delay_ms": 1000})]},
         cli("run", "--dry-run", "workflow.lobster")))
+
+# dry runs ---------------------------------------------------------------------------------------
+F = "dry_run.test.js"
+
+
+def dry(doc, *extra, mode="human", name="workflow.lobster") -> dict:
+    """`lobster run --dry-run FILE` (and `--mode tool` when asked)."""
+    argv = ["run", "--dry-run"] + (["--mode", "tool"] if mode == "tool" else []) + [name, *extra]
+    return wf(doc, cli(*argv), name=name)
+
+
+port(F, "dry-run of a 3-step workflow file (shell steps)", dry({
+    "name": "test-dry-run", "args": {"url": {"default": "https://example.com"}},
+    "steps": [{"id": "fetch-data", "run": "curl ${url}"}, {"id": "transform", "run": 'jq ".items"'},
+              {"id": "upload", "run": "curl -X POST https://api.example.com"}]}))
+port(F, "dry-run of a workflow with an approval step", dry(steps(
+    {"id": "collect", "run": "echo hello"}, {"id": "approve_step", "run": "echo check", "approval": "Proceed with deployment?"},
+    {"id": "deploy", "run": "echo deploying"}), mode="tool"))
+port(F, "dry-run of a workflow with a conditional step that would be skipped", dry(steps(
+    {"id": "gate", "run": "echo gate"}, {"id": "conditional", "run": "echo conditional", "condition": False},
+    {"id": "final", "run": "echo final"})))
+port(F, "dry-run of an inline pipeline string via CLI",
+     pipe("x", cli("run", "--dry-run", 'exec --json "echo [1,2,3]" | where active=true | table')))
+port(F, "dry-run exits 0 on valid input", dry(steps({"id": "step1", "run": "echo hello"})))
+port(F, "normal run still works (no regression)",
+     wf(steps(sh("greet", emit({"msg": "hello"}))), cli("run", "--file", "workflow.lobster")))
+port(F, "dry-run approval step sets approved:true so downstream conditions evaluate correctly", dry(steps(
+    {"id": "gate", "run": "echo gate", "approval": "Continue?"},
+    {"id": "post-approval", "run": "echo done", "when": "$gate.approved"})))
+port(F, "dry-run workflow with pipeline step", dry(steps(
+    {"id": "fetch", "run": "echo hello"}, {"id": "process", "pipeline": 'exec --json "echo [1]" | head 1'})),
+    documented="A1")
+port(F, "dry-run throws on stdin ref to non-existent step", dry(steps(
+    {"id": "gen", "run": "echo hello"}, {"id": "consumer", "run": "echo done", "stdin": "$missing.stdout"})))
+port(F, "dry-run annotates valid stdin step refs as unknown at plan time", dry(steps(
+    {"id": "gen", "run": "echo hello"}, {"id": "consumer", "run": "echo done", "stdin": "$gen.stdout"})))
+port(F, "dry-run preserves step output refs in shell commands instead of collapsing them to empty strings", dry(steps(
+    {"id": "fetch", "run": "echo hello"}, {"id": "render", "run": "echo A=[$fetch.stdout] B=[$fetch.json]"})))
+port(F, "dry-run still resolves approved refs in shell commands", dry(steps(
+    {"id": "gate", "run": "echo ok", "approval": "Continue?"}, {"id": "render", "run": "echo approved=$gate.approved"})))
+port(F, "dry-run throws on pipeline step with unknown command",
+     dry(steps({"id": "step1", "pipeline": "not_a_real_command | head --n 1"})))
+port(F, "dry-run flag is consumed regardless of position in argv",
+     pipe("x", cli("run", "--dry-run", 'exec --json "echo [1]"')),
+     dry(steps({"id": "greet", "run": "echo hello"}), "--dry-run"))
+port(F, "dry-run flag after positional file arg activates dry-run",
+     wf(steps({"id": "greet", "run": "echo hello"}), cli("run", "test.lobster", "--dry-run"), name="test.lobster"))
+port(F, "dry-run flag still activates after positional workflow file when other Lobster flags are present",
+     wf({"args": {"name": {"default": "hello"}}, "steps": [{"id": "greet", "run": "echo ${name}"}]},
+        cli("run", "test.lobster", "--args-json", '{"name":"world"}', "--dry-run"), name="test.lobster"))
+port(F, "command-level --dry-run in the first stage is not stolen by Lobster dry-run parsing",
+     pipe("x", cli("run", "openclaw.invoke", "--tool", "message", "--action", "send", "--dry-run")))
+port(F, "dry-run allows pipeline stage names that still depend on prior step output", dry(steps(
+    {"id": "planner", "run": "echo openclaw.invoke"},
+    {"id": "call", "pipeline": "$planner.stdout --tool message --action send"})))
+port(F, "dry-run does not eat shell variables that only resemble step refs",
+     dry(steps({"id": "shell_vars", "run": "echo $HOME.json $PATH.stdout"})))
+port(F, "dry-run evaluates compound conditions with approvals, input placeholders, and parentheses", dry(steps(
+    {"id": "gate", "run": "echo ok", "approval": "Continue?"},
+    {"id": "review", "input": {"prompt": "Review?", "responseSchema": {
+        "type": "object", "properties": {"decision": {"type": "string"}}, "required": ["decision"]}}},
+    {"id": "deploy", "run": "echo deploy",
+     "condition": "$gate.approved && ($review.response.pending == true || $review.skipped)"})))
