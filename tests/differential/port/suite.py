@@ -606,3 +606,85 @@ F = "commands_list.test.js"
 port(F, "commands.list returns command inventory including stdlib + workflows", pipe("commands.list"), documented="A8")
 F = "workflows.test.js"
 port(F, "workflows.list returns known workflows", pipe("workflows.list"), documented="A8")
+
+# the pipeline parser (seen through `run --dry-run`, which prints each stage's arguments, and
+# through a child that prints the words it was given) --------------------------------------------
+F = "parser.test.js"
+
+
+def plan(text: str) -> dict:
+    return pipe("x", cli("run", "--dry-run", text))
+
+
+_args = {"bin/args": "#!/bin/sh\nfor a in \"$@\"; do printf '<%s>' \"$a\"; done\n"}
+port(F, "parsePipeline splits stages and args", plan("exec echo hi | where a=1 | pick id,subject"))
+port(F, "parsePipeline keeps quoted pipes", plan("exec echo 'a|b' | json"),
+     pipe("exec bin/args 'a|b'", files=_args))
+port(F, "parsePipeline preserves JSON escapes in double-quoted args",
+     plan('openclaw.invoke --tool llm-task --action json --args-json "{\\"prompt\\":\\"line1\\\\nline2\\",\\"schema\\":{\\"type\\":\\"object\\"}}"'))
+port(F, "parsePipeline keeps single-quoted args literal", plan("openclaw.invoke --args-json '{\"x\":\"a\\\\nb\"}'"))
+port(F, "parsePipeline preserves escaped apostrophes in single-quoted args",
+     plan("openclaw.invoke --args-json '{\"prompt\":\"don\\'t\"}'"))
+port(F, "parsePipeline parses inline --key=value arguments", plan("sort --key=name | head --n=10"))
+port(F, "parsePipeline keeps an empty inline --key= value as an empty string", plan("template --text="))
+port(F, "parsePipeline treats a trailing --flag as a boolean true", plan("sort --desc"))
+port(F, "parsePipeline treats --flag followed by another --flag as boolean", plan("sort --desc --key name"))
+port(F, "parsePipeline keeps the command after exec --json", plan("exec --json cat rows.json"),
+     plan("exec --json 'echo [1,2,3]'"))
+port(F, "parsePipeline preserves value-taking options beside exec --json", plan("exec --stdin json --json cat"))
+port(F, "parsePipeline unescapes \\$ and \\` inside double quotes", pipe('exec bin/args "\\$HOME \\`id\\`"', files=_args))
+port(F, "parsePipeline joins a backslash-newline line continuation in double quotes",
+     pipe('exec bin/args "line1\\\nline2"', files=_args))
+port(F, "parsePipeline tolerates a trailing pipe (no empty final stage)", plan("exec x |"), pipe("exec bin/args x |", files=_args))
+port(F, "parsePipeline throws on an empty or whitespace-only pipeline", pipe(""), pipe("   "))
+port(F, "parsePipeline throws on an empty stage between pipes", pipe("exec x | | json"))
+port(F, "parsePipeline throws on an unclosed single or double quote", pipe("exec 'unclosed"), pipe('exec "unclosed'))
+
+# template filters (each filter seen through `template --text '{{v | ...}}'`) ----------------------
+F = "template_filters.test.js"
+
+
+def tf(value, filters: str) -> dict:
+    return feed([{"v": value}], "template --text '{{v | " + filters + "}}'")
+
+
+port(F, "parseFilterExpression parses simple filter", tf("hello", "upper"))
+port(F, "parseFilterExpression parses filter args", tf("x" * 100, "truncate 80"))
+port(F, "parseFilterExpression parses quoted args", tf("a-b-c", 'replace "-" "_"'))
+port(F, "applyFilters upper", tf("hello", "upper"))
+port(F, "applyFilters lower", tf("HELLO", "lower"))
+port(F, "applyFilters trim", tf("  hi  ", "trim"))
+port(F, "applyFilters truncate", tf("hello world", "truncate 5"))
+port(F, "applyFilters replace", tf("a-b-c", 'replace "-" "_"'))
+port(F, "applyFilters split", tf("a,b,c", 'split ","'))
+port(F, "applyFilters first/last", tf([1, 2, 3], "first"), tf([1, 2, 3], "last"))
+port(F, "applyFilters length on array and string", tf([1, 2, 3], "length"), tf("hello", "length"))
+port(F, "applyFilters join", tf(["a", "b", "c"], 'join ", "'))
+port(F, "applyFilters json/default/round", tf({"a": 1}, "json"), tf(None, 'default "N/A"'), tf("ok", 'default "N/A"'),
+     tf(3.14159, "round 2"))
+port(F, "applyFilters chain", tf("  Hello World  ", "trim | upper"))
+port(F, "applyFilters date formatting is UTC-stable", tf(1710000000000, 'date "YYYY-MM-DD"'))
+port(F, "applyFilters unknown filter throws", tf("x", "nonexistent"), documented="A10")
+port(F, "template filter integration: upper", feed([{"name": "alice"}], "template --text '{{name | upper}}'"))
+port(F, "template filter integration: length", feed([{"items": [1, 2, 3]}], "template --text '{{items | length}}'"))
+port(F, "template filter integration: default", feed([{"other": 1}], "template --text '{{missing | default \"N/A\"}}'"))
+port(F, "template filter integration: chained", feed([{"name": "  bob  "}], "template --text '{{name | trim | upper}}'"))
+port(F, "template integration without filters remains unchanged", feed([{"name": "v"}], "template --text 'hi {{name}}'"))
+port(F, "template filter integration: join", feed([{"tags": ["a", "b", "c"]}], "template --text '{{tags | join \", \"}}'"))
+port(F, "template filter splitter handles quoted pipe characters",
+     feed([{"line": "a|b|c"}], "template --text '{{line | split \"|\" | first}}'"))
+port(F, "parseFilterExpression handles escaped quotes inside a quoted arg", tf("xa\"by", 'replace "a\\"b" "-"'))
+port(F, "parseFilterExpression treats empty and whitespace-only input as a single empty token",
+     feed([{"v": 1}], "template --text '{{v | }}'"), feed([{"v": 1}], "template --text '{{v |    }}'"))
+port(F, "parseFilterExpression closes an unterminated quote at end of input", tf("ab", 'replace "b" "unterminated'))
+port(F, "applyFilters truncate uses default length 80 and leaves short input unchanged", tf("x" * 85, "truncate"),
+     tf("hi", "truncate 80"))
+port(F, "applyFilters round passes through non-numeric input and defaults to 0 decimals", tf("abc", "round 2"),
+     tf(3.7, "round"))
+port(F, "applyFilters length/join/first/last fall back for non-collection input", tf(42, "length"), tf("plain", "join"),
+     tf("solo", "first"), tf("solo", "last"))
+port(F, "applyFilters default treats an empty string as missing", tf("", 'default "fb"'))
+port(F, "applyFilters date returns ISO when no format is given", tf(1710000000000, "date"))
+port(F, "applyFilters date returns the input verbatim when unparseable", tf("not-a-date", "date"))
+port(F, "applyFilters date accepts numeric strings and full format tokens", tf("1710000000000", 'date "YYYY-MM-DD"'),
+     tf(1710000000000, 'date "YYYY-MM-DD HH:mm:ss"'))
