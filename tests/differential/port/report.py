@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from .. import allowlist
+from .. import allowlist, known
 from ..compare import reference_command
 from .run import run_ports
 from .suite import NOT_PORTABLE, PORTED, reference_tests_dir, test_names
@@ -21,7 +21,7 @@ from .suite import NOT_PORTABLE, PORTED, reference_tests_dir, test_names
 HERE = Path(__file__).resolve().parent
 SEEN = HERE / "seen.json"
 COMPAT = HERE.parent / "COMPAT.md"
-ENTRIES = {e.id: e for e in allowlist.ENTRIES}
+ENTRIES = {e.id: e for e in allowlist.ENTRIES + known.ENTRIES}
 
 
 def classify(seen: dict[str, list[str]]) -> dict[str, dict[str, list]]:
@@ -71,9 +71,16 @@ def render(seen: dict[str, list[str]], verdicts: dict | None, seconds: float | N
     lines += ["", "## Documented differences", ""]
     for file, row in rows.items():
         for port in row["ported"]:
-            if port.documented and (verdicts is None or verdicts[port.name].status == "documented"):
+            if port.documented and port.documented.startswith("A") and (
+                    verdicts is None or verdicts[port.name].status == "documented"):
                 entry = ENTRIES[port.documented]
                 lines.append(f"- `{file}` {port.test}: {entry.spec} ({port.documented}, {entry.title})")
+    lines += ["", "## Open divergences (known.py; counted as neither agree nor documented)", ""]
+    for file, row in rows.items():
+        for port in row["ported"]:
+            if port.documented and port.documented.startswith("D"):
+                entry = ENTRIES[port.documented]
+                lines.append(f"- `{file}` {port.test}: {port.documented}, {entry.title} ({entry.spec})")
     failing = [name for name, v in (verdicts or {}).items() if not v.ok]
     if failing:
         lines += ["", "## Failing", ""] + [f"- {name}" for name in failing]
