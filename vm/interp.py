@@ -326,6 +326,7 @@ def op_render(run: Run, ins: Instr) -> None:
 
     frame = run.frame
     text = render(run.K[ins.b], frame.registers[ins.a])
+    run.host.rendered = True
     if frame.capture is not None:
         frame.capture.append(text)
     else:
@@ -440,6 +441,9 @@ def op_halt_input(run: Run, ins: Instr) -> Parked:
         step = site.id.rpartition(":")[0].rpartition("/")[2]
         raise CommandError(f"Workflow step {step} halted before completion at pipeline stage ask",
                            code="E214", retryable=False)
+    if not site.step and run.host.ctx.mode == "tool" and (run.host.rendered or frame.capture):
+        raise CommandError("requestInput cannot suspend after this command has produced output",
+                           retryable=False)
     frame.pending = (run.input_pending(site, ins.b) if site.step
                      else input_pending(site, ins.b, ins.a, frame.registers[ins.a]))
     return Parked(frame)
