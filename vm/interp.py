@@ -96,7 +96,7 @@ class Run:
     def record(self, step: str, result: dict, done: bool = True) -> None:
         self.frame.results[step] = result
         self.frame.last_step = step
-        if "limit" in self.frame.cost:
+        if self.frame.origin == "workflow" or "limit" in self.frame.cost:
             self.bill(step, result)
         if done and self.events is not None:
             self.events.finished(step)
@@ -105,12 +105,19 @@ class Run:
         """Add the step's LLM usage to the run's ledger; warn or stop at the cost limit."""
         from vm import cost
 
-        ledger = self.frame.cost
+        ledger = self.frame.cost.setdefault("ledger", {})
         value = result.get("json")
         items = value if isinstance(value, list) else [] if value is None else [value]
-        for warning in cost.bill(ledger["ledger"], step, items, self.host.ctx.env):
+        for warning in cost.bill(ledger, step, items, self.host.ctx.env, self.host.cost_warned):
             self.host.log(warning + "\n")
-        error, warning = cost.check_limit(ledger["ledger"], ledger["limit"])
+        self.check_cost_limit()
+
+    def check_cost_limit(self) -> None:
+        """The workflow's cost_limit against the spend so far: a warning, or a stop."""
+        from vm import cost
+
+        error, warning = cost.check_limit(self.frame.cost.get("ledger", {}),
+                                          self.frame.cost.get("limit"))
         if warning:
             self.host.log(warning + "\n")
         if error:
@@ -199,6 +206,8 @@ class Run:
             step = self.K[self.program.code[call.site].a]
             self.record(step, steps.call_result(step, output))
             return None
+        if "limit" in frame.cost:
+            self.check_cost_limit()  # once more as the run ends, as the original
         return Finished(output)
 
     # gates -----------------------------------------------------------------------------------
@@ -395,7 +404,7 @@ def op_init_args(run: Run, ins: Instr) -> None:
 
 
 def op_cost_limit(run: Run, ins: Instr) -> None:
-    run.frame.cost = {"limit": run.K[ins.a], "ledger": {}}
+    run.frame.cost = {"limit": run.K[ins.a], "ledger": run.frame.cost.get("ledger", {})}
 
 
 # control --------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ class Host:
     # a renderer wrote output in this process's part of the run: an `ask` in tool mode can no
     # longer pause (the original's requestInput refuses once pipeline output has started)
     rendered: bool = False
+    cost_warned: set = field(factory=set)  # model ids warned about as unpriced, in this process
 
 
 def new_frame(program: Program, *, cwd: str, mode: str, args: dict | None = None) -> Frame:

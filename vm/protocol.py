@@ -491,7 +491,7 @@ def _drive_with(program: Program, frame: Frame, options: Options, settings: Sett
                 scope: Scope, events) -> dict:
     host = machine.Host(ctx=settings.context(options, scope), write=options.write,
                         ask_line=options.ask_line, log=options.log, events=events)
-    if frame.origin == "workflow" and (host.ctx.env.get("LOBSTER_LLM_PRICING_JSON") or "").strip():
+    if frame.origin == "workflow" and host.ctx.env.get("LOBSTER_LLM_PRICING_JSON"):
         from vm import cost  # a bad pricing table is reported as a workflow starts, as the original
 
         for warning in cost.pricing(host.ctx.env)[1]:

@@ -885,3 +885,59 @@ port(F, "workflow pipeline steps respect cwd and feed later shell steps via stdo
     {"cwd": "${TARGET_DIR}", "steps": [{"id": "pwd", "pipeline": "exec pwd"},
                                        {"id": "capture", "run": "printf '{\"pwd\":\"%s\"}' \"$(cat)\"", "stdin": "$pwd.stdout"}]},
     args={"TARGET_DIR": "target"}, files={"target/.keep": ""}))
+
+# cost tracking (each usage is a step that prints an LLM result; the warnings and the limit's
+# message are what the CLI shows of the tracker) ---------------------------------------------------
+F = "cost_tracker.test.js"
+
+
+def billed(*results, limit=None, env=None) -> dict:
+    doc: dict = {"steps": [sh(f"step{k + 1}", emit(r)) for k, r in enumerate(results)]}
+    if limit is not None:
+        doc = {"cost_limit": limit, **doc}
+    return wf(doc, cli("run", "--mode", "tool", "workflow.lobster"), cli("run", "workflow.lobster"), env=env)
+
+
+_warn = {"max_usd": 0.00001, "action": "warn"}
+port(F, "CostTracker records usage and computes totals",
+     billed({"model": "gpt-4o", "usage": {"inputTokens": 1000, "outputTokens": 500}}, limit=_warn))
+port(F, "CostTracker handles OpenAI token field names",
+     billed({"model": "gpt-4o", "usage": {"prompt_tokens": 1000, "completion_tokens": 500}}, limit=_warn))
+port(F, "CostTracker uses zero cost for unknown models and warns once",
+     billed(*[{"model": "unknown-model", "usage": {"inputTokens": 1000, "outputTokens": 500}}] * 2, limit=_warn))
+port(F, "CostTracker warns when usage omits the model id",
+     billed({"model": None, "usage": {"inputTokens": 1000, "outputTokens": 500}},
+            {"model": "", "usage": {"inputTokens": 1000, "outputTokens": 500}},
+            {"model": "   ", "usage": {"inputTokens": 1000, "outputTokens": 500}}, limit=_warn,
+            env={"LOBSTER_LLM_PRICING_JSON": '{"":{"input":100,"output":100}}'}))
+port(F, "CostTracker treats inherited object keys as unknown model ids",
+     billed({"model": "constructor", "usage": {"inputTokens": 1000, "outputTokens": 500}}, limit=_warn))
+for title, pricing in (("warns when pricing env json is invalid", "{not-json"),
+                       ("rejects structurally invalid pricing env json", '{"my-model":{"input":1.0}}'),
+                       ("rejects blank pricing model keys", '{"":{"input":1.0,"output":2.0}}')):
+    port(F, f"CostTracker {title}", billed({"model": "my-model", "usage": {"inputTokens": 1000, "outputTokens": 500}},
+                                           env={"LOBSTER_LLM_PRICING_JSON": pricing}))
+port(F, "CostTracker supports custom pricing from env json",
+     billed({"model": "my-model", "usage": {"inputTokens": 1_000_000, "outputTokens": 1_000_000}},
+            limit={"max_usd": 1, "action": "warn"}, env={"LOBSTER_LLM_PRICING_JSON": '{"my-model":{"input":1.0,"output":2.0}}'}))
+port(F, "CostTracker checkLimit throws when action=stop and limit exceeded",
+     billed({"model": "gpt-4o", "usage": {"inputTokens": 10_000_000, "outputTokens": 10_000_000}},
+            limit={"max_usd": 0.01, "action": "stop"}))
+port(F, "CostTracker checkLimit warns when action=warn and limit exceeded",
+     billed({"model": "gpt-4o", "usage": {"inputTokens": 10_000_000, "outputTokens": 10_000_000}},
+            limit={"max_usd": 0.01, "action": "warn"}))
+port(F, "workflow result includes _meta.cost when usage is present",
+     billed({"model": "gpt-4o", "usage": {"inputTokens": 100, "outputTokens": 50}, "output": {"text": "hi"}}))
+port(F, "workflow result omits _meta.cost when no usage exists", wf(steps(sh("plain", 'echo "hello"'))))
+port(F, "cost_limit warn logs warning and continues", wf({"cost_limit": _warn, "steps": [
+    sh("llm", emit({"model": "gpt-4o", "usage": {"inputTokens": 1000, "outputTokens": 1000}})), sh("after", "echo done")]}))
+port(F, "cost_limit stop throws when exceeded", wf({"cost_limit": {"max_usd": 0.00001, "action": "stop"}, "steps": [
+    sh("llm", emit({"model": "gpt-4o", "usage": {"inputTokens": 1000, "outputTokens": 1000}}))]}))
+port(F, "workflow cost tracking warns for unknown model ids",
+     billed({"model": "unknown-model", "usage": {"inputTokens": 1000, "outputTokens": 1000}}, limit=_warn))
+port(F, "workflow cost tracking warns for invalid pricing env json",
+     billed({"model": "gpt-4o", "usage": {"inputTokens": 1000, "outputTokens": 1000}}, env={"LOBSTER_LLM_PRICING_JSON": "{not-json"}))
+port(F, "workflow cost tracking warns when usage omits the model id",
+     billed({"usage": {"inputTokens": 1000, "outputTokens": 1000}}))
+port(F, "CostTracker escapes unknown model ids in warnings",
+     billed({"model": "evil\u001b[31m\nmodel\u0007", "usage": {"inputTokens": 1000, "outputTokens": 1000}}))
