@@ -316,8 +316,9 @@ def op_stage(run: Run, ins: Instr) -> None:
     if stage.templated:
         flags = {k: run.render(v) if isinstance(v, str) else v for k, v in flags.items()}
         positionals = tuple(run.render(p) for p in positionals)
-    ctx = run.stage_context(run.ctx) if run.branch else run.ctx
-    R[ins.a] = COMMANDS[stage.command].run(Args(flags, positionals), R[ins.c], ctx)
+    # a workflow pipeline step's stages see its env and cwd (LOBSTER_MAX_* included)
+    R[ins.a] = COMMANDS[stage.command].run(Args(flags, positionals), R[ins.c],
+                                           run.stage_context(run.ctx))
 
 
 def op_exec(run: Run, ins: Instr) -> None:

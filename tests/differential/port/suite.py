@@ -941,3 +941,50 @@ port(F, "workflow cost tracking warns when usage omits the model id",
      billed({"usage": {"inputTokens": 1000, "outputTokens": 1000}}))
 port(F, "CostTracker escapes unknown model ids in warnings",
      billed({"model": "evil\u001b[31m\nmodel\u0007", "usage": {"inputTokens": 1000, "outputTokens": 1000}}))
+
+# HTTP response caps (a real server on 127.0.0.1 answers every request) ---------------------------
+F = "http_response_body_cap.test.js"
+
+
+def served(text: str, body, *steps_, env=None, status=200, chunked=False, **kw) -> dict:
+    case = pipe(text, *steps_, env={"OPENCLAW_URL": "<server>", "LOBSTER_LLM_ADAPTER_URL": "<server>",
+                                    "LOBSTER_PI_LLM_ADAPTER_URL": "<server>", "OPENCLAW_TOKEN": "",
+                                    "CLAWD_TOKEN": "", **(env or {})}, **kw)
+    case["server"] = {"status": status, "body": body if isinstance(body, str) else json.dumps(body),
+                      "chunked": chunked}
+    return case
+
+
+skip(F, "a unit test of the original's response reader on in-memory Response objects; the "
+     "limits it enforces are ported through real servers below",
+     "readResponseTextCapped rejects Content-Length over the cap without reading the body",
+     "readResponseTextCapped rejects a streaming body once it passes the cap",
+     "readResponseTextCapped returns a small JSON body",
+     "HTTP reader accepts the exact byte boundary and has no default cap")
+port(F, "openclaw.invoke still parses a small JSON envelope",
+     served("openclaw.invoke --tool demo --action ping", {"ok": True, "result": [{"ok": True, "echo": "small"}]},
+            env={"LOBSTER_MAX_HTTP_RESPONSE_BYTES": "10485760"}))
+_big = {"ok": True, "result": {"output": {"data": {"value": "x" * 4096}}}}
+port(F, "openclaw.invoke rejects a Content-Length over 10 MiB",
+     served("openclaw.invoke --tool demo --action ping", _big, env={"LOBSTER_MAX_HTTP_RESPONSE_BYTES": "1024"}))
+port(F, "openclaw.invoke rejects a streaming body over 10 MiB",
+     served("openclaw.invoke --tool demo --action ping", _big, env={"LOBSTER_MAX_HTTP_RESPONSE_BYTES": "1024"},
+            chunked=True))
+port(F, "${provider} HTTP responses stay unlimited by default and honor opt-in limits (${chunked ? \"chunked\" : \"declared\"})",
+     *[served(text, _big, env={"LOBSTER_MAX_HTTP_RESPONSE_BYTES": limit}, chunked=chunked)
+       for text in ("openclaw.invoke --token= --tool demo --action read", "clawd.invoke --token= --tool demo --action read",
+                    "llm.invoke --provider openclaw --prompt synthetic --disable-cache",
+                    "llm.invoke --provider http --prompt synthetic --disable-cache",
+                    "llm.invoke --provider pi --prompt synthetic --disable-cache")
+       for chunked in (False, True) for limit in ("", "1024")])
+port(F, "invalid HTTP limit is rejected before tool dispatch",
+     *[served("openclaw.invoke --tool demo --action read", "{}", env={"LOBSTER_MAX_HTTP_RESPONSE_BYTES": limit})
+       for limit in ("0", "-1", "1.5", "Infinity", "true", "9007199254740992")])
+skip(F, "the original's JavaScript SDK (`new Lobster({env})`); the same limit from the "
+     "environment of a CLI run is ported above", "SDK environment configures the HTTP response limit")
+port(F, "built CLI workflow limit never replays an oversized dispatched tool result",
+     *[dict(wf(steps({"id": "invoke", "pipeline": "openclaw.invoke --token= --tool demo --action write",
+                      "env": {"LOBSTER_MAX_HTTP_RESPONSE_BYTES": limit}, "retry": {"max": 3, "delay_ms": 1}}),
+               env={"OPENCLAW_URL": "<server>"}),
+            server={"status": 200, "body": json.dumps({"ok": True, "result": "x" * 4096}), "chunked": chunked})
+       for chunked in (False, True) for limit in ("", "1024")])
