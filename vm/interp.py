@@ -18,7 +18,7 @@ from vm.frame import CallFrame, Frame, LoopFrame, Pending, TryFrame
 from vm.opcodes import Op
 from vm.ops import Branch, HaltSite, Loop, Parallel, Policy, Retry
 from vm.outcome import Failed, Finished, Outcome, Parked
-from vm.process import CommandNotFound, ProcessError, run_process, shell_argv
+from vm.process import CommandNotFound, ProcessError, env_output_cap, run_process, shell_argv
 from vm.program import Instr, Program
 
 SUBJECT_LIMIT = 2000
@@ -64,7 +64,8 @@ class Run:
         frame = self.frame
         if frame.stage_env is None:
             return ctx
-        return evolve(ctx, env=frame.stage_env, cwd=frame.stage_cwd or ctx.cwd)
+        return evolve(ctx, env=frame.stage_env, cwd=frame.stage_cwd or ctx.cwd,
+                      max_output_bytes=child_cap(ctx.max_output_bytes, frame.stage_env))
 
     def step_env(self, templates: dict) -> dict[str, str]:
         """The caller's env, the sub-workflow overlay, the injected args, then the workflow's
@@ -357,11 +358,23 @@ def op_shell(run: Run, ins: Instr) -> None:
                                     run.step_cwd(spec.cwd), run.ctx))
 
 
+def child_cap(cap: int | None, env: dict) -> int | None:
+    """The output cap of a child started with `env`: the run's, and the LOBSTER_MAX_OUTPUT_BYTES
+    of that env (a step's own `env:` sets it for that step, as in the original); a bad value
+    is left for the child's start to report."""
+    try:
+        own = env_output_cap(env)
+    except ProcessError:
+        return cap
+    return own if cap is None else cap if own is None else min(cap, own)
+
+
 def run_shell_step(step: str, line: str, stdin: Any, env: dict, cwd: str, ctx: Context) -> dict:
     """A workflow shell line in a child process; its result, or the reference's failure."""
     try:
         result = run_process(shell_argv(line, env), stdin=steps.stdin_bytes(stdin), cwd=cwd,
-                             env=env, deadline=ctx.deadline, max_output_bytes=ctx.max_output_bytes,
+                             env=env, deadline=ctx.deadline,
+                             max_output_bytes=child_cap(ctx.max_output_bytes, env),
                              shell=True, scope=ctx.scope)
     except ProcessError as exc:
         message = exc.message

@@ -988,3 +988,22 @@ port(F, "built CLI workflow limit never replays an oversized dispatched tool res
                env={"OPENCLAW_URL": "<server>"}),
             server={"status": 200, "body": json.dumps({"ok": True, "result": "x" * 4096}), "chunked": chunked})
        for chunked in (False, True) for limit in ("", "1024")])
+
+# child output caps ------------------------------------------------------------------------------
+F = "process_output_limit.test.js"
+skip(F, "the original's JavaScript SDK (stdout/stderr limits of `exec` and `shell` objects); the "
+     "same limits from a CLI run are ported below", "SDK ${stream} is unlimited by default and honors the opt-in byte limit")
+port(F, "process caps count actual bytes and accept the exact boundary",
+     *[pipe("exec --shell 'printf \"\\360\\237\\230\\200\"'", env={"LOBSTER_MAX_OUTPUT_BYTES": limit}) for limit in ("4", "3")])
+port(F, "invalid process limits fail before spawning",
+     *[pipe("exec --shell 'echo started > marker; echo hi'", cli("run", "--mode", "tool", "exec --shell 'cat marker'"),
+            env={"LOBSTER_MAX_OUTPUT_BYTES": value})
+       for value in ("0", "-1", "1.5", "Infinity", "true", "9007199254740992")])
+port(F, "built CLI exec and workflow env preserve unlimited output and enable finite limits",
+     *[pipe("exec --shell 'head -c 4096 /dev/zero | tr \"\\0\" x'", env={"LOBSTER_MAX_OUTPUT_BYTES": limit})
+       for limit in ("", "1024")],
+     *[wf(steps({"id": "emit", "run": "head -c 4096 /dev/zero | tr '\\0' x", "env": {"LOBSTER_MAX_OUTPUT_BYTES": limit}}),
+          env={"LOBSTER_MAX_OUTPUT_BYTES": ""}) for limit in ("", "1024")])
+skip(F, "kills the SDK shell's process group on overflow, interrupt and host signal handlers "
+     "and inspects the background producer with `ps`; ours is tested by tests/test_process.py",
+     "capped no-signal SDK shell cleans its background producer on ${mode}")
