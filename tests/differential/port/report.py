@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import allowlist, known
 from ..compare import reference_command
-from .run import run_ports
+from .run import WORKERS, run_ports
 from .suite import NOT_PORTABLE, PORTED, reference_tests_dir, test_names
 
 HERE = Path(__file__).resolve().parent
@@ -67,7 +67,8 @@ def render(seen: dict[str, list[str]], verdicts: dict | None, seconds: float | N
         lines.append(f"| {file} | " + " | ".join(str(counts[k]) for k in COLUMNS) + " |")
     lines.append("| **total** | " + " | ".join(f"**{totals[k]}**" for k in COLUMNS) + " |")
     if seconds is not None:
-        lines += ["", f"The live run took {seconds:.0f} s (ported cases run four at a time)."]
+        lines += ["", f"The live run took {seconds:.0f} s ({WORKERS} ported tests at a time, on "
+                  "the two-core development machine, under the load of other work)."]
     lines += ["", "## Documented differences", ""]
     for file, row in rows.items():
         for port in row["ported"]:

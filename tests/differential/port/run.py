@@ -6,6 +6,7 @@ with one line per test and the report of each that fails."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +16,9 @@ import attrs
 from ..compare import Outcome, reference_command, run_both
 from .suite import PORTED, Port
 
-WORKERS = 4
+# cases at a time: most of a case is waiting (node and python starting, sleeps of the timeout
+# tests), so more than the two cores keeps them busy; LOBSTER_PORTED_WORKERS overrides
+WORKERS = int(os.environ.get("LOBSTER_PORTED_WORKERS", "6"))
 
 
 @attrs.frozen
