@@ -30,8 +30,13 @@ def pipeline_plan(text: str) -> str:
         raise CompileError(diags)
     count = len(bound)
     lines = [f"[DRY RUN] Pipeline ({count} stage{'' if count == 1 else 's'}):"]
-    for index, item in enumerate(bound, start=1):
-        parts = _stage_args(item.args.flags, item.args.positionals)
+    for index, (item, stage) in enumerate(zip(bound, pipeline.stages), start=1):
+        flags = dict(item.args.flags)
+        for word in stage.words:  # a bool flag written `--flag=VALUE` shows its VALUE
+            name, eq, value = word.text[2:].partition("=")
+            if word.text.startswith("--") and eq and isinstance(flags.get(name), bool):
+                flags[name] = value
+        parts = _stage_args(flags, item.args.positionals)
         detail = f"  args: {', '.join(parts)}" if parts else ""
         lines.append(f"  {index}. {item.command.name}{detail}")
     return "\n".join(lines) + "\n"
