@@ -18,7 +18,7 @@ from lobsterc.source import Span
 from vm import js
 from vm.commands import COMMANDS
 from vm.condition import MISSING, evaluate, truthy
-from vm.refs import ARG, REF, WHOLE_REF, substitute_args
+from vm.refs import ARG, REF, WHOLE_REF, lookup, substitute_args
 from vm.steps import value_result
 
 
@@ -425,10 +425,14 @@ def _lookup(result: Any, path: list[str]) -> Any:
             return UNKNOWN
         return MISSING if value is js.UNDEFINED or len(path) > 1 else value
     value = result
-    for segment in path:
+    for k, segment in enumerate(path):
         if value is UNKNOWN:
             return UNKNOWN
-        value = js.get_prop(value, segment) if value is not js.UNDEFINED else js.UNDEFINED
+        if isinstance(value, dict) and any(v is UNKNOWN for v in value.values()):
+            value = js.get_prop(value, segment)
+            continue
+        value = lookup(value, path[k:])  # a known value, walked as a run walks it
+        break
     if value is UNKNOWN:
         return UNKNOWN
     return MISSING if value is js.UNDEFINED else value

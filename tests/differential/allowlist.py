@@ -155,7 +155,8 @@ def _checked_before_running(case, i, ref, ours) -> bool:
         return m.group(1) not in ORIGINAL_COMMANDS and m.group(1) in pipeline_text(case, i)
     early = re.match(r"(?!run |resume |graph )(\S+ requires |Invalid where expression|\S+ --\S+ must be |"
                      r"Unknown template filter|Workflow step \S+ workflow file not found|Unsupported condition type|"
-                     r"Unknown step reference: |Workflow step \S+ halted for approval inside pipeline)",
+                     r"Unknown step reference: |Workflow step \S+ halted for approval inside pipeline|"
+                     r"Workflow step \S+ halted before completion at pipeline stage ask)",
                      ours_msg)
     return bool(early) and (code.startswith("E") or status(ref) in ("needs_approval", "needs_input")
                             or not isinstance(env, dict))
