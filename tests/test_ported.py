@@ -6,6 +6,7 @@ report."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -17,19 +18,23 @@ from differential.port.report import COMPAT, render, stale_lines
 from differential.port.run import run_ports
 
 REF, WHY = reference_command()
+# `LOBSTER_PORTED_SHARD=i/n` runs every n-th ported test from the i-th (CI jobs in parallel)
+_SHARD = os.environ.get("LOBSTER_PORTED_SHARD", "0/1")
+_PART, _PARTS = (int(x) for x in _SHARD.split("/"))
+SELECTED = [p for k, p in enumerate(PORTED) if k % _PARTS == _PART]
 needs_reference = pytest.mark.skipif(REF is None, reason=f"ported tests skipped: {WHY}")
 _verdicts: dict = {}
 
 
 def _verdict(name: str):
     if not _verdicts:  # all of them at once, several at a time
-        for verdict in run_ports(PORTED, REF):
+        for verdict in run_ports(SELECTED, REF):
             _verdicts[verdict.port.name] = verdict
     return _verdicts[name]
 
 
 def _params():
-    for port in PORTED:
+    for port in SELECTED:
         marks = []
         if port.documented and port.documented.startswith("D"):  # an open divergence
             marks.append(pytest.mark.xfail(strict=True, reason=f"{port.documented} (known.py)"))
