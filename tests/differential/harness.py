@@ -175,8 +175,11 @@ def run_case(case: dict, command: list[str]) -> list[dict]:
                 else:
                     env[key] = str(value).replace("<workdir>", str(work)).replace("<server>", url)
             argv = build_argv(case, step, seen)
+            prefix = command
+            if step.get("bin"):  # another executable the package installs beside `lobster`
+                prefix = [str(Path(command[0]).parent / step["bin"])]
             try:
-                proc = subprocess.run(command + argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
+                proc = subprocess.run(prefix + argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
                                       capture_output=True, timeout=STEP_TIMEOUT_S)
                 code, out, err = proc.returncode, proc.stdout, proc.stderr
             except subprocess.TimeoutExpired as exc:

@@ -22,8 +22,8 @@ def main(argv: list[str]) -> int:
     count = int(argv[0]) if argv else 100
     out = Path(argv[1] if len(argv) > 1 else "/tmp/lobster-diff-survey")
     which = argv[2] if len(argv) > 2 else "all"
-    strategy = {"all": generators.any_case, "areas": generators.area_cases,
-                "edges": edges.edge_cases}.get(which) or edges.EDGES[which.split(":", 1)[1]]
+    named = {"all": generators.any_case, "areas": generators.area_cases, "edges": edges.edge_cases}
+    strategy = named[which] if which in named else edges.EDGES[which.split(":", 1)[1]]
     out.mkdir(parents=True, exist_ok=True)
     ref, why = reference_command()
     if ref is None:

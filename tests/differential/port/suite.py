@@ -554,7 +554,12 @@ port(F, "built CLI passes explicit empty arguments to a child process",
 skip(F, "the SDK (`new Lobster().pipe(exec(...))`) is the original's JavaScript embedding API; "
      "ours is Python (`vm.handle`), so there is no shared surface; the CLI test above shows the "
      "same argument handling", "SDK exec passes explicit empty arguments to a child process")
+_expected = {"text": "O'Malley says \"hello\"\nnext line", "path": "C:\\folder\\", "literal": "$HOME `id` | head", "empty": ""}
 port(F, "${alias} shim preserves punctuation and literal pipeline characters",
+     *[dict(pipe("x", cli("--tool", "proof", "--action", "read", "--args-json", json.dumps(_expected), bin=alias),
+                 env={"OPENCLAW_URL": "<server>", "OPENCLAW_TOKEN": "", "CLAWD_TOKEN": ""}),
+            server={"status": 200, "body": json.dumps({"ok": True, "result": [_expected]})})
+       for alias in ("openclaw.invoke", "clawd.invoke")],
      *[dict(pipe(f"{alias} --tool proof --action read --args-json "
                  "'{\"text\":\"O\\'Malley says \\\"hello\\\"\",\"literal\":\"$HOME `id` | head\",\"empty\":\"\"}'",
                  mode="human", env={"OPENCLAW_URL": "<server>", "OPENCLAW_TOKEN": "", "CLAWD_TOKEN": ""}),
