@@ -99,19 +99,27 @@ def _write_files(work: Path, files: dict) -> None:
 
 
 class _Answer(BaseHTTPRequestHandler):
-    """Answers every request with the case's `server` reply: status, body, chunked or not."""
+    """Answers every request with the case's `server` reply: status, body, chunked or not; with
+    `replies`, the n-th request gets the n-th of them (the last one again after that)."""
     reply: dict = {}
+    served: list = []  # one entry per request answered (a list per server class)
+    lock = threading.Lock()
 
     def _answer(self):
         length = int(self.headers.get("content-length") or 0)
         if length:
             self.rfile.read(length)
-        if self.reply.get("hangMs"):  # an adapter that takes its time (or never answers)
-            time.sleep(self.reply["hangMs"] / 1000)
-        body = self.reply.get("body", "").encode()
-        self.send_response(self.reply.get("status", 200))
+        with self.lock:
+            n = len(self.served)
+            self.served.append(n)
+        replies = self.reply.get("replies")
+        reply = {**self.reply, **replies[min(n, len(replies) - 1)]} if replies else self.reply
+        if reply.get("hangMs"):  # an adapter that takes its time (or never answers)
+            time.sleep(reply["hangMs"] / 1000)
+        body = reply.get("body", "").encode()
+        self.send_response(reply.get("status", 200))
         self.send_header("content-type", "application/json")
-        if self.reply.get("chunked"):
+        if reply.get("chunked"):
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
             for k in range(0, len(body), 64):
@@ -137,7 +145,8 @@ class _Answer(BaseHTTPRequestHandler):
 
 def _serve(reply: dict) -> ThreadingHTTPServer:
     """A real server on 127.0.0.1 giving `reply` to every request (`<server>` in env values)."""
-    handler = type("Answer", (_Answer,), {"reply": reply, "protocol_version": "HTTP/1.1"})
+    handler = type("Answer", (_Answer,), {"reply": reply, "protocol_version": "HTTP/1.1",
+                                          "served": [], "lock": threading.Lock()})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

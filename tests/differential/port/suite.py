@@ -1062,14 +1062,22 @@ port(F, "llm.invoke auto-detects OpenClaw provider and normalizes output",
      dict(served("exec --json --shell 'echo [{\"kind\":\"text\",\"text\":\"doc\"}]' | llm.invoke --model claude-3-sonnet "
                  "--prompt Summarize", _summary, env={"LOBSTER_LLM_ADAPTER_URL": None, "LOBSTER_PI_LLM_ADAPTER_URL": None})))
 _pi = {"ok": True, "result": {"runId": "pi_1", "model": "m", "prompt": "p", "output": {"format": "text", "text": "t"}}}
+
+
+def _counted(case: dict) -> dict:
+    """The adapter numbers its answers (pi_1, pi_2, ...), so a cache hit shows."""
+    case["server"] = {"status": 200, "replies": [{"body": json.dumps({"ok": True, "result": {
+        "runId": f"pi_{k}", "model": "m", "prompt": "p", "output": {"format": "text", "text": f"t{k}"}}})}
+        for k in range(1, 5)]}
+    return case
 port(F, "llm.invoke re-invokes the adapter when --temperature changes",
-     served("llm.invoke --provider pi --model m --prompt p --temperature 0.2", _pi,
+     _counted(served("llm.invoke --provider pi --model m --prompt p --temperature 0.2", _pi,
             cli("run", "--mode", "tool", "llm.invoke --provider pi --model m --prompt p --temperature 0.2"),
-            cli("run", "--mode", "tool", "llm.invoke --provider pi --model m --prompt p --temperature 0.7")))
+            cli("run", "--mode", "tool", "llm.invoke --provider pi --model m --prompt p --temperature 0.7"))))
 port(F, "llm.invoke re-invokes the adapter when --max-output-tokens changes",
-     served("llm.invoke --provider pi --model m --prompt p --max-output-tokens 10", _pi,
+     _counted(served("llm.invoke --provider pi --model m --prompt p --max-output-tokens 10", _pi,
             cli("run", "--mode", "tool", "llm.invoke --provider pi --model m --prompt p --max-output-tokens 10"),
-            cli("run", "--mode", "tool", "llm.invoke --provider pi --model m --prompt p --max-output-tokens 20")))
+            cli("run", "--mode", "tool", "llm.invoke --provider pi --model m --prompt p --max-output-tokens 20"))))
 port(F, "llm.invoke uses Pi adapter over local HTTP bridge",
      served("llm.invoke --provider pi --model m --prompt p", _pi))
 skip(F, "the original's own cache file from before sampling was keyed, written by its internal "
@@ -1099,15 +1107,32 @@ port(F, "llm_task.invoke posts to /tools/invoke (clawd) and normalizes result",
      served("llm_task.invoke --model m --prompt p", _task))
 port(F, "llm_task.invoke uses CLAWD_URL (/tools/invoke) without requiring --url/--model",
      served("llm_task.invoke --prompt p", _task, env={"OPENCLAW_URL": None, "CLAWD_URL": "<server>"}))
-port(F, "llm_task.invoke makes a single model call when --max-validation-retries is 0",
-     served("llm_task.invoke --prompt p --output-schema '{\"type\":\"object\",\"required\":[\"missing\"]}' "
-            "--max-validation-retries 0", _task))
+def _attempts(*valid: bool) -> dict:
+    """Adapter answers in order: attempt n is valid (`decision`) or not (`foo`)."""
+    return {"status": 200, "replies": [{"body": json.dumps({"ok": True, "result": {"ok": True, "result": {
+        "runId": f"attempt_{k + 1}", "output": {"data": {"decision": "send"} if ok else {"foo": "bar"}}}}})}
+        for k, ok in enumerate(valid)]}
+
+
+def _decide(retries: str | None, *valid: bool) -> dict:
+    text = "llm_task.invoke --model claude-3-opus --prompt Decide --output-schema '{\"type\":\"object\",\"required\":[\"decision\"]}'"
+    if retries is not None:
+        text += f" --max-validation-retries {retries}"
+    case = pipe(text, env={"CLAWD_URL": "<server>"})
+    case["server"] = _attempts(*valid)
+    return case
+
+
+port(F, "llm_task.invoke retries when schema validation fails", _decide("2", False, True))
+port(F, "llm_task.invoke makes a single model call when --max-validation-retries is 0", _decide("0", False, True))
+port(F, "llm_task.invoke retries validation exactly once by default", _decide(None, False, False, True))
+port(F, "llm_task.invoke reuses file cache when URL unavailable",
+     dict(_decide(None, True), steps=[RUN, cli("run", "--mode", "tool", "llm_task.invoke --model claude-3-opus --prompt "
+          "Decide --output-schema '{\"type\":\"object\",\"required\":[\"decision\"]}'", env={"CLAWD_URL": None})]))
 skip(F, "counts the requests a fake adapter receives across attempts, or reads the original's "
      "cache and run-state files; the harness's adapter gives one fixed answer and does not "
      "count, and our cache files have their own format",
-     "llm_task.invoke retries when schema validation fails", "llm_task.invoke retries validation exactly once by default",
      "llm_task.invoke persists to run state so resume skips remote call",
-     "llm_task.invoke reuses file cache when URL unavailable",
      "llm_task.invoke treats corrupt file cache as a miss and rewrites it atomically (#111)")
 
 F = "email_triage.test.js"
