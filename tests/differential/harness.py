@@ -143,11 +143,19 @@ class _Answer(BaseHTTPRequestHandler):
         pass
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):  # a client that gave up (a timeout)
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 def _serve(reply: dict) -> ThreadingHTTPServer:
     """A real server on 127.0.0.1 giving `reply` to every request (`<server>` in env values)."""
     handler = type("Answer", (_Answer,), {"reply": reply, "protocol_version": "HTTP/1.1",
                                           "served": [], "lock": threading.Lock()})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _QuietServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 

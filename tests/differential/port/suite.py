@@ -1214,12 +1214,12 @@ skip("github_pr_view.test.js", "cancels a stuck `gh` child through an AbortSigna
      "that no snapshot was saved (the embedding API and the original's state files)")
 skip("gog_gmail_send.test.js", "aborts gog.gmail.send through an AbortSignal while a fake `gog` "
      "sleeps; cancellation has no CLI form a case can time")
-skip("cost_tracker.test.js", "bills LLM calls that the original marks in-process (replays from "
-     "its cache and run state, copies through renderers, projections, retries and parallel "
-     "branches, its spend ledger's internal records): these need an adapter that answers each "
-     "call differently and counts calls, and the original's in-process provenance marks; the "
-     "harness's adapter gives one fixed answer. The tracker itself (pricing, warnings, limits) "
-     "is ported above")
+skip("cost_tracker.test.js", "bills LLM calls through the original's in-process provenance marks "
+     "(copies through renderers, projections and JSON round trips, retries, parallel branches, "
+     "nested workflows, its spend ledger's records and resume state) or a provider that holds "
+     "and orders concurrent calls; a case can give numbered answers but cannot hold or order "
+     "them, and the marks have no CLI form. The tracker itself (pricing, warnings, limits) and "
+     "the cache and run-state replays are ported above")
 
 # for_each, continued ----------------------------------------------------------------------------
 F = "for_each.test.js"
@@ -1276,3 +1276,30 @@ port(F, "workflow pipeline llm_task.invoke consumes stdin artifacts from previou
                    {"id": "task", "pipeline": "llm_task.invoke --prompt 'Score'", "stdin": "$collect.json"}),
              env={"OPENCLAW_URL": "<server>"}),
           server={"status": 200, "body": json.dumps(_task)}))
+
+# cost tracking of LLM replays (an adapter on 127.0.0.1 numbering its answers) ---------------------
+F = "cost_tracker.test.js"
+
+
+def _provider(doc: dict, env=None) -> dict:
+    case = wf(doc, RUN, cli("run", "workflow.lobster"), env={"OPENCLAW_URL": "<server>", **(env or {})})
+    case["server"] = {"status": 200, "replies": [{"body": json.dumps({"ok": True, "result": {"ok": True, "result": {
+        "runId": f"invoke_{k}", "model": "gpt-4o", "prompt": "Summarize", "output": {"data": {"summary": "hello"}},
+        "usage": {"inputTokens": 1000, "outputTokens": 500}}}})} for k in range(1, 6)]}
+    return case
+
+
+_llm = "llm.invoke --model gpt-4o --prompt Summarize"
+port(F, "workflow cost tracking bills a cached llm.invoke replay only once", _provider(
+    {"cost_limit": {"max_usd": 0.00001, "action": "warn"}, "steps": [{"id": "live", "pipeline": _llm},
+                                                                    {"id": "from-cache", "pipeline": _llm}]}))
+port(F, "workflow cost tracking bills a run-state llm.invoke replay only once", _provider(
+    {"cost_limit": {"max_usd": 0.00001, "action": "warn"}, "steps": [
+        {"id": "live", "pipeline": _llm + " --disable-cache"}, {"id": "from-run-state", "pipeline": _llm + " --disable-cache"}]},
+    env={"LOBSTER_RUN_STATE_KEY": "cost-tracker-replay"}))
+port(F, "cost_limit stop is not tripped by a replayed llm.invoke", _provider(
+    {"cost_limit": {"max_usd": 0.01, "action": "stop"}, "steps": [
+        {"id": "live", "pipeline": _llm}, {"id": "from-cache", "pipeline": _llm}, {"id": "after", "command": "echo done"}]}))
+port(F, "cost_limit stop still trips on repeated live calls", wf({"cost_limit": {"max_usd": 0.01, "action": "stop"}, "steps": [
+    sh("live", emit({"model": "gpt-4o", "usage": {"inputTokens": 1000, "outputTokens": 500}, "output": {"text": "hi"}})),
+    sh("live-again", emit({"model": "gpt-4o", "usage": {"inputTokens": 1000, "outputTokens": 500}, "output": {"text": "hi"}}))]}))
