@@ -20,12 +20,17 @@ def test_billing_prices_per_million_tokens():
                                  "outputTokens": 10_000, "costUsd": 0.35}]
 
 
-@pytest.mark.parametrize("replay", [{"cached": True}, {"replayed": True}, {"source": "cache"},
-                                    {"source": "run_state"}])
-def test_replays_are_never_billed(replay):
+def test_a_replay_llm_invoke_answered_is_not_billed_but_its_look_alike_is():
+    """A replay is known by the mark llm.invoke leaves in this process, not by its fields: a
+    step that prints `"cached": true` is billed (as in the original), so cost_limit cannot be
+    evaded that way."""
     ledger: dict = {}
-    cost.bill(ledger, "s", [{**GPT, **replay}], {})
+    cost.bill(ledger, "s", [cost.mark_replay({**GPT, "source": "cache", "cached": True})], {})
     assert ledger.get("estimatedCostUsd", 0) == 0
+    for look_alike in ({"cached": True}, {"replayed": True}, {"source": "cache"}, {"source": "run_state"}):
+        ledger = {}
+        cost.bill(ledger, "s", [{**GPT, **look_alike}], {})
+        assert ledger["estimatedCostUsd"] == 0.35, look_alike
 
 
 def test_unknown_models_warn_once_per_process_and_cost_nothing():

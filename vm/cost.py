@@ -21,7 +21,6 @@ PRICING: dict[str, dict[str, float]] = {
 }
 _INPUT = ("inputTokens", "input_tokens", "prompt_tokens")
 _OUTPUT = ("outputTokens", "output_tokens", "completion_tokens")
-_REPLAY_SOURCES = ("cache", "run_state")
 
 
 INVALID_PRICING = ("[WARN] Ignoring invalid LOBSTER_LLM_PRICING_JSON; custom LLM pricing must be a "
@@ -71,13 +70,34 @@ def _tokens(usage: Mapping, names: tuple[str, ...]) -> int:
     return 0
 
 
+# Replays llm.invoke answered from its cache or run state in this process, by identity: the
+# mark lives here, never in the item, so a step that prints a replay-shaped object (or copies
+# one) is billed, and cost_limit cannot be evaded by printing `"cached": true` (as the
+# original, whose marks are in-process too). Each entry is dropped when it is billed.
+_REPLAYS: dict[int, Any] = {}
+
+
+_REPLAYS_KEPT = 4096  # a long-lived process (an MCP server) forgets the oldest unbilled marks
+
+
+def mark_replay(item: Any) -> Any:
+    """Record `item` (an answer from the cache or run state) as a replay; returns it."""
+    while len(_REPLAYS) >= _REPLAYS_KEPT:
+        _REPLAYS.pop(next(iter(_REPLAYS)))
+    _REPLAYS[id(item)] = item
+    return item
+
+
+def _is_replay(item: Any) -> bool:
+    return _REPLAYS.get(id(item)) is item
+
+
 def usage_of(item: Any) -> tuple[int, int, str | None] | None:
     """(input tokens, output tokens, model) of a billable LLM result; None for anything else,
-    and for a replay (our llm.invoke marks cache and run-state answers in the item)."""
+    and for a replay llm.invoke answered in this process (`mark_replay`)."""
     if not isinstance(item, dict) or not isinstance(item.get("usage"), dict):
         return None
-    if item.get("cached") is True or item.get("replayed") is True \
-            or item.get("source") in _REPLAY_SOURCES:
+    if _is_replay(item):
         return None
     usage = item["usage"]
     model = item.get("model") if isinstance(item.get("model"), str) else None
@@ -94,6 +114,7 @@ def bill(ledger: dict, step_id: str, items: list, env: Mapping[str, str],
     warnings: list[str] = []
     for item in items:
         usage = usage_of(item)
+        _REPLAYS.pop(id(item), None)
         if usage is None:
             continue
         tokens_in, tokens_out, model = usage

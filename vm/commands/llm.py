@@ -325,7 +325,10 @@ def write_run_state(name: str, state_key: str, cache_key: str, items: list, ctx:
 
 
 def _replayed(items: list, source: str) -> list:
-    return [{**item, "source": source, "cached": True, "replayed": True} for item in items]
+    from vm.cost import mark_replay  # billing knows a replay by this mark, not by its fields
+
+    return [mark_replay({**item, "source": source, "cached": True, "replayed": True})
+            for item in items]
 
 
 # the command --------------------------------------------------------------------------------

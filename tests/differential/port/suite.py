@@ -1303,3 +1303,10 @@ port(F, "cost_limit stop is not tripped by a replayed llm.invoke", _provider(
 port(F, "cost_limit stop still trips on repeated live calls", wf({"cost_limit": {"max_usd": 0.01, "action": "stop"}, "steps": [
     sh("live", emit({"model": "gpt-4o", "usage": {"inputTokens": 1000, "outputTokens": 500}, "output": {"text": "hi"}})),
     sh("live-again", emit({"model": "gpt-4o", "usage": {"inputTokens": 1000, "outputTokens": 500}, "output": {"text": "hi"}}))]}))
+_shape = {"kind": "llm.invoke", "source": "cache", "cached": True, "replayed": True, "model": "gpt-4o",
+          "usage": {"inputTokens": 1000, "outputTokens": 500}, "output": {"text": "hi"}, "cacheKey": "k"}
+port(F, "workflow cost tracking bills a step that prints the full replay shape",
+     wf({"cost_limit": {"max_usd": 0.00001, "action": "warn"}, "steps": [sh("printed", emit(_shape))]}))
+port(F, "cost_limit stop cannot be bypassed by a step that prints the full replay shape",
+     wf({"cost_limit": {"max_usd": 0.001, "action": "stop"}, "steps": [sh("printed", emit(_shape)),
+                                                                     sh("after", "echo should-not-run")]}))
