@@ -22,8 +22,6 @@ from lobsterc.source import Span
 from vm.commands import COMMANDS, Args, Command
 from vm.refs import WHOLE_REF
 
-_TRUE = {"true", "yes", "1", "on"}
-_FALSE = {"false", "no", "0", "off"}
 
 
 @frozen
@@ -65,16 +63,9 @@ def bind(stage: ast.Stage, cmd: Command) -> tuple[Args, list[Diagnostic]]:
                 i += 1  # an unknown flag's value is not a positional
             continue
         if flag.kind == "bool":
-            if not eq:
-                flags[flag.name] = True
-            elif value.lower() in _TRUE:
-                flags[flag.name] = True
-            elif value.lower() in _FALSE:
-                flags[flag.name] = False
-            else:
-                diags.append(Diagnostic(
-                    "E204", f"{stage.name.text} --{name} must be true or false (got {value})",
-                    word.span))
+            # `--flag=VALUE` is on unless VALUE is empty, as in the original (its parser keeps
+            # the text and its commands test it for truth: `--json=false` is on)
+            flags[flag.name] = not eq or value != ""
         elif eq:
             flags[flag.name] = value
         elif i < len(words) and not words[i].text.startswith("--"):
@@ -317,7 +308,7 @@ def _check_tree(wf: Any, path: str, state: dict[str, str]) -> Iterator[Diagnosti
             yield Diagnostic("E210", f"Workflow step {step.id} workflow file not found: {where}",
                              call.loc.span())
         elif state.get(call.path) == "open":
-            yield Diagnostic("E216", f"Workflow step {step.id} creates a cycle: {call.target} is "
+            yield Diagnostic("E216", f"Workflow step {step.id} creates a cycle: {call.path} is "
                              "already being executed", call.loc.span())
         elif call.path not in state:
             yield from loaded.diagnostics

@@ -101,3 +101,24 @@ def lobster(argv: Sequence[str] | None = None) -> int:
     from vm.cli import main
 
     return main(argv, frontend=lobsterc.frontend)
+
+
+def _invoke_shim(name: str, argv: Sequence[str] | None) -> int:
+    """`NAME WORD...` runs the pipeline `NAME "WORD" ...` in human mode, each word a literal
+    argument (double-quoted, its `\\`, `"`, `$` and backquote escaped), as the original's
+    `openclaw.invoke` and `clawd.invoke` executables do."""
+    import sys
+
+    words = list(sys.argv[1:] if argv is None else argv)
+    quoted = ['"' + "".join("\\" + c if c in '\\"$`' else c for c in w) + '"' for w in words]
+    return lobster([" ".join([name, *quoted])])
+
+
+def openclaw_invoke(argv: Sequence[str] | None = None) -> int:
+    """The `openclaw.invoke` console script (the original ships it)."""
+    return _invoke_shim("openclaw.invoke", argv)
+
+
+def clawd_invoke(argv: Sequence[str] | None = None) -> int:
+    """The `clawd.invoke` console script (the original ships it)."""
+    return _invoke_shim("clawd.invoke", argv)

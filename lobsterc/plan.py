@@ -18,7 +18,7 @@ from lobsterc.source import Span
 from vm import js
 from vm.commands import COMMANDS
 from vm.condition import MISSING, evaluate, truthy
-from vm.refs import ARG, REF, WHOLE_REF, substitute_args
+from vm.refs import ARG, REF, WHOLE_REF, lookup, substitute_args
 from vm.steps import value_result
 
 
@@ -30,11 +30,30 @@ def pipeline_plan(text: str) -> str:
         raise CompileError(diags)
     count = len(bound)
     lines = [f"[DRY RUN] Pipeline ({count} stage{'' if count == 1 else 's'}):"]
-    for index, item in enumerate(bound, start=1):
-        parts = [f"{k}={js.to_string(v)}" for k, v in item.args.flags.items()] + list(item.args.positionals)
+    for index, (item, stage) in enumerate(zip(bound, pipeline.stages), start=1):
+        flags = dict(item.args.flags)
+        for word in stage.words:  # a bool flag written `--flag=VALUE` shows its VALUE
+            name, eq, value = word.text[2:].partition("=")
+            if word.text.startswith("--") and eq and isinstance(flags.get(name), bool):
+                flags[name] = value
+        parts = _stage_args(flags, item.args.positionals)
         detail = f"  args: {', '.join(parts)}" if parts else ""
         lines.append(f"  {index}. {item.command.name}{detail}")
     return "\n".join(lines) + "\n"
+
+
+def _stage_args(flags: dict, positionals) -> list[str]:
+    """A stage's arguments in the original's order: its parser keeps them in one JavaScript
+    object created as `{_: [...]}` with each flag added as it appears, and such an object lists
+    array-index keys (`--3 x`) first, in numeric order, then `_`, then the other keys."""
+    index = sorted((k for k in flags if _array_index(k)), key=int)
+    named = [k for k in flags if not _array_index(k)]
+    shown = [f"{k}={js.to_string(flags[k])}" for k in index] + [str(p) for p in positionals]
+    return shown + [f"{k}={js.to_string(flags[k])}" for k in named]
+
+
+def _array_index(key: str) -> bool:
+    return key.isdigit() and key.isascii() and str(int(key)) == key and int(key) < 2**32 - 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,14 +191,14 @@ class _Planner:
             self.detail(pad, "when", _one_line(str(step.when.value).strip()),
                         "[depends on step output — unknown at plan time]")
         if isinstance(kind, ast.Shell):
-            self.detail(pad, "run", substitute_args(kind.line, self.args))
+            self.detail(pad, "run", self.resolved(kind.line, results))
         elif isinstance(kind, ast.PipelineStep):
             self.deferred = False
             self.detail(pad, "pipeline", self.pipeline(kind.pipeline, sid, results))
             if self.deferred:
                 self.lines.append(f"{pad}[command validation deferred — stage name depends on step output]")
         elif isinstance(kind, ast.SubWorkflow):
-            self.detail(pad, "workflow", self.text(kind.target))
+            self.detail(pad, "workflow", _approved(self.text(kind.target), results))
             if kind.args:
                 self.lines.append(f"{pad}args: {', '.join(kind.args)}")
         elif isinstance(kind, ast.Parallel):
@@ -215,6 +234,10 @@ class _Planner:
 
     def text(self, value: str) -> str:
         return substitute_args(value, self.args).rstrip("\n")
+
+    def resolved(self, line: str, results: dict) -> str:
+        """A shell line as the plan shows it: `${arg}` substituted, then `$step.approved`."""
+        return _approved(substitute_args(line, self.args), results)
 
     def policy(self, policy: ast.Policy, pad: str) -> None:
         if policy.timeout_ms is not ast.ABSENT:
@@ -271,7 +294,7 @@ class _Planner:
         it is checked here as it would run (the checker has checked the others): a stage
         whose name comes from a step's output cannot be checked, one whose arguments do has
         its name checked only."""
-        shown = self.text(pipeline.text)
+        shown = _approved(self.text(pipeline.text), results)
         if not _templated(pipeline.text):
             return shown
         span = pipeline.span
@@ -315,7 +338,7 @@ class _Planner:
                                       owner=f"Parallel branch {branch.id}")
                 self.lines.append(f"{pad}branch {branch.id}: [pipeline] {_noted(shown)}")
             else:
-                shown = substitute_args(branch.shell.line, self.args)
+                shown = self.resolved(branch.shell.line, results)
                 self.lines.append(f"{pad}branch {branch.id}: [shell] {_noted(shown)}")
         for branch in par.branches:
             results[branch.id] = _Output()
@@ -340,7 +363,7 @@ class _Planner:
                 continue
             kind = sub.kind
             if isinstance(kind, ast.Shell):
-                detail = f" run: {substitute_args(kind.line, self.args)}"
+                detail = f" run: {self.resolved(kind.line, scope)}"
             elif isinstance(kind, ast.PipelineStep):
                 detail = f" pipeline: {self.pipeline(kind.pipeline, sub.id, scope)}"
             else:
@@ -355,6 +378,23 @@ _KIND_TAGS = {"shell": "shell", "pipeline": "pipeline", "workflow": "workflow",
 
 
 OUTPUT_REF = re.compile(r"\$[A-Za-z0-9_-]+\.(?:stdout|json)")
+
+
+PLAN_REF = re.compile(r"\$([A-Za-z0-9_-]+)\.(stdout|json|approved)")
+
+
+def _approved(text: str, results: dict) -> str:
+    """`$step.approved` of a step planned before this one, as the original plans it: `true`
+    for an approval step (the plan takes the approved path), `false` for any other."""
+    def one(m: re.Match) -> str:
+        if m[2] != "approved" or m[1] not in results:
+            return m[0]
+        result = results[m[1]]
+        approved = result.approved if isinstance(result, _Output) else \
+            isinstance(result, dict) and result.get("approved") is True
+        return "true" if approved else "false"
+
+    return PLAN_REF.sub(one, text)
 
 
 def _output_note(text: str) -> str:
@@ -385,10 +425,14 @@ def _lookup(result: Any, path: list[str]) -> Any:
             return UNKNOWN
         return MISSING if value is js.UNDEFINED or len(path) > 1 else value
     value = result
-    for segment in path:
+    for k, segment in enumerate(path):
         if value is UNKNOWN:
             return UNKNOWN
-        value = js.get_prop(value, segment) if value is not js.UNDEFINED else js.UNDEFINED
+        if isinstance(value, dict) and any(v is UNKNOWN for v in value.values()):
+            value = js.get_prop(value, segment)
+            continue
+        value = lookup(value, path[k:])  # a known value, walked as a run walks it
+        break
     if value is UNKNOWN:
         return UNKNOWN
     return MISSING if value is js.UNDEFINED else value

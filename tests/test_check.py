@@ -3,6 +3,8 @@ from `run`, `lint` and `--dry-run`, sub-workflows loaded once, a builder that ne
 
 from __future__ import annotations
 
+import os
+
 import json
 from pathlib import Path
 
@@ -148,7 +150,8 @@ def test_a_cycle_through_files_reached_twice_is_found(tmp_path):
     write(tmp_path, "steps:\n  - id: to_b\n    workflow: b.lobster\n", "c.lobster")
     path = write(tmp_path, "steps:\n  - id: one\n    workflow: b.lobster\n"
                            "  - id: two\n    workflow: c.lobster\n")
-    assert found(path) == [("E216", "Workflow step to_b creates a cycle: b.lobster is already "
+    real = os.path.realpath(tmp_path / "b.lobster")  # named absolute and resolved (SPEC 9.9)
+    assert found(path) == [("E216", f"Workflow step to_b creates a cycle: {real} is already "
                             "being executed", "c.lobster", 3, 15)]
 
 

@@ -198,11 +198,16 @@ def test_timeout_bounds_run_and_resume(cli):
     assert (code, env["error"]["code"]) == (2, "E021")
 
 
-def test_human_mode_shows_each_step_as_plain_lines(cli):
+def test_progress_lines_only_when_asked_for_off_a_terminal(cli):
+    """SPEC 9.19: on a pipe human-mode stderr is the original's; `--progress` shows each
+    step as one plain line."""
     (cli.work / "w.lobster").write_text(
         "steps:\n  - id: a\n    run: echo one\n  - id: b\n    when: \"false\"\n    run: echo x\n"
         "  - id: c\n    run: echo two\n")
-    proc = cli.run("run", "w.lobster")
+    plain = cli.run("run", "w.lobster")
+    assert plain.stderr == ""
+    proc = cli.run("run", "--progress", "w.lobster")
+    assert proc.stdout == plain.stdout
     lines = [re.sub(r"\d+ ms", "N ms", line) for line in proc.stderr.splitlines()]
     assert lines == [
         "lobster: step a started",
@@ -212,9 +217,7 @@ def test_human_mode_shows_each_step_as_plain_lines(cli):
         "lobster: step c finished in N ms (exit 0, 4 bytes out, 0 bytes err)",
     ]
     assert proc.stdout == '[\n  "two\\n"\n]\n'
-    quiet = cli.run("run", "--quiet", "w.lobster")
-    assert (quiet.stdout, quiet.stderr) == (proc.stdout, "")
-    tool = cli.run("run", "--mode", "tool", "w.lobster")
+    tool = cli.run("run", "--mode", "tool", "--progress", "w.lobster")
     assert tool.stderr == ""  # tool mode: only what --events asks for
 
 

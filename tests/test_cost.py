@@ -20,21 +20,27 @@ def test_billing_prices_per_million_tokens():
                                  "outputTokens": 10_000, "costUsd": 0.35}]
 
 
-@pytest.mark.parametrize("replay", [{"cached": True}, {"replayed": True}, {"source": "cache"},
-                                    {"source": "run_state"}])
-def test_replays_are_never_billed(replay):
+def test_a_replay_llm_invoke_answered_is_not_billed_but_its_look_alike_is():
+    """A replay is known by the mark llm.invoke leaves in this process, not by its fields: a
+    step that prints `"cached": true` is billed (as in the original), so cost_limit cannot be
+    evaded that way."""
     ledger: dict = {}
-    cost.bill(ledger, "s", [{**GPT, **replay}], {})
+    cost.bill(ledger, "s", [cost.mark_replay({**GPT, "source": "cache", "cached": True})], {})
     assert ledger.get("estimatedCostUsd", 0) == 0
+    for look_alike in ({"cached": True}, {"replayed": True}, {"source": "cache"}, {"source": "run_state"}):
+        ledger = {}
+        cost.bill(ledger, "s", [{**GPT, **look_alike}], {})
+        assert ledger["estimatedCostUsd"] == 0.35, look_alike
 
 
-def test_unknown_models_warn_once_per_run_and_cost_nothing():
+def test_unknown_models_warn_once_per_process_and_cost_nothing():
     ledger: dict = {}
+    warned: set = set()
     item = {"model": "mystery", "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
-    assert cost.bill(ledger, "a", [item], {}) == [
+    assert cost.bill(ledger, "a", [item], {}, warned) == [
         '[WARN] No LLM pricing configured for model "mystery"; recording zero cost. Set '
         'LOBSTER_LLM_PRICING_JSON to enable cost_limit enforcement for this model.']
-    assert cost.bill(ledger, "b", [item], {}) == []
+    assert cost.bill(ledger, "b", [item], {}, warned) == []
     assert (ledger["totalInputTokens"], ledger["totalOutputTokens"]) == (10, 2)
 
 
@@ -54,7 +60,8 @@ def test_limit_stop_and_warn():
         "Cost limit exceeded: $0.3500 > $0.25 limit", None)
     assert cost.check_limit(ledger, {"max_usd": 0.25}) == (
         None, "[WARN] Cost $0.3500 exceeds limit $0.25")
-    assert cost.check_limit(ledger, {"max_usd": 0.25}) == (None, None)  # warned once
+    assert cost.check_limit(ledger, {"max_usd": 0.25}) == (  # at every check, as the original
+        None, "[WARN] Cost $0.3500 exceeds limit $0.25")
     assert cost.check_limit(ledger, {"max_usd": 1}) == (None, None)
 
 
@@ -77,4 +84,22 @@ def test_a_workflow_stops_at_its_cost_limit(tmp_path):
 def test_a_workflow_warns_at_its_cost_limit_and_goes_on(tmp_path):
     env, logged = run_workflow(tmp_path, "warn")
     assert env["output"] == ["done\n"]
-    assert logged == ["[WARN] Cost $0.3500 exceeds limit $0.25\n"]
+    # after the step that spent it, after the next step, and as the run ends (the original)
+    assert logged == ["[WARN] Cost $0.3500 exceeds limit $0.25\n"] * 3
+
+
+@pytest.mark.parametrize("model, label", [
+    (None, '"<missing>"'), ("   ", '"<missing>"'), ("constructor", '"constructor"'),
+    ("a\u001b\nb\u0085\u2028", '"a\\u001b\\nb\\u0085\\u2028"')])
+def test_unpriced_models_are_named_as_the_original_names_them(model, label):
+    item = {"model": model, "usage": {"inputTokens": 1}}
+    assert cost.bill({}, "s", [item], {})[0].startswith(f"[WARN] No LLM pricing configured for "
+                                                         f"model {label}; ")
+
+
+@pytest.mark.parametrize("raw", ["{not-json", '{"m":{"input":1}}', '{"":{"input":1,"output":2}}',
+                                 '{"m":{"input":-1,"output":2}}', '{"m":{"input":NaN,"output":2}}',
+                                 "[]", "  "])
+def test_a_pricing_table_the_original_refuses_is_ignored(raw):
+    table, warnings = cost.pricing({"LOBSTER_LLM_PRICING_JSON": raw})
+    assert table is cost.PRICING and warnings == [cost.INVALID_PRICING]

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from differential import allowlist, known
 from differential.cases import CASES, load_all
 from differential.compare import reference_command, run_both
+from differential.edges import EDGES
 from differential.generators import any_case, yaml_dump
 from differential.normalise import Normaliser, comparable, differences
 
@@ -56,6 +57,28 @@ def test_generated_case_agrees_or_is_explained(case):
         "a new divergence: classify it in tests/differential/DIVERGENCES.md, add a known.py or "
         "allowlist.py entry, and keep the case under tests/differential/cases/\n"
         + outcome.report() + "\ncase: " + json.dumps(case, ensure_ascii=False))
+
+
+EDGE_EXAMPLES = int(os.environ.get("LOBSTER_DIFF_EDGE_EXAMPLES", "1"))
+
+
+@needs_reference
+@pytest.mark.parametrize("area", sorted(EDGES))
+def test_edge_generator_agrees_or_is_explained(area):
+    """Each edge generator of issue 20, a few derandomized examples in CI (more: set
+    LOBSTER_DIFF_EDGE_EXAMPLES, or run the survey with `edges:AREA`)."""
+
+    @settings(max_examples=EDGE_EXAMPLES, deadline=None, database=None,
+              derandomize="LOBSTER_DIFF_EDGE_EXAMPLES" not in os.environ,
+              suppress_health_check=list(HealthCheck))
+    @given(case=EDGES[area])
+    def one(case):
+        outcome = run_both(case, REF)
+        assert outcome.agrees or outcome.explained_by is not None, (
+            f"a new divergence in edge area {area}\n" + outcome.report()
+            + "\ncase: " + json.dumps(case, ensure_ascii=False))
+
+    one()
 
 
 # Without the original: the case files, the allow-list and the normaliser are checked too.

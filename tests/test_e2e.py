@@ -442,16 +442,15 @@ PROGRESS = re.compile(r"lobster: step \S+ (started|finished|skipped|halted|faile
 
 
 def test_human_mode_output_and_errors(cli):
-    """Human mode's stdout and errors are the original's; stderr also has our progress lines
-    (one when a step starts, one when it ends; tests/test_cli_polish.py covers them)."""
+    """Human mode's stdout and errors are the original's; on a pipe stderr has no progress
+    lines (SPEC 9.19; tests/test_cli_polish.py covers them on a terminal and with --progress)."""
     for (argv, code, stdout, stderr), proc in zip(HUMAN, start_all(cli, [c[0] for c in HUMAN])):
         assert (proc.returncode, proc.stdout) == (code, stdout), argv
-        rest = PROGRESS.sub("", proc.stderr)
+        assert not PROGRESS.search(proc.stderr), argv
         if stderr is None:
-            assert rest == "", argv
-            assert "lobster: step 1:exec finished in " in proc.stderr, argv
+            assert proc.stderr == "", argv
         else:
-            assert rest.splitlines()[0] == stderr, argv
+            assert proc.stderr.splitlines()[0] == stderr, argv
 
 
 def test_human_mode_renders_a_compile_error_with_its_source_line(cli):
@@ -467,14 +466,15 @@ def test_human_mode_renders_a_compile_error_with_its_source_line(cli):
     ]
 
 
-def test_human_mode_halt_prints_the_request_without_ok(cli):
+def test_human_mode_halt_prints_what_the_original_prints(cli):
+    """SPEC 9.13: stdout is the request item (no token); the resume command is on stderr."""
     proc = cli.run("exec --json echo '[1]' | approve --prompt 'Sure?'")
     assert proc.returncode == 0
-    printed = json.loads(proc.stdout)
-    assert list(printed) == ["status", "output", "requiresApproval", "requiresInput"]
-    assert printed["status"] == "needs_approval"
-    assert printed["requiresApproval"]["prompt"] == "Sure?"
-    assert_ok(resume(cli, printed["requiresApproval"]["resumeToken"], "--approve", "yes"), [1])
+    assert json.loads(proc.stdout) == [{"type": "approval_request", "prompt": "Sure?", "items": [1]}]
+    m = re.fullmatch(r"lobster: to continue: lobster resume --id ([0-9a-f]{8}) --approve yes"
+                     r"   \(or --approve no\)\n", proc.stderr)
+    assert m, proc.stderr
+    assert_ok(cli.tool("resume", "--id", m.group(1), "--approve", "yes"), [1])
 
 
 # help, version, doctor ----------------------------------------------------------------------

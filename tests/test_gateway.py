@@ -83,10 +83,17 @@ def test_gateway_failures(gateway, tmp_path, reply, message):
 
 @pytest.mark.parametrize("pipeline, env, message", [
     ("apus.invoke --tool t --action a", {}, "apus.invoke requires --url or APUS_URL"),
+    ("openclaw.invoke --tool t --action a", {}, "openclaw.invoke requires --url or OPENCLAW_URL"),
+    ("clawd.invoke --tool t --action a", {}, "clawd.invoke requires --url or OPENCLAW_URL"),
     ("apus.invoke --url http://127.0.0.1:9 --tool t", {}, "apus.invoke requires --tool and --action"),
     ("apus.invoke --url ftp://127.0.0.1 --tool t --action a", {}, "apus.invoke requires an http(s) --url"),
+    # a URL the original's parser refuses (no scheme, no host, a bad port, no base path)
+    ("apus.invoke --url notaurl --tool t --action a", {}, "Invalid URL"),
+    ("apus.invoke --url http:// --tool t --action a", {}, "Invalid URL"),
+    ("apus.invoke --url http://h:99999 --tool t --action a", {}, "Invalid URL"),
+    ("apus.invoke --url foo:bar --tool t --action a", {}, "Invalid URL"),
     ("openclaw.invoke --url http://gateway.invalid --tool t --action a", {"CLAWD_TOKEN": "s"},
-     "openclaw.invoke refuses to send CLAWD_TOKEN to non-local --url; pass --token explicitly "
+     "openclaw.invoke refuses to send OPENCLAW_TOKEN/CLAWD_TOKEN to non-local --url; pass --token explicitly "
      "for remote endpoints"),
     ("apus.invoke --url http://127.0.0.1:9 --tool t --action a --args-json '{'", {},
      "apus.invoke --args-json must be valid JSON"),

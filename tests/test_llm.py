@@ -84,35 +84,45 @@ def sha(value) -> str:
 
 
 # provider resolution ------------------------------------------------------------------------
-@pytest.mark.parametrize("command, env, provider", [
-    ("llm.invoke --provider http", {"LOBSTER_LLM_PROVIDER": "pi", "APUS_URL": "U"}, "http"),
-    ("llm.invoke", {"LOBSTER_LLM_PROVIDER": "OpenClaw", "LOBSTER_LLM_ADAPTER_URL": "U"}, "apus"),
-    ("llm_task.invoke", {"LOBSTER_PI_LLM_ADAPTER_URL": "U"}, "apus"),
-    ("llm.invoke", {"LOBSTER_PI_LLM_ADAPTER_URL": "U", "APUS_URL": "U"}, "pi"),
-    ("llm.invoke", {"OPENCLAW_URL": "U", "LOBSTER_LLM_ADAPTER_URL": "U"}, "apus"),
-    ("llm.invoke", {"CLAWD_URL": "U"}, "apus"),
-    ("llm.invoke", {"LOBSTER_LLM_ADAPTER_URL": "U"}, "http"),
+@pytest.mark.parametrize("command, env, provider, source", [
+    ("llm.invoke --provider http", {"LOBSTER_LLM_PROVIDER": "pi", "APUS_URL": "U"}, "http", "http"),
+    # the gateway provider is `openclaw`, as the original names it (its cache keys and
+    # sources); `apus` when chosen by that name or through APUS_URL (SPEC 9.8)
+    ("llm.invoke", {"LOBSTER_LLM_PROVIDER": "OpenClaw", "LOBSTER_LLM_ADAPTER_URL": "U"},
+     "openclaw", "openclaw"),
+    ("llm_task.invoke", {"LOBSTER_PI_LLM_ADAPTER_URL": "U"}, "openclaw", "clawd"),
+    ("llm_task.invoke", {"LOBSTER_PI_LLM_ADAPTER_URL": "U"}, "apus", "apus"),
+    ("llm.invoke", {"LOBSTER_PI_LLM_ADAPTER_URL": "U", "APUS_URL": "U"}, "pi", "pi"),
+    ("llm.invoke", {"OPENCLAW_URL": "U", "LOBSTER_LLM_ADAPTER_URL": "U"}, "openclaw", "openclaw"),
+    ("llm.invoke", {"CLAWD_URL": "U"}, "openclaw", "openclaw"),
+    ("llm.invoke", {"APUS_URL": "U"}, "apus", "apus"),
+    ("llm.invoke", {"LOBSTER_LLM_ADAPTER_URL": "U"}, "http", "http"),
 ])
-def test_provider_resolution_order(adapter, tmp_path, command, env, provider):
+def test_provider_resolution_order(adapter, tmp_path, command, env, provider, source):
     url, server = adapter
     env = {k: url if v == "U" else v for k, v in env.items()}
     if provider == "apus":
         env.setdefault("APUS_URL", url)
+    if provider == "openclaw" and "CLAWD_URL" not in env:
+        env.setdefault("OPENCLAW_URL", url)
     if provider == "pi":
         env.setdefault("LOBSTER_PI_LLM_ADAPTER_URL", url)
     if provider == "http":
         env.setdefault("LOBSTER_LLM_ADAPTER_URL", url)
     item = output(run(f"{command} --disable-cache hi", tmp_path, **env))[0]
-    assert item["source"] == provider
-    assert server.calls[0]["path"] == ("/tools/invoke" if provider == "apus" else "/invoke")
+    assert item["source"] == source
+    assert server.calls[0]["path"] == ("/tools/invoke" if provider in ("apus", "openclaw")
+                                       else "/invoke")
 
 
 @pytest.mark.parametrize("pipeline, env, message", [
     ("llm.invoke hi", {}, "llm.invoke could not resolve a provider. Set --provider or "
                           "LOBSTER_LLM_PROVIDER"),
     ("llm.invoke --provider gpt hi", {}, "Unsupported llm provider: gpt"),
-    ("llm_task.invoke hi", {}, "llm_task.invoke requires APUS_URL (or CLAWD_URL, OPENCLAW_URL) "
-                               "for provider=apus"),
+    ("llm_task.invoke hi", {}, "llm_task.invoke requires OPENCLAW_URL (or CLAWD_URL) "
+                               "for provider=openclaw"),
+    ("llm.invoke --provider apus hi", {}, "llm.invoke requires APUS_URL (or CLAWD_URL, "
+                                          "OPENCLAW_URL) for provider=apus"),
     ("llm.invoke --provider pi hi", {}, "llm.invoke requires LOBSTER_PI_LLM_ADAPTER_URL for "
                                         "provider=pi"),
     ("llm.invoke --provider http hi", {}, "llm.invoke requires LOBSTER_LLM_ADAPTER_URL for "

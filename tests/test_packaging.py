@@ -64,6 +64,9 @@ def test_the_metadata_names_the_distribution_its_version_and_scripts(wheel):
     scripts = archive.read(f"{info}/entry_points.txt").decode()
     assert "lobster = lobsterc.frontend:lobster" in scripts
     assert "lobsterc = lobsterc.cli:main" in scripts
+    # the original's package ships these two as well (each runs one gateway call)
+    assert "openclaw.invoke = lobsterc.frontend:openclaw_invoke" in scripts
+    assert "clawd.invoke = lobsterc.frontend:clawd_invoke" in scripts
 
 
 def test_the_unpacked_wheel_compiles_and_runs_from_its_own_grammar(wheel, tmp_path):

@@ -239,6 +239,11 @@ def test_shell_argv_default():
         ("C:\\Windows\\system32\\CMD.EXE", ["/d", "/s", "/c"]),
         ("/bin/bash", ["-c"]),
         ("zsh", ["-c"]),
+        # matched by suffix on the whole value, as the original matches (SPEC 9.7)
+        ("/opt/bin/mypwsh", ["-NoProfile", "-Command"]),
+        ("/tools/xcmd", ["/d", "/s", "/c"]),
+        ("/opt/pwsh-7/bin/sh", ["-c"]),
+        ("powershell.exe.bak", ["-c"]),
     ],
 )
 def test_shell_argv_lobster_shell(shell, expected_flags):

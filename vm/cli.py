@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from vm import __version__, js, protocol
+from vm.frame import Pending
 from vm.outcome import Failed
 from vm.protocol import Decision, Options, RequestError
 
@@ -80,9 +81,9 @@ def _flag(argv: list[str], i: int, name: str) -> tuple[str | None, int]:
 
 # run ----------------------------------------------------------------------------------------
 NO_VALUE = "\0"  # a flag given as the last word, without its value
-RUN_FLAGS = ("mode", "file", "args-json", "dry-run", "quiet", "events", "timeout",
+RUN_FLAGS = ("mode", "file", "args-json", "dry-run", "quiet", "progress", "events", "timeout",
              "checkpoint-ttl")
-RUN_SWITCHES = ("dry-run", "quiet")
+RUN_SWITCHES = ("dry-run", "quiet", "progress")
 MODES = ("tool", "human")
 
 
@@ -92,6 +93,7 @@ class RunArgs:
     def __init__(self) -> None:
         self.mode, self.file, self.args_json, self.dry_run = None, None, None, False
         self.quiet, self.events, self.timeout = False, None, None
+        self.progress = False
         self.checkpoint_ttl: str | None = None
         self.rest: list[str] = []
 
@@ -142,6 +144,7 @@ def parse_run(argv: list[str]) -> RunArgs:
                         setattr(ns, name, getattr(trial, name))
                 ns.dry_run = ns.dry_run or trial.dry_run
                 ns.quiet = ns.quiet or trial.quiet
+                ns.progress = ns.progress or trial.progress
                 ns.rest = words[:1]
     return ns
 
@@ -160,7 +163,11 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
     mode, file, args_json, dry_run, rest = ns.mode, ns.file, ns.args_json, ns.dry_run, ns.rest
     try:
         timeout_ms = _timeout(ns.timeout, "run")
-        on_event, progress = _listener(ns.events, "run", mode == "human" and not ns.quiet)
+        # progress lines only on a terminal, or when asked for (SPEC 9.19): on a pipe,
+        # human-mode stderr is the original's
+        shown = ns.progress or _is_terminal(sys.stderr)
+        on_event, progress = _listener(ns.events, "run", mode == "human" and not ns.quiet
+                                       and shown)
     except RequestError as exc:
         return _print_json(exc.envelope) or 2 if mode == "tool" else _usage_error(exc)
     workflow = file is not None
@@ -203,17 +210,40 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
     if not envelope["ok"]:
         return _human_error(envelope, _rendered(options, reported, pipeline, workflow))
     sys.stdout.write("".join(rendered))
+    is_workflow = workflow or protocol.is_workflow_path(pipeline, os.getcwd())
     if envelope["status"] == "ok":
-        is_workflow = workflow or protocol.is_workflow_path(pipeline, os.getcwd())
         if not rendered and (envelope["output"] or not is_workflow):
             _print_json(envelope["output"])
     else:
-        _print_json({k: envelope[k] for k in ("status", "output", "requiresApproval",
-                                              "requiresInput")})
+        if is_workflow:
+            _print_json({k: envelope[k] for k in ("status", "output", "requiresApproval",
+                                                  "requiresInput")})
+        elif not rendered:  # the request item, as the original prints it (SPEC 9.13)
+            _print_json([_request_item(envelope, reported)])
         if not ns.quiet:
             sys.stdout.flush()
             sys.stderr.write(f"lobster: to continue: {resume_command(envelope)}\n")
     return 0
+
+
+def _request_item(envelope: dict, reported: list) -> dict:
+    """A pipeline's halt as the original prints it in human mode: the request item its
+    `approve` or `ask` stage emitted (the items that reached the gate, no token)."""
+    pending = next((r for r in reported if isinstance(r, Pending)), None)
+    items = list(pending.items) if pending is not None else []
+    approval = envelope.get("requiresApproval")
+    if approval:
+        item = {"type": "approval_request", "prompt": approval["prompt"], "items": items}
+        if approval.get("preview"):
+            item["preview"] = approval["preview"]
+        return item
+    request = envelope.get("requiresInput") or {}
+    item = {"type": "input_request", "prompt": request.get("prompt"),
+            "responseSchema": request.get("responseSchema")}
+    if "subject" in request:
+        item["subject"] = request["subject"]
+    item["items"] = items
+    return item
 
 
 def _usage_error(exc: RequestError) -> int:
@@ -549,12 +579,13 @@ what to run:
   --file FILE        a workflow file, whatever its name looks like
 
 options (before the pipeline, or after a single FILE or quoted PIPELINE):
-  --mode human|tool  human (default): the output as text, progress on stderr;
+  --mode human|tool  human (default): the output as text, progress on a terminal;
                      tool: one JSON envelope on stdout
   --args-json J      a JSON object of the workflow's args (over its defaults)
   --dry-run          print what would run, and run nothing
   --timeout T        stop the run after T: milliseconds (30000) or a duration (30s, 2m)
-  --quiet            human mode: no progress lines and no resume hint on stderr
+  --quiet            human mode: no resume hint on stderr
+  --progress         human mode: progress lines on stderr even when it is not a terminal
   --events jsonl     every run event as one JSON line on stderr (either mode)
   --checkpoint-ttl D a checkpoint this run parks expires after D (30m, 12h, 7d)
 
@@ -592,7 +623,8 @@ SUBCOMMAND_HELP = {"run": RUN_HELP, "resume": RESUME_HELP}
 COMMANDS = ("run", "resume", "tool", "pending", "cancel", "history", "gc", "key", "migrate",
             "mcp", "graph", "help", "doctor", "completion", "version")
 COMMAND_FLAGS = {
-    "run": "--mode --args-json --dry-run --file --timeout --quiet --events --checkpoint-ttl "
+    "run": "--mode --args-json --dry-run --file --timeout --quiet --progress --events "
+           "--checkpoint-ttl "
            "--help",
     "resume": "--token --id --approve --response-json --cancel --timeout --events "
               "--checkpoint-ttl --help",

@@ -21,7 +21,6 @@ PRICING: dict[str, dict[str, float]] = {
 }
 _INPUT = ("inputTokens", "input_tokens", "prompt_tokens")
 _OUTPUT = ("outputTokens", "output_tokens", "completion_tokens")
-_REPLAY_SOURCES = ("cache", "run_state")
 
 
 INVALID_PRICING = ("[WARN] Ignoring invalid LOBSTER_LLM_PRICING_JSON; custom LLM pricing must be a "
@@ -29,21 +28,38 @@ INVALID_PRICING = ("[WARN] Ignoring invalid LOBSTER_LLM_PRICING_JSON; custom LLM
 
 
 def pricing(env: Mapping[str, str]) -> tuple[dict, list[str]]:
-    """The table, overridden by LOBSTER_LLM_PRICING_JSON; a bad override is ignored, once."""
-    raw = (env.get("LOBSTER_LLM_PRICING_JSON") or "").strip()
+    """The table, overridden by LOBSTER_LLM_PRICING_JSON; a bad override is ignored, once. An
+    override is a JSON object whose keys are model ids (not blank) and whose entries have
+    finite non-negative `input` and `output` rates, as the original requires."""
+    raw = env.get("LOBSTER_LLM_PRICING_JSON") or ""
     if not raw:
         return PRICING, []
     try:
-        override = json.loads(raw)
-        if not isinstance(override, dict) or not all(
-                isinstance(v, dict) and all(isinstance(v.get(k), (int, float))
-                                            and not isinstance(v.get(k), bool)
-                                            for k in ("input", "output"))
-                for v in override.values()):
-            raise ValueError('expected {"model": {"input": number, "output": number}}')
+        override = json.loads(raw, parse_constant=_no_constant)
     except ValueError:
         return PRICING, [INVALID_PRICING]
+    if not isinstance(override, dict) or not all(
+            key.strip() and isinstance(entry, dict) and _rate(entry.get("input"))
+            and _rate(entry.get("output")) for key, entry in override.items()):
+        return PRICING, [INVALID_PRICING]
     return {**PRICING, **override}, []
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")  # NaN, Infinity: Python reads them, JSON does not
+
+
+def _rate(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 \
+        and value != float("inf")
+
+
+def model_label(model: str | None) -> str:
+    """A model id as the warnings show it: JSON, with the C1 controls and the line and
+    paragraph separators escaped too; `"<missing>"` for no id or a blank one."""
+    shown = json.dumps(model if model and model.strip() else "<missing>", ensure_ascii=False)
+    return "".join(f"\\u{ord(c):04x}" if 0x7F <= ord(c) <= 0x9F or c in "\u2028\u2029" else c
+                   for c in shown)
 
 
 def _tokens(usage: Mapping, names: tuple[str, ...]) -> int:
@@ -54,34 +70,60 @@ def _tokens(usage: Mapping, names: tuple[str, ...]) -> int:
     return 0
 
 
+# Replays llm.invoke answered from its cache or run state in this process, by identity: the
+# mark lives here, never in the item, so a step that prints a replay-shaped object (or copies
+# one) is billed, and cost_limit cannot be evaded by printing `"cached": true` (as the
+# original, whose marks are in-process too). Each entry is dropped when it is billed.
+_REPLAYS: dict[int, Any] = {}
+
+
+_REPLAYS_KEPT = 4096  # a long-lived process (an MCP server) forgets the oldest unbilled marks
+
+
+def mark_replay(item: Any) -> Any:
+    """Record `item` (an answer from the cache or run state) as a replay; returns it."""
+    while len(_REPLAYS) >= _REPLAYS_KEPT:
+        _REPLAYS.pop(next(iter(_REPLAYS)))
+    _REPLAYS[id(item)] = item
+    return item
+
+
+def _is_replay(item: Any) -> bool:
+    return _REPLAYS.get(id(item)) is item
+
+
 def usage_of(item: Any) -> tuple[int, int, str | None] | None:
     """(input tokens, output tokens, model) of a billable LLM result; None for anything else,
-    and for a replay (our llm.invoke marks cache and run-state answers in the item)."""
+    and for a replay llm.invoke answered in this process (`mark_replay`)."""
     if not isinstance(item, dict) or not isinstance(item.get("usage"), dict):
         return None
-    if item.get("cached") is True or item.get("replayed") is True \
-            or item.get("source") in _REPLAY_SOURCES:
+    if _is_replay(item):
         return None
     usage = item["usage"]
     model = item.get("model") if isinstance(item.get("model"), str) else None
     return _tokens(usage, _INPUT), _tokens(usage, _OUTPUT), model
 
 
-def bill(ledger: dict, step_id: str, items: list, env: Mapping[str, str]) -> list[str]:
-    """Add every billable item's usage to the ledger; returns the warnings to show."""
+def bill(ledger: dict, step_id: str, items: list, env: Mapping[str, str],
+         warned: set | None = None) -> list[str]:
+    """Add every billable item's usage to the ledger; returns the warnings to show. `warned`
+    holds the model ids already warned about in this process (the original warns once per
+    model and process, a resumed run again)."""
     table = pricing(env)[0]  # a bad table was reported as the run started
-    warned = ledger.setdefault("warned", [])
+    warned = set() if warned is None else warned
     warnings: list[str] = []
     for item in items:
         usage = usage_of(item)
+        _REPLAYS.pop(id(item), None)
         if usage is None:
             continue
         tokens_in, tokens_out, model = usage
-        price = table.get(model or "")
-        if price is None:
-            label = json.dumps(model, ensure_ascii=False)  # control characters escaped
+        key = model if model and model.strip() else None
+        price = table.get(key) if key is not None else None
+        if not isinstance(price, dict):
+            label = model_label(key)
             if label not in warned:
-                warned.append(label)
+                warned.add(label)
                 warnings.append(f"[WARN] No LLM pricing configured for model {label}; recording "
                                 "zero cost. Set LOBSTER_LLM_PRICING_JSON to enable cost_limit "
                                 "enforcement for this model.")
@@ -98,7 +140,8 @@ def bill(ledger: dict, step_id: str, items: list, env: Mapping[str, str]) -> lis
 
 
 def check_limit(ledger: dict, limit: Mapping | None) -> tuple[str | None, str | None]:
-    """(error, warning): `stop` past the limit is an error; `warn` (the default) warns once."""
+    """(error, warning): past the limit, `stop` is an error and `warn` (the default) a
+    warning, each time the limit is checked (after every step, and as the run ends)."""
     if not limit:
         return None, None
     total, cap = ledger.get("estimatedCostUsd", 0.0), float(limit["max_usd"])
@@ -106,7 +149,4 @@ def check_limit(ledger: dict, limit: Mapping | None) -> tuple[str | None, str | 
         return None, None
     if limit.get("action") == "stop":
         return f"Cost limit exceeded: ${total:.4f} > ${cap:.2f} limit", None
-    if ledger.get("limitWarned"):
-        return None, None
-    ledger["limitWarned"] = True
     return None, f"[WARN] Cost ${total:.4f} exceeds limit ${cap:.2f}"

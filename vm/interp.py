@@ -18,7 +18,7 @@ from vm.frame import CallFrame, Frame, LoopFrame, Pending, TryFrame
 from vm.opcodes import Op
 from vm.ops import Branch, HaltSite, Loop, Parallel, Policy, Retry
 from vm.outcome import Failed, Finished, Outcome, Parked
-from vm.process import CommandNotFound, ProcessError, run_process, shell_argv
+from vm.process import CommandNotFound, ProcessError, env_output_cap, run_process, shell_argv
 from vm.program import Instr, Program
 
 SUBJECT_LIMIT = 2000
@@ -64,7 +64,8 @@ class Run:
         frame = self.frame
         if frame.stage_env is None:
             return ctx
-        return evolve(ctx, env=frame.stage_env, cwd=frame.stage_cwd or ctx.cwd)
+        return evolve(ctx, env=frame.stage_env, cwd=frame.stage_cwd or ctx.cwd,
+                      max_output_bytes=child_cap(ctx.max_output_bytes, frame.stage_env))
 
     def step_env(self, templates: dict) -> dict[str, str]:
         """The caller's env, the sub-workflow overlay, the injected args, then the workflow's
@@ -107,7 +108,7 @@ class Run:
     def record(self, step: str, result: dict, done: bool = True) -> None:
         self.frame.results[step] = result
         self.frame.last_step = step
-        if "limit" in self.frame.cost:
+        if self.frame.origin == "workflow" or "limit" in self.frame.cost:
             self.bill(step, result)
         if done and self.events is not None:
             self.events.finished(step)
@@ -116,12 +117,19 @@ class Run:
         """Add the step's LLM usage to the run's ledger; warn or stop at the cost limit."""
         from vm import cost
 
-        ledger = self.frame.cost
+        ledger = self.frame.cost.setdefault("ledger", {})
         value = result.get("json")
         items = value if isinstance(value, list) else [] if value is None else [value]
-        for warning in cost.bill(ledger["ledger"], step, items, self.host.ctx.env):
+        for warning in cost.bill(ledger, step, items, self.host.ctx.env, self.host.cost_warned):
             self.host.log(warning + "\n")
-        error, warning = cost.check_limit(ledger["ledger"], ledger["limit"])
+        self.check_cost_limit()
+
+    def check_cost_limit(self) -> None:
+        """The workflow's cost_limit against the spend so far: a warning, or a stop."""
+        from vm import cost
+
+        error, warning = cost.check_limit(self.frame.cost.get("ledger", {}),
+                                          self.frame.cost.get("limit"))
         if warning:
             self.host.log(warning + "\n")
         if error:
@@ -210,6 +218,8 @@ class Run:
             step = self.K[self.program.code[call.site].a]
             self.record(step, steps.call_result(step, output))
             return None
+        if "limit" in frame.cost:
+            self.check_cost_limit()  # once more as the run ends, as the original
         return Finished(output)
 
     # gates -----------------------------------------------------------------------------------
@@ -318,8 +328,9 @@ def op_stage(run: Run, ins: Instr) -> None:
     if stage.templated:
         flags = {k: run.render(v) if isinstance(v, str) else v for k, v in flags.items()}
         positionals = tuple(run.render(p) for p in positionals)
-    ctx = run.stage_context(run.ctx) if run.branch else run.ctx
-    R[ins.a] = COMMANDS[stage.command].run(Args(flags, positionals), R[ins.c], ctx)
+    # a workflow pipeline step's stages see its env and cwd (LOBSTER_MAX_* included)
+    R[ins.a] = COMMANDS[stage.command].run(Args(flags, positionals), R[ins.c],
+                                           run.stage_context(run.ctx))
 
 
 def op_exec(run: Run, ins: Instr) -> None:
@@ -337,6 +348,7 @@ def op_render(run: Run, ins: Instr) -> None:
 
     frame = run.frame
     text = render(run.K[ins.b], frame.registers[ins.a])
+    run.host.rendered = True
     if frame.capture is not None:
         frame.capture.append(text)
     else:
@@ -357,11 +369,23 @@ def op_shell(run: Run, ins: Instr) -> None:
                                     run.step_cwd(spec.cwd), run.ctx))
 
 
+def child_cap(cap: int | None, env: dict) -> int | None:
+    """The output cap of a child started with `env`: the run's, and the LOBSTER_MAX_OUTPUT_BYTES
+    of that env (a step's own `env:` sets it for that step, as in the original); a bad value
+    is left for the child's start to report."""
+    try:
+        own = env_output_cap(env)
+    except ProcessError:
+        return cap
+    return own if cap is None else cap if own is None else min(cap, own)
+
+
 def run_shell_step(step: str, line: str, stdin: Any, env: dict, cwd: str, ctx: Context) -> dict:
     """A workflow shell line in a child process; its result, or the reference's failure."""
     try:
         result = run_process(shell_argv(line, env), stdin=steps.stdin_bytes(stdin), cwd=cwd,
-                             env=env, deadline=ctx.deadline, max_output_bytes=ctx.max_output_bytes,
+                             env=env, deadline=ctx.deadline,
+                             max_output_bytes=child_cap(ctx.max_output_bytes, env),
                              shell=True, scope=ctx.scope)
     except ProcessError as exc:
         message = exc.message
@@ -405,7 +429,7 @@ def op_init_args(run: Run, ins: Instr) -> None:
 
 
 def op_cost_limit(run: Run, ins: Instr) -> None:
-    run.frame.cost = {"limit": run.K[ins.a], "ledger": {}}
+    run.frame.cost = {"limit": run.K[ins.a], "ledger": run.frame.cost.get("ledger", {})}
 
 
 # control --------------------------------------------------------------------------------------
@@ -451,6 +475,9 @@ def op_halt_input(run: Run, ins: Instr) -> Parked:
         step = site.id.rpartition(":")[0].rpartition("/")[2]
         raise CommandError(f"Workflow step {step} halted before completion at pipeline stage ask",
                            code="E214", retryable=False)
+    if not site.step and run.host.ctx.mode == "tool" and (run.host.rendered or frame.capture):
+        raise CommandError("requestInput cannot suspend after this command has produced output",
+                           retryable=False)
     frame.pending = (run.input_pending(site, ins.b) if site.step
                      else input_pending(site, ins.b, ins.a, frame.registers[ins.a]))
     return Parked(frame)

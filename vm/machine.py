@@ -31,6 +31,10 @@ class Host:
     ask_line: Callable[[str], str] | None = None  # interactive prompt, when there is a terminal
     log: Callable[[str], None] = field(default=lambda text: None)  # [RETRY] lines and warnings
     events: Any = None  # a vm.events.Emitter when someone listens to the run's events
+    # a renderer wrote output in this process's part of the run: an `ask` in tool mode can no
+    # longer pause (the original's requestInput refuses once pipeline output has started)
+    rendered: bool = False
+    cost_warned: set = field(factory=set)  # model ids warned about as unpriced, in this process
 
 
 def new_frame(program: Program, *, cwd: str, mode: str, args: dict | None = None) -> Frame:

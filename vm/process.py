@@ -56,15 +56,15 @@ _POLL_S = 0.05  # how often the child's exit is polled where pidfd_open is missi
 def shell_argv(line: str, env: Mapping[str, str]) -> list[str]:
     """The argv that runs a shell `line`: `/bin/sh -c LINE`, or `LOBSTER_SHELL` from `env`.
 
-    powershell/pwsh -> `-NoProfile -Command`; cmd/cmd.exe -> `/d /s /c`; others -> `-c`.
+    A shell whose name ends in `powershell` or `pwsh` (`.exe` too) gets `-NoProfile -Command`,
+    one ending in `cmd` (`cmd.exe`) gets `/d /s /c`, matched on the whole value without case
+    as the original matches it (`/opt/mypwsh` too); any other gets `-c` (SPEC 9.7).
     """
     shell = (env.get("LOBSTER_SHELL") or "").strip() or DEFAULT_SHELL
-    base = shell.replace("\\", "/").rsplit("/", 1)[-1].lower()
-    if base.endswith(".exe"):
-        base = base[: -len(".exe")]
-    if base in ("powershell", "pwsh"):
+    lowered = shell.lower()
+    if lowered.endswith(("powershell", "powershell.exe", "pwsh", "pwsh.exe")):
         return [shell, "-NoProfile", "-Command", line]
-    if base == "cmd":
+    if lowered.endswith(("cmd", "cmd.exe")):
         return [shell, "/d", "/s", "/c", line]
     return [shell, "-c", line]
 

@@ -98,7 +98,8 @@ class Options:
     - `log`: receives diagnostic lines (`[RETRY]`, cost warnings).
     - `stdin_is_tty`: whether the caller's stdin is a terminal (human-mode prompts).
     - `report`: receives a compile error, or a runtime trap (`vm.outcome.Failed`), before it
-      is flattened into an envelope (the CLI prints excerpts from it).
+      is flattened into an envelope (the CLI prints excerpts from it); and the halt
+      (`vm.frame.Pending`) of a parked run (the CLI renders a human-mode halt from it).
     - `frontend`: the compiler (`vm.frontend.Frontend`); None: the installed one, found
       through the `lobster.frontend` entry point on first use.
     - `checkpoint_ttl_ms`: a new checkpoint expires this many ms after its halt; None:
@@ -537,7 +538,7 @@ def _drive_with(program: Program, frame: Frame, options: Options, settings: Sett
                 scope: Scope, events) -> dict:
     host = machine.Host(ctx=settings.context(options, scope), write=options.write,
                         ask_line=options.ask_line, log=options.log, events=events)
-    if frame.origin == "workflow" and (host.ctx.env.get("LOBSTER_LLM_PRICING_JSON") or "").strip():
+    if frame.origin == "workflow" and host.ctx.env.get("LOBSTER_LLM_PRICING_JSON"):
         from vm import cost  # a bad pricing table is reported as a workflow starts, as the original
 
         for warning in cost.pricing(host.ctx.env)[1]:
@@ -645,6 +646,8 @@ def _park(program: Program, frame: Frame, options: Options, settings: Settings) 
                        intact=lambda blob: codec.intact(blob, program.hash))
     store.save_frame(state_key, blob, expires_at=None if ttl is None else time.time() + ttl / 1000,
                      key=key)
+    if options.report is not None:
+        options.report(pending)  # the CLI renders a human-mode halt from it
     return envelope
 
 

@@ -20,10 +20,24 @@ _FALSE_DEFAULTS = ("approved", "skipped")
 
 
 def lookup(result: Any, path: list[str]) -> Any:
-    """Walk `path` into a step result; js.UNDEFINED where it leads nowhere."""
+    """Walk `path` into a step result as the original walks a reference: into an object by
+    key, into an array by an integer index (no `length`), and never into a string, number or
+    boolean (`$s.stdout.length` is undefined); js.UNDEFINED where it leads nowhere."""
     value = result
     for segment in path:
-        value = js.get_prop(value, segment) if value is not js.UNDEFINED else js.UNDEFINED
+        if value is None or value is js.UNDEFINED:
+            return js.UNDEFINED
+        if isinstance(value, list):
+            index = js.to_number(segment)  # "01", "1e0" and "-0" are indices too, as in JS
+            if isinstance(index, float) and index.is_integer():
+                index = int(index)
+            if not (isinstance(index, int) and 0 <= index < len(value)):
+                return js.UNDEFINED
+            value = value[index]
+        elif isinstance(value, dict):
+            value = js.get_prop(value, segment)
+        else:
+            return js.UNDEFINED
     return value
 
 

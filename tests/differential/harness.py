@@ -13,6 +13,7 @@ import stat
 import subprocess
 import tempfile
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -98,17 +99,27 @@ def _write_files(work: Path, files: dict) -> None:
 
 
 class _Answer(BaseHTTPRequestHandler):
-    """Answers every request with the case's `server` reply: status, body, chunked or not."""
+    """Answers every request with the case's `server` reply: status, body, chunked or not; with
+    `replies`, the n-th request gets the n-th of them (the last one again after that)."""
     reply: dict = {}
+    served: list = []  # one entry per request answered (a list per server class)
+    lock = threading.Lock()
 
     def _answer(self):
         length = int(self.headers.get("content-length") or 0)
         if length:
             self.rfile.read(length)
-        body = self.reply.get("body", "").encode()
-        self.send_response(self.reply.get("status", 200))
+        with self.lock:
+            n = len(self.served)
+            self.served.append(n)
+        replies = self.reply.get("replies")
+        reply = {**self.reply, **replies[min(n, len(replies) - 1)]} if replies else self.reply
+        if reply.get("hangMs"):  # an adapter that takes its time (or never answers)
+            time.sleep(reply["hangMs"] / 1000)
+        body = reply.get("body", "").encode()
+        self.send_response(reply.get("status", 200))
         self.send_header("content-type", "application/json")
-        if self.reply.get("chunked"):
+        if reply.get("chunked"):
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
             for k in range(0, len(body), 64):
@@ -120,16 +131,31 @@ class _Answer(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
 
-    do_POST = do_GET = _answer
+    def _answer_quietly(self):
+        try:
+            self._answer()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
+            pass
+
+    do_POST = do_GET = _answer_quietly
 
     def log_message(self, *args):
         pass
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):  # a client that gave up (a timeout)
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 def _serve(reply: dict) -> ThreadingHTTPServer:
     """A real server on 127.0.0.1 giving `reply` to every request (`<server>` in env values)."""
-    handler = type("Answer", (_Answer,), {"reply": reply, "protocol_version": "HTTP/1.1"})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    handler = type("Answer", (_Answer,), {"reply": reply, "protocol_version": "HTTP/1.1",
+                                          "served": [], "lock": threading.Lock()})
+    server = _QuietServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
@@ -166,8 +192,11 @@ def run_case(case: dict, command: list[str]) -> list[dict]:
                 else:
                     env[key] = str(value).replace("<workdir>", str(work)).replace("<server>", url)
             argv = build_argv(case, step, seen)
+            prefix = command
+            if step.get("bin"):  # another executable the package installs beside `lobster`
+                prefix = [str(Path(command[0]).parent / step["bin"])]
             try:
-                proc = subprocess.run(command + argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
+                proc = subprocess.run(prefix + argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
                                       capture_output=True, timeout=STEP_TIMEOUT_S)
                 code, out, err = proc.returncode, proc.stdout, proc.stderr
             except subprocess.TimeoutExpired as exc:

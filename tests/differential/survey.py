@@ -1,8 +1,10 @@
 """A long local run that writes every unexplained divergence to a directory instead of
 stopping at the first (the command is in README.md).
 
-`python -m tests.differential.survey N OUTDIR [all|areas]`: `areas` draws only the cases aimed
-at the areas of issue 11 item 2 (`generators.area_cases`)."""
+`python -m tests.differential.survey N OUTDIR [all|areas|edges|edges:NAME]`: `areas` draws only
+the cases aimed at the areas of issue 11 item 2 (`generators.area_cases`), `edges` the edge
+generators of issue 20 (`edges.EDGES`), `edges:NAME` one of them. The tally counts the
+examples of each edge area (`area:NAME`) and the agreements, allow-listed and new divergences."""
 
 from __future__ import annotations
 
@@ -13,13 +15,15 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 
 from .compare import reference_command, run_both
-from . import generators
+from . import edges, generators
 
 
 def main(argv: list[str]) -> int:
     count = int(argv[0]) if argv else 100
     out = Path(argv[1] if len(argv) > 1 else "/tmp/lobster-diff-survey")
-    strategy = {"all": generators.any_case, "areas": generators.area_cases}[argv[2] if len(argv) > 2 else "all"]
+    which = argv[2] if len(argv) > 2 else "all"
+    named = {"all": generators.any_case, "areas": generators.area_cases, "edges": edges.edge_cases}
+    strategy = named[which] if which in named else edges.EDGES[which.split(":", 1)[1]]
     out.mkdir(parents=True, exist_ok=True)
     ref, why = reference_command()
     if ref is None:
@@ -33,6 +37,8 @@ def main(argv: list[str]) -> int:
     def one(case):
         outcome = run_both(case, ref)
         tally["compared"] += 1
+        if case.get("area"):
+            tally[f"area:{case['area']}"] = tally.get(f"area:{case['area']}", 0) + 1
         if outcome.agrees:
             tally["agree"] += 1
             return

@@ -7,6 +7,7 @@ gateway; `--token` is sent anywhere. A dispatched call is never retried automati
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -26,28 +27,69 @@ def from_env(ctx: Context, suffix: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+SPECIAL_SCHEMES = ("http", "https", "ws", "wss", "ftp")
+SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def valid_url(url: str) -> bool:
+    """Whether a URL parser of the WHATWG kind (the original's `new URL`) accepts `url`: it
+    has a scheme, and an http(s)/ws(s)/ftp URL has a host and a numeric port, if any."""
+    m = SCHEME.match(url)
+    if not m:
+        return False
+    if m.group(0)[:-1].lower() not in SPECIAL_SCHEMES:
+        return url[m.end():].startswith("/")  # `foo:bar` cannot be a base URL
+    rest = url[m.end():].replace("\\", "/").lstrip("/")
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0].rpartition("@")[2]
+    host, _, port = authority.rpartition(":") if not authority.endswith("]") else (authority, "", "")
+    if not host or host == "[":
+        host, port = authority, ""
+    if port and (not port.isdigit() or int(port) > 65535):
+        return False
+    return bool(host) and not any(c in host for c in " <>^|%") or host.startswith("[")
+
+
+def special_url(url: str) -> str:
+    """`http:/h` and `http:\\\\h` as a WHATWG parser reads them: `http://h`."""
+    m = SCHEME.match(url)
+    if m and m.group(0)[:-1].lower() in SPECIAL_SCHEMES:
+        return f"{m.group(0)}//{url[m.end():].replace(chr(92), '/').lstrip('/')}"
+    return url
+
+
 def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
     url = args.get("url") if isinstance(args.get("url"), str) else from_env(ctx, "URL")[0]
     if not url:
-        raise CommandError(f"{name} requires --url or APUS_URL")
+        # the original's words under its own names; APUS_URL under ours (SPEC 9.8)
+        env_name = "APUS_URL" if name == "apus.invoke" else "OPENCLAW_URL"
+        raise CommandError(f"{name} requires --url or {env_name}")
     tool, action = args.get("tool"), args.get("action")
     if not isinstance(tool, str) or not isinstance(action, str):
         raise CommandError(f"{name} requires --tool and --action")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        raise CommandError(f"{name} requires an http(s) --url")
-    token = args.get("token") if isinstance(args.get("token"), str) else None
-    if token is None:
-        token, variable = from_env(ctx, "TOKEN")
-        if token and (parts.hostname or "") not in LOCAL_HOSTS:
-            raise CommandError(f"{name} refuses to send {variable} to non-local --url; pass "
-                               "--token explicitly for remote endpoints")
+    # checked in the original's order: arguments, then the URL, then the credential
     base_args = {}
     if isinstance(args.get("args-json"), str):
         try:
             base_args = json.loads(args.get("args-json"))
         except ValueError:
             raise CommandError(f"{name} --args-json must be valid JSON") from None
+    if args.get("each") is True and not isinstance(base_args, dict):
+        raise CommandError(f"{name} --each requires --args-json to be an object")
+    url = url.strip()
+    if not valid_url(url):
+        raise CommandError("Invalid URL")
+    url = special_url(url)
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise CommandError(f"{name} requires an http(s) --url")
+    token = args.get("token") if isinstance(args.get("token"), str) else None
+    if token is None:
+        token, variable = from_env(ctx, "TOKEN")
+        if token and (parts.hostname or "") not in LOCAL_HOSTS:
+            # the original's words under its own names; the variable under ours
+            shown = variable if name == "apus.invoke" else "OPENCLAW_TOKEN/CLAWD_TOKEN"
+            raise CommandError(f"{name} refuses to send {shown} to non-local --url; pass "
+                               "--token explicitly for remote endpoints")
     body = {"tool": tool, "action": action}
     if isinstance(args.get("session-key"), str):
         body["sessionKey"] = args.get("session-key")
@@ -55,8 +97,6 @@ def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
         body["dryRun"] = True
     endpoint = urljoin(url, "/tools/invoke")
     if args.get("each") is True:
-        if not isinstance(base_args, dict):
-            raise CommandError(f"{name} --each requires --args-json to be an object")
         key = args.get("item-key") if isinstance(args.get("item-key"), str) else "item"
         out: list = []
         for item in items:
@@ -147,7 +187,9 @@ def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Conte
         if isinstance(reason, (socket.timeout, TimeoutError)) and ctx.deadline is not None \
                 and time.monotonic() >= ctx.deadline - 0.01:
             raise CommandError("lobster runtime timed out", code="T420", retryable=False) from None
-        raise CommandError(f"{name} request failed: {reason}", retryable=False) from None
+        if cap_prefix:
+            raise CommandError(f"{name} request failed: {reason}", retryable=False) from None
+        raise CommandError("fetch failed", retryable=False) from None  # the original's words
     if cap_prefix and not text:
         return None
     try:

@@ -24,12 +24,15 @@ from vm import js
 from vm.commands.base import Args, CommandError, Context
 from vm.commands.gateway import LOCAL_HOSTS, from_env, post_json
 
-PROVIDERS = {"apus": "apus", "openclaw": "apus", "clawd": "apus", "pi": "pi", "http": "http"}
-DEFAULT_PROVIDER = {"llm.invoke": None, "llm_task.invoke": "apus"}
+# `openclaw` is the original's name for the gateway provider, and the one its cache keys and
+# sources carry; `apus` is ours (SPEC 9.8), chosen by name or when APUS_URL is the gateway URL
+PROVIDERS = {"apus": "apus", "openclaw": "openclaw", "clawd": "openclaw", "pi": "pi", "http": "http"}
+GATEWAY = ("apus", "openclaw")
+DEFAULT_PROVIDER = {"llm.invoke": None, "llm_task.invoke": "openclaw"}
 DEFAULT_VALIDATION_RETRIES = 1
 CACHE_KEY_VERSION = 2
 STATE_VERSION = 1
-LIVE_SOURCES = ("apus", "pi", "http")
+LIVE_SOURCES = ("apus", "openclaw", "clawd", "pi", "http")
 
 
 # arguments ----------------------------------------------------------------------------------
@@ -89,12 +92,14 @@ def resolve_provider(name: str, args: Args, ctx: Context) -> str:
         if provider is None:
             raise CommandError(f"Unsupported llm provider: {explicit.lower()}")
         return provider
+    gateway_url, variable = from_env(ctx, "URL")
+    gateway = "apus" if variable == "APUS_URL" else "openclaw"
     if DEFAULT_PROVIDER.get(name):
-        return DEFAULT_PROVIDER[name]
+        return gateway
     if _first_env(ctx, "LOBSTER_PI_LLM_ADAPTER_URL"):
         return "pi"
-    if from_env(ctx, "URL")[0]:
-        return "apus"
+    if gateway_url:
+        return gateway
     if _first_env(ctx, "LOBSTER_LLM_ADAPTER_URL"):
         return "http"
     raise CommandError("llm.invoke could not resolve a provider. Set --provider or "
@@ -133,11 +138,13 @@ class _Adapter:
         self.name, self.provider = name, provider
         token = args.get("token") if isinstance(args.get("token"), str) and args.get("token") \
             else None
-        if provider == "apus":
+        if provider in GATEWAY:
             url, url_var = from_env(ctx, "URL")
             if not url:
                 raise CommandError(f"{name} requires APUS_URL (or CLAWD_URL, OPENCLAW_URL) "
-                                   "for provider=apus")
+                                   "for provider=apus" if provider == "apus" else
+                                   f"{name} requires OPENCLAW_URL (or CLAWD_URL) for "
+                                   "provider=openclaw")
             parts = self._http_parts(url, url_var)
             if token is None:
                 token, variable = from_env(ctx, "TOKEN")
@@ -169,11 +176,11 @@ class _Adapter:
         """One request. Returns the response envelope (not yet checked)."""
         name = self.name
         body = {"tool": "llm-task", "action": "invoke", "args": payload} \
-            if self.provider == "apus" else payload
+            if self.provider in GATEWAY else payload
         data = post_json(name, self.endpoint, body, self.token, ctx, cap_prefix=f"{name} request failed: ")
         if not (isinstance(data, dict) and "ok" in data):
             return {"ok": True, "result": data}
-        if self.provider != "apus":
+        if self.provider not in GATEWAY:
             return data
         if data.get("ok") is not True:
             error = data.get("error") if isinstance(data.get("error"), dict) else {}
@@ -318,7 +325,10 @@ def write_run_state(name: str, state_key: str, cache_key: str, items: list, ctx:
 
 
 def _replayed(items: list, source: str) -> list:
-    return [{**item, "source": source, "cached": True, "replayed": True} for item in items]
+    from vm.cost import mark_replay  # billing knows a replay by this mark, not by its fields
+
+    return [mark_replay({**item, "source": source, "cached": True, "replayed": True})
+            for item in items]
 
 
 # the command --------------------------------------------------------------------------------
@@ -409,7 +419,9 @@ def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
             error = envelope.get("error") or {}
             message = error.get("message") or "llm adapter returned an error"
             raise CommandError(f"{name} remote error: {message}", retryable=False)
-        out = [_item(name, envelope, request, provider, attempt)]
+        # llm_task.invoke's results say `clawd` whatever the provider, as the original's do
+        source = "clawd" if name == "llm_task.invoke" and provider != "apus" else provider
+        out = [_item(name, envelope, request, source, attempt)]
         if output_schema is not None:
             from vm.schema import all_errors
 
