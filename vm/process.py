@@ -4,17 +4,19 @@ Each run cancels its own children through a `Scope`; `kill_all` is for the signa
 
 A child's step ends when the child itself has exited and its output reached EOF; a process
 it left in the background that still holds the output pipes gets EOF_GRACE_S, then is
-killed (the original waits for it, up to the timeout). Every child carries a tag in its
-environment (TAG_VARIABLE), inherited by what it starts: a kill reaches the process group
-and, on Linux, every process that still carries the tag, even one that left the session
-with `setsid`. A process that clears its environment and leaves the session is not found.
+killed (the original waits for it, up to the timeout). Every child inherits a marker: the
+write end of a pipe of its own that nothing reads (one more open file descriptor, nothing in
+its environment), passed on to what it starts. A kill reaches the process group and, on Linux,
+every process that still holds the marker (found in /proc/*/fd), even one that left the
+session with `setsid`. A process that closes its inherited descriptors and leaves the session
+is not found; nor are the children of a lobster run inside a step (it closes the marker for
+its own children, and kills those itself).
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import secrets
 import selectors
 import signal
 import subprocess
@@ -45,8 +47,6 @@ _WRITE_CHUNK = 1 << 20  # at most 1 MiB handed to os.write at once
 _PIPE_SIZE = 1 << 20  # try to enlarge pipes to 1 MiB (Linux F_SETPIPE_SZ)
 _F_SETPIPE_SZ = 1031
 EOF_GRACE_S = 0.5  # after the child exits, how long its background processes may hold output
-TAG_VARIABLE = "LOBSTER_PROCESS_TAG"  # marks a child and everything it starts: one word per
-# enclosing lobster child, so a lobster run inside a step keeps its parent's tag too
 _POLL_S = 0.05  # how often the child's exit is polled where pidfd_open is missing
 
 
@@ -129,20 +129,21 @@ class Cancelled(ProcessError):
 
 class _Child:
     """One live child process group, as known to `kill_all` and to the scopes it runs in;
-    `tag` is the value of TAG_VARIABLE in its environment."""
+    `marker` is the inode of the pipe it and its heirs hold (0: none), kept alive by
+    `marker_fd`, its read end, until the child is done."""
 
-    __slots__ = ("pgid", "tag", "cancelled")
+    __slots__ = ("pgid", "marker", "marker_fd", "cancelled")
 
-    def __init__(self, pgid: int, tag: str = "") -> None:
+    def __init__(self, pgid: int, marker: int = 0, marker_fd: int = -1) -> None:
         self.pgid = pgid
-        self.tag = tag
+        self.marker = marker
+        self.marker_fd = marker_fd
         self.cancelled = False
 
 
-def _tagged(tag: str) -> list[int]:
-    """The pids whose TAG_VARIABLE holds `tag` (Linux /proc; [] elsewhere)."""
-    prefix = f"{TAG_VARIABLE}=".encode()
-    mine = tag.encode()
+def _marked(marker: int) -> list[int]:
+    """The pids holding the pipe whose inode is `marker` (Linux /proc; [] elsewhere)."""
+    wanted = f"pipe:[{marker}]"
     found = []
     try:
         entries = os.listdir("/proc")
@@ -152,26 +153,28 @@ def _tagged(tag: str) -> list[int]:
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/environ", "rb") as environ:
-                variables = environ.read().split(b"\0")
+            fds = os.listdir(f"/proc/{entry}/fd")
         except OSError:  # gone, or another user's
             continue
-        for variable in variables:
-            if variable.startswith(prefix) and mine in variable[len(prefix):].split():
-                found.append(int(entry))
-                break
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{entry}/fd/{fd}") == wanted:
+                    found.append(int(entry))
+                    break
+            except OSError:
+                continue
     return found
 
 
 def _kill_child(child: _Child, sig: int = signal.SIGKILL) -> None:
-    """Kill the child's process group, then every process still carrying its tag (those
+    """Kill the child's process group, then every process still holding its marker (those
     that left the group with setsid), a few passes in case one forks meanwhile."""
     _killpg(child.pgid, sig)
-    if not child.tag:
+    if not child.marker:
         return
     me = os.getpid()
     for _ in range(3):
-        pids = [pid for pid in _tagged(child.tag) if pid != me]
+        pids = [pid for pid in _marked(child.marker) if pid != me]
         if not pids:
             return
         for pid in pids:
@@ -276,7 +279,8 @@ def _enlarge_pipe(fd: int) -> None:
 
 
 def _spawn(
-    argv: list[str], *, stdin_pipe: bool, cwd: str, env: Mapping[str, str], shell: bool
+    argv: list[str], *, stdin_pipe: bool, cwd: str, env: Mapping[str, str], shell: bool,
+    marker: int | None = None,
 ) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
@@ -288,6 +292,7 @@ def _spawn(
             env=dict(env),
             start_new_session=True,
             close_fds=True,
+            pass_fds=() if marker is None else (marker,),
             shell=False,
         )
     except OSError as exc:
@@ -348,11 +353,16 @@ def run_process(
         if any(s.cancelled for s in scopes):
             raise Cancelled()
         generation = _kill_generation
-        tag = secrets.token_hex(8)
-        tags = f"{env.get(TAG_VARIABLE, '')} {tag}".strip()  # a nested lobster's children keep ours
-        proc = _spawn(argv, stdin_pipe=stdin is not None, cwd=cwd,
-                      env={**env, TAG_VARIABLE: tags}, shell=shell)
-        child = _Child(proc.pid, tag)  # start_new_session: pgid == pid
+        mark_read, mark_write = os.pipe()  # the marker: the child and its heirs hold mark_write
+        try:
+            proc = _spawn(argv, stdin_pipe=stdin is not None, cwd=cwd, env=env, shell=shell,
+                          marker=mark_write)
+        except BaseException:
+            os.close(mark_read)
+            raise
+        finally:
+            os.close(mark_write)
+        child = _Child(proc.pid, os.fstat(mark_read).st_ino, mark_read)  # pgid == pid
         _live[child.pgid] = child
         for s in scopes:
             s._live[child.pgid] = child
@@ -392,6 +402,7 @@ def run_process(
             _live.pop(child.pgid, None)
             for s in scopes:
                 s._live.pop(child.pgid, None)
+        os.close(child.marker_fd)
 
 
 def _tell(call: Callable[..., Any], *args: Any) -> None:

@@ -885,9 +885,8 @@ def _unparked(store: StateStore, state_key: str, decision: Decision, not_found: 
     elif current.state == lifecycle.CLAIMED:
         error = RequestError(not_found, "T435", kind="runtime_error")
     elif current.state in lifecycle.ENDED:
-        claimed = current.event("claimed") or {}
-        if approval_id and claimed.get("via") == "approvalId":  # the id was spent, as the
-            error = RequestError(unknown_approval_id(approval_id), "E505")  # original says
+        if approval_id:  # the original drops an id once its checkpoint ends, by whichever
+            error = RequestError(unknown_approval_id(approval_id), "E505")  # way it was resumed
         else:
             error = RequestError(not_found, "T436", kind="runtime_error")
     else:

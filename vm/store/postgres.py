@@ -218,6 +218,19 @@ class PostgresStore:
             pool.putconn(conn)
         return pool.getconn()
 
+    def _tested_conn(self) -> Any:
+        """For a retry: a pooled connection that answered a round trip (after a restart or a
+        cut, every connection the pool held may be as dead as the one that failed)."""
+        pool = self._backend.pool
+        for _ in range(POOL_MAX):
+            conn = self._getconn()
+            try:
+                conn.execute("SELECT 1")
+                return conn
+            except psycopg.OperationalError:
+                pool.putconn(conn)  # broken: discarded there
+        return self._getconn()
+
     @contextmanager
     def _connection(self) -> Iterator[Any]:
         pool = self._backend.pool
@@ -236,7 +249,7 @@ class PostgresStore:
         pool = self._backend.pool
         for attempt in (1, 2):
             try:
-                conn = self._getconn()
+                conn = self._getconn() if attempt == 1 else self._tested_conn()
                 try:
                     cursor = conn.execute(sql, params)
                     return cursor.fetchone() if cursor.description else None
