@@ -6,6 +6,7 @@ are in bench/abuse_bench.py."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 from tests.conftest import LOBSTER
@@ -30,6 +31,7 @@ class RawMcp:
     send most of what these tests send)."""
 
     def __init__(self, cli) -> None:
+        self.pending = b""  # bytes read from the server, not yet a whole line
         self.proc = subprocess.Popen([LOBSTER, "mcp"], cwd=cli.work, env=cli.env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -48,12 +50,20 @@ class RawMcp:
                    "params": {"name": tool, "arguments": arguments}})
 
     def receive(self, wait: float = 60) -> dict:
+        """The next answer line. Read from the descriptor into a buffer of our own: select()
+        does not see lines a buffered reader already holds (answers that came together)."""
         import select
+        import time
 
-        ready, _, _ = select.select([self.proc.stdout], [], [], wait)
-        assert ready, "no answer from lobster mcp"
-        line = self.proc.stdout.readline()
-        assert line, "lobster mcp closed its output"
+        deadline = time.monotonic() + wait
+        while b"\n" not in self.pending:
+            ready, _, _ = select.select([self.proc.stdout], [], [],
+                                        max(0.0, deadline - time.monotonic()))
+            assert ready, "no answer from lobster mcp"
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            assert chunk, "lobster mcp closed its output"
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
         return json.loads(line)
 
     def peak_rss_kib(self) -> int:
