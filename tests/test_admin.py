@@ -375,6 +375,33 @@ def test_gc_on_the_command_line(cli):
     assert len(cli.tool("pending", "--format", "json")[0]) == 1
 
 
+def test_gc_keeps_the_temp_file_of_a_save_still_in_progress(cli):
+    """A save that takes longer than gc's age for leftovers (a slow disk's fsync) holds a lock
+    on its temp file while it writes and syncs: gc leaves that file alone, and removes it once
+    its writer is gone."""
+    cli.pipeline(GATED)
+    tmp = cli.state / "runs" / ".x.frame.0123456789ab.tmp"
+    tmp.write_bytes(b"half")
+    writer = subprocess.Popen(  # a writer mid-save: the temp file open and locked, as
+        [sys.executable, "-c",  # vm.store.directory.atomic_write holds it
+         "import fcntl, os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_WRONLY)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "print('locked', flush=True)\n"
+         "time.sleep(60)\n", str(tmp)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline() == "locked\n"
+        os.utime(tmp, (time.time() - 120, time.time() - 120))
+        report, code = cli.tool("gc", "--format", "json")
+        assert code == 0 and report["leftovers"] == [] and tmp.exists(), report
+    finally:
+        writer.kill()
+        writer.wait()
+    report, code = cli.tool("gc", "--format", "json")
+    assert code == 0 and report["leftovers"] == [os.path.join("runs", tmp.name)]
+    assert not tmp.exists()
+
+
 WORKER = """
 import sys, time
 from vm.protocol import Decision, Options, handle, resume

@@ -39,6 +39,7 @@ pipeline text and step results, secrets included.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -113,6 +114,9 @@ def atomic_write(path: str, data: bytes, mode: int = PRIVATE_FILE, sync_dir: boo
         make_private_dirs(directory)
         fd = os.open(tmp, flags, mode)
     try:
+        # held while the data is written and synced: gc never takes a temp file of a write
+        # still in progress, however slow (remove_leftover)
+        fcntl.flock(fd, fcntl.LOCK_EX)
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -703,4 +707,17 @@ class Store:
         if os.path.isabs(name) or not path.startswith(root + os.sep) \
                 or not self._is_leftover(path):
             return False
-        return _remove(path)
+        if not path.endswith(".tmp"):
+            return _remove(path)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # its writer is still writing or syncing it
+            return False
+        else:
+            return _remove(path)
+        finally:
+            os.close(fd)
