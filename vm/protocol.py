@@ -728,7 +728,7 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
         checkpoint_ttl_ms(options)  # a bad TTL is refused before anything runs
         frame, program = _load(store, parked)
         pending = frame.pending
-        approved_by = _check_decision(frame, decision, options.env)
+        approved_by = _check_decision(frame, program, decision, options.env)
         if scope.cancelled:  # the caller gave up before anything was taken: it still waits
             raise RequestError("the resume was cancelled before it began; the checkpoint still "
                                "waits", "T422", kind="runtime_error")
@@ -1058,7 +1058,8 @@ def _load(store: StateStore, parked) -> tuple[Frame, Program]:
     return frame, program
 
 
-def _check_decision(frame: Frame, decision: Decision, env: Mapping[str, str]) -> str | None:
+def _check_decision(frame: Frame, program: Program, decision: Decision,
+                    env: Mapping[str, str]) -> str | None:
     """An invalid decision is a parse_error and leaves the checkpoint untouched. Returns the
     approver's identity for an approval that needs one."""
     pending = frame.pending
@@ -1079,7 +1080,11 @@ def _check_decision(frame: Frame, decision: Decision, env: Mapping[str, str]) ->
     problem = first_error(pending.schema, decision.response)
     if problem is not None:
         where, message = problem
-        what = f"Workflow input step {pending.step}" if pending.step else "pipeline input"
+        # an `ask` stage inside a workflow `pipeline:` step is named by that step (its halt
+        # site's id is `STEP:STAGE`), as the original names it
+        step = pending.step or (program.halts[pending.halt].id.partition(":")[0] if workflow
+                                else "")
+        what = f"Workflow input step {step}" if step else "pipeline input"
         raise RequestError(f"{what} response failed schema validation at {where}: {message}",
                            "E512")
     return None

@@ -842,7 +842,7 @@ _review = {"id": "review", "pipeline": f"ask --subject-from-stdin --prompt 'Revi
 port(F, "workflow pipeline command input pauses and resumes the same pipeline step", wf(steps(
     {"id": "draft", "run": emit({"text": "hello"})}, _review,
     {"id": "finish", "run": "printf '{\"decision\":\"%s\"}' \"$DECISION\"", "env": {"DECISION": "$review.json.decision"}}),
-    RUN, respond({"decision": "maybe"}), respond({"decision": "approve"})), documented="D34")
+    RUN, respond({"decision": "maybe"}), respond({"decision": "approve"})))
 port(F, "workflow pipeline requestInput resume invariant bypasses on_error", wf(steps(
     {"id": "draft", "run": emit({"text": "hello"})}, dict(_review, on_error="continue"), sh("after", "echo after")),
     RUN, respond({"decision": "approve"})))
