@@ -952,9 +952,13 @@ def _install_signal_handlers() -> None:
     so a checkpoint is either whole or absent."""
 
     def stop(signum, _frame):
-        from vm.process import kill_all
+        from vm.process import defer_while_spawning, kill_all, wait_for_spawns
         from vm.store.lifecycle import abandon_all
 
+        if defer_while_spawning(lambda: stop(signum, None)):
+            return  # this thread was starting a child: stop once it can be killed
+        kill_all()
+        wait_for_spawns()  # a child another thread was starting: kill it too
         kill_all()
         abandon_all(f"the resume was stopped by {signal.Signals(signum).name}")
         sys.stderr.write(f"Received {signal.Signals(signum).name}\n")

@@ -188,6 +188,29 @@ def _kill_child(child: _Child, sig: int = signal.SIGKILL) -> None:
 _lock = threading.RLock()
 _live: dict[int, _Child] = {}
 _kill_generation = 0
+# Threads between forking a child and registering it in _live (a kill there would miss it),
+# and what a signal handler deferred until the interrupted thread's child is registered.
+_spawning: dict[int, int] = {}
+_deferred: list[Callable[[], Any]] = []
+
+
+def defer_while_spawning(action: Callable[[], Any]) -> bool:
+    """For a signal handler: when it interrupted this thread between forking a child and
+    registering it, `action` is kept and runs as soon as the child is registered (so a
+    kill_all in it reaches that child), and True is returned; otherwise False."""
+    if _spawning.get(threading.get_ident()):
+        _deferred.append(action)
+        return True
+    return False
+
+
+def wait_for_spawns(timeout: float = 1.0) -> None:
+    """For a signal handler about to exit: wait (briefly) until no other thread is between
+    forking a child and registering it, so that a kill_all after this reaches every child."""
+    me, deadline = threading.get_ident(), time.monotonic() + timeout
+    while any(n for ident, n in list(_spawning.items()) if ident != me) \
+            and time.monotonic() < deadline:
+        time.sleep(0.005)
 
 
 class Scope:
@@ -354,20 +377,32 @@ def run_process(
             raise Cancelled()
         generation = _kill_generation
         mark_read, mark_write = os.pipe()  # the marker: the child and its heirs hold mark_write
+        me = threading.get_ident()
+        _spawning[me] = _spawning.get(me, 0) + 1
         try:
-            proc = _spawn(argv, stdin_pipe=stdin is not None, cwd=cwd, env=env, shell=shell,
-                          marker=mark_write)
-        except BaseException:
-            os.close(mark_read)
-            raise
+            try:
+                proc = _spawn(argv, stdin_pipe=stdin is not None, cwd=cwd, env=env,
+                              shell=shell, marker=mark_write)
+            except BaseException:
+                os.close(mark_read)
+                raise
+            finally:
+                os.close(mark_write)
+            child = _Child(proc.pid, os.fstat(mark_read).st_ino, mark_read)  # pgid == pid
+            _live[child.pgid] = child
+            for s in scopes:
+                s._live[child.pgid] = child
+            if _kill_generation != generation:  # kill_all ran while we were spawning
+                child.cancelled = True
         finally:
-            os.close(mark_write)
-        child = _Child(proc.pid, os.fstat(mark_read).st_ino, mark_read)  # pgid == pid
-        _live[child.pgid] = child
-        for s in scopes:
-            s._live[child.pgid] = child
-        if _kill_generation != generation:  # kill_all ran while we were spawning
-            child.cancelled = True
+            _spawning[me] -= 1
+            if not _spawning[me]:
+                del _spawning[me]
+                if _deferred:  # a signal came while the child was unregistered: act on it now
+                    actions = list(_deferred)
+                    _deferred.clear()
+                    for action in actions:
+                        action()
     finished = False
     try:
         if child.cancelled:
