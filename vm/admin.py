@@ -10,9 +10,9 @@ from typing import Any
 
 from vm import bounds, codec
 from vm.codec import LoadError
-from vm.protocol import (Decision, Options, RequestError, cancel_state, iso_time, resume,
-                         tombstone_s, unknown_approval_id)
-from vm.store import StateStore, StoreError, lifecycle
+from vm.protocol import (Decision, Options, RequestError, cancel_state, iso_time, keys_if_any,
+                         resume, tombstone_s, unknown_approval_id)
+from vm.store import StateStore, lifecycle
 from vm.store.base import STATE_KEY, SigningKeyError, approval_id_form, key_id
 
 GC_GRACE_S = 24 * 3600  # an expired checkpoint is kept this long before gc removes it
@@ -227,19 +227,11 @@ def _state_key_of(store: StateStore, ident: str) -> str:
 
     try:
         parsed = tokens.decode(ident)
-        tokens.verify(parsed, _keys_or_none(store))
+        tokens.verify(parsed, keys_if_any(store))
     except tokens.TokenError as exc:
         raise RequestError(f"{_shown(ident)!r} is not an approval id, state key or resume "
                            f"token ({exc.message})", exc.code) from None
     return parsed.state_key
-
-
-def _keys_or_none(store: StateStore) -> list[bytes]:
-    """Every key a token of this store may be signed with (none when the set is unreadable)."""
-    try:
-        return store.keys()
-    except StoreError:
-        return []
 
 
 # cancel -------------------------------------------------------------------------------------

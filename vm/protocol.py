@@ -820,7 +820,7 @@ def _cancel_parked(store: StateStore, parked, approval_id: str | None, not_found
     record stays, `cancelled`, as a tombstone."""
     ids = {approval_id}
     frame = None
-    if parked.authentic(_keys_if_any(store)):
+    if parked.authentic(keys_if_any(store)):
         try:
             frame = codec.load_frame(parked.blob)
             ids.add(frame.pending.approval_id)
@@ -982,8 +982,9 @@ def signing_key(store: StateStore) -> bytes:
                            f"{exc.strerror or exc}", "T450", kind="runtime_error") from None
 
 
-def _keys_if_any(store: StateStore) -> list[bytes]:
-    """The key set for a cancel, which needs none: a key set that cannot be read is empty."""
+def keys_if_any(store: StateStore) -> list[bytes]:
+    """Every key a frame or token of this store may be signed with, for what needs no key
+    (a cancel, naming a checkpoint by its token): a key set that cannot be read is empty."""
     try:
         return store.keys()
     except StoreError:
