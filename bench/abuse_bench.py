@@ -47,7 +47,7 @@ def _lobster(*args: str) -> list[str]:
 
 
 def _lobsterc(*args: str) -> list[str]:
-    return [sys.executable, "-c", "import sys; from lobsterc.cli import main; "
+    return [sys.executable, "-c", "import sys; from lobsterc.tools.cli import main; "
             "sys.exit(main(sys.argv[1:]))", *args]
 
 

@@ -104,8 +104,8 @@ def measure_once(runner: Runner, scratch_big: Path, first: bool) -> dict[str, fl
 
 def in_process_figures() -> list[tuple[str, str]]:
     sys.path.insert(0, str(ROOT))
-    from lobsterc.workflow import compile_workflow
-    from vm.protocol import Decision, Options, handle, resume
+    from lobsterc.generate.workflow import compile_workflow
+    from vm.service.protocol import Decision, Options, handle, resume
 
     scratch = Path(tempfile.mkdtemp(prefix="lobster-bench-"))
     # distinct texts (the name differs), so no memo of an earlier compile can answer

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from vm.store import lifecycle, open_store  # noqa: E402
+from vm.host.store import lifecycle, open_store  # noqa: E402
 
 FRAME = os.urandom(2048)
 

@@ -1,4 +1,4 @@
-"""Diagnostics: a stable code (vm.codes owns every code, its title and envelope type), a
+"""Diagnostics: a stable code (vm.core.codes owns every code, its title and envelope type), a
 message, a span; CompileError; the text renderer."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from collections.abc import Iterable
 
 from attrs import frozen
 
-from lobsterc.source import Source, Span
-from vm.codes import envelope_type
-from vm.source import render as render_span
+from lobsterc.syntax.source import Source, Span
+from vm.core.codes import envelope_type
+from vm.core.source import render as render_span
 
 @frozen
 class Diagnostic:
@@ -21,7 +21,7 @@ class Diagnostic:
 
     @property
     def kind(self) -> str:
-        """The envelope error type the code travels in (vm.codes): parse_error, runtime_error."""
+        """The envelope error type the code travels in (vm.core.codes): parse_error, runtime_error."""
         return envelope_type(self.code)
 
 

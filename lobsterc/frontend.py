@@ -1,4 +1,4 @@
-"""This module is the compiler as `vm` sees it (`vm.frontend.Frontend`): compile with the cache,
+"""This module is the compiler as `vm` sees it (`vm.service.frontend.Frontend`): compile with the cache,
 plan, graph, and compile errors for envelopes and terminals. The `lobster` script imports it
 at start-up, so everything else (the cache, the parser, even CompileError) loads on first use.
 """
@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lobsterc.diagnostics import CompileError
-    from vm.program import Program
-    from vm.store import Store
+    from vm.isa.program import Program
+    from vm.host.store import Store
 
 __all__ = ["CompileError", "compile_pipeline", "compile_workflow", "error_fields", "graph",
            "graph_formats", "lobster", "plan_pipeline", "plan_workflow", "render_error"]
@@ -27,10 +27,10 @@ def __getattr__(name: str) -> Any:
 
 
 def compile_pipeline(text: str, store: Store | None = None) -> Program:
-    from lobsterc import cache
+    from lobsterc.generate import cache
 
     def build() -> tuple[Program, list[str]]:
-        from lobsterc.codegen import compile_pipeline
+        from lobsterc.generate.codegen import compile_pipeline
 
         return compile_pipeline(text), []
 
@@ -38,10 +38,10 @@ def compile_pipeline(text: str, store: Store | None = None) -> Program:
 
 
 def compile_workflow(path: str, store: Store | None = None) -> Program:
-    from lobsterc import cache
+    from lobsterc.generate import cache
 
     def build() -> tuple[Program, list[str]]:
-        from lobsterc.workflow import compile_workflow_files
+        from lobsterc.generate.workflow import compile_workflow_files
 
         return compile_workflow_files(path)
 
@@ -49,25 +49,25 @@ def compile_workflow(path: str, store: Store | None = None) -> Program:
 
 
 def plan_pipeline(text: str) -> str:
-    from lobsterc.plan import pipeline_plan
+    from lobsterc.tools.plan import pipeline_plan
 
     return pipeline_plan(text)
 
 
 def plan_workflow(path: str, args: dict) -> str:
-    from lobsterc.plan import workflow_plan
+    from lobsterc.tools.plan import workflow_plan
 
     return workflow_plan(path, args)
 
 
 def graph_formats() -> tuple[str, ...]:
-    from lobsterc.graph import FORMATS
+    from lobsterc.tools.graph import FORMATS
 
     return FORMATS
 
 
 def graph(path: str, fmt: str, args: dict) -> str:
-    from lobsterc.graph import render_graph
+    from lobsterc.tools.graph import render_graph
     from lobsterc.workflow_file import load_workflow_file
 
     return render_graph(load_workflow_file(path), fmt, args)
@@ -75,7 +75,7 @@ def graph(path: str, fmt: str, args: dict) -> str:
 
 def check_migration(old: Program, new: Program, frame: Any, accept: tuple[str, ...] = (),
                     source: str | None = None) -> Any:
-    from lobsterc.migrate_check import check_migration as check
+    from lobsterc.tools.migrate_check import check_migration as check
 
     return check(old, new, frame, accept, source)
 
@@ -98,7 +98,7 @@ def lobster(argv: Sequence[str] | None = None) -> int:
     """The `lobster` console script: vm's CLI wired to this compiler with no entry-point lookup,
     so a cached run or a resume starts as fast as the VM alone."""
     import lobsterc.frontend
-    from vm.cli import main
+    from vm.cli.main import main
 
     return main(argv, frontend=lobsterc.frontend)
 

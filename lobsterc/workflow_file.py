@@ -1,12 +1,12 @@
 """The workflow file loader as the code generator calls it: read, parse and validate a file,
 refusing it on the first problem. The jobs live in lobsterc.load (YAML/JSON with positions),
-lobsterc.validate (the reference's rules) and lobsterc.schema (the JSON Schema)."""
+lobsterc.check.validate (the reference's rules) and lobsterc.check.schema (the JSON Schema)."""
 
 from __future__ import annotations
 
 from lobsterc.load import EXTENSIONS, Document, read_text
-from lobsterc.schema import workflow_schema
-from lobsterc.validate import is_approval, is_input, step_kind, validate_document, validated
+from lobsterc.check.schema import workflow_schema
+from lobsterc.check.validate import is_approval, is_input, step_kind, validate_document, validated
 
 __all__ = [
     "WorkflowFile",

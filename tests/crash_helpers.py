@@ -260,11 +260,11 @@ def run_killed_after_line(world: World, phase: int, line: str) -> tuple[bool, di
 # the checks --------------------------------------------------------------------------------
 def check_files(state: Path) -> None:
     """Every file of the state dir decodes; temporary files are only those gc removes."""
-    from vm import codec
-    from vm.store.base import STATE_KEY
-    from vm.store.claims import parse_claim_file_name
-    from vm.store.directory import Store, split_frame_file
-    from vm.store.lifecycle import decode_record
+    from vm.isa import codec
+    from vm.host.store.base import STATE_KEY
+    from vm.host.store.claims import parse_claim_file_name
+    from vm.host.store.directory import Store, split_frame_file
+    from vm.host.store.lifecycle import decode_record
 
     store = Store(str(state))
     leftovers = set(store.leftovers(older_than=float("inf")))
@@ -315,14 +315,14 @@ def check_files(state: Path) -> None:
 
 
 def pending(world: World) -> list[dict]:
-    from vm import admin
-    from vm.protocol import Options
+    from vm.service import admin
+    from vm.service.protocol import Options
 
     return admin.pending(Options(state_dir=str(world.state), env=world.env))
 
 
 def handle(world: World, request: dict) -> dict:
-    from vm.protocol import Options, handle
+    from vm.service.protocol import Options, handle
 
     return handle(request, Options(state_dir=str(world.state), env=world.env,
                                    cwd=str(world.root / "work")))
@@ -354,8 +354,8 @@ def check_after_kill(world: World, phase: int, killed: bool, answer: dict | None
     """Check what the kill (or injected failure) left, then finish the life: resume whatever
     is parked, refuse and cancel whatever is in doubt. `allowed_codes`: the error codes the
     phase's own answer may carry (a killed child: T410)."""
-    from vm import admin
-    from vm.protocol import Options
+    from vm.service import admin
+    from vm.service.protocol import Options
 
     outcome = Outcome(killed=killed)
     wait_for_leases(world)
@@ -407,9 +407,9 @@ def check_target(world: World, token: str, outcome: Outcome) -> str:
     """The checkpoint a killed (or failed) resume was resuming is never gone: parked (resumed
     later), in doubt with its record (listed by pending, a retry refused with T432), or
     finished (its tombstone: a retry gets the original's words and T436). Returns its state."""
-    from vm.store import lifecycle
-    from vm.store.directory import Store
-    from vm.token import decode
+    from vm.host.store import lifecycle
+    from vm.host.store.directory import Store
+    from vm.host.token import decode
 
     state_key = decode(token).state_key
     status = lifecycle.status(Store(str(world.state)), state_key)

@@ -13,7 +13,7 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
-SERVER = [sys.executable, "-m", "lobsterc.cli", "lsp"]
+SERVER = [sys.executable, "-m", "lobsterc.tools.cli", "lsp"]
 
 
 class Session:

@@ -1,5 +1,5 @@
 """What waits, what is in doubt, what expired and what is left over: claim records of resumes
-that died, `pending` / `cancel` / `gc` (CLI and vm.admin), checkpoint expiry, on both stores."""
+that died, `pending` / `cancel` / `gc` (CLI and vm.service.admin), checkpoint expiry, on both stores."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pytest
 from conftest import LOBSTER
 from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 
-from vm import admin
-from vm.protocol import Decision, Options, handle, resume
-from vm.store import open_store
+from vm.service import admin
+from vm.service.protocol import Decision, Options, handle, resume
+from vm.host.store import open_store
 
 GATED = "exec --json --shell 'echo [1]' | approve --prompt 'Go?'"
 ASK = "exec --json --shell 'echo [1]' | ask --prompt 'Name?'"
@@ -84,8 +84,8 @@ def test_a_claim_record_lasts_exactly_as_long_as_the_resumed_run(options, tmp_pa
     checkpoint's record stays, finished with that end (a tombstone), and so does its id."""
     marker = tmp_path / "seen.json"
     script = tmp_path / "in_doubt.py"
-    script.write_text("import json, sys, vm.store\n"
-                      f"store = vm.store.open_store({options.state_dir!r}, {{}})\n"
+    script.write_text("import json, sys, vm.host.store\n"
+                      f"store = vm.host.store.open_store({options.state_dir!r}, {{}})\n"
                       "print(json.dumps([r.state_key for r in store.in_doubt()]))\n")
     check = f"exec --shell '{sys.executable} {script} > {marker}'"
     store = options.store()
@@ -383,7 +383,7 @@ def test_gc_keeps_the_temp_file_of_a_save_still_in_progress(cli):
     tmp = cli.state / "runs" / ".x.frame.0123456789ab.tmp"
     tmp.write_bytes(b"half")
     writer = subprocess.Popen(  # a writer mid-save: the temp file open and locked, as
-        [sys.executable, "-c",  # vm.store.directory.atomic_write holds it
+        [sys.executable, "-c",  # vm.host.store.directory.atomic_write holds it
          "import fcntl, os, sys, time\n"
          "fd = os.open(sys.argv[1], os.O_WRONLY)\n"
          "fcntl.flock(fd, fcntl.LOCK_EX)\n"
@@ -404,7 +404,7 @@ def test_gc_keeps_the_temp_file_of_a_save_still_in_progress(cli):
 
 WORKER = """
 import sys, time
-from vm.protocol import Decision, Options, handle, resume
+from vm.service.protocol import Decision, Options, handle, resume
 options = Options(cwd=sys.argv[2], state_dir=sys.argv[1], env={})
 for n in range(int(sys.argv[4])):
     text = f"exec --json --shell 'echo [{n}]' | approve --prompt 'w{sys.argv[3]} n{n}'"

@@ -1,4 +1,4 @@
-"""Every bound is checked in one place (vm/bounds.py), the same way for the command line, a tool
+"""Every bound is checked in one place (vm/core/bounds.py), the same way for the command line, a tool
 request, an MCP call and the embedding API: a huge or absurd value is refused at once with its
 limit named, and a record that already holds an absurd expiry never breaks `pending` or `gc`."""
 
@@ -10,9 +10,11 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from vm import admin, bounds, mcp
-from vm.protocol import Options, handle, run
-from vm.store import open_store
+from vm.service import admin
+from vm.core import bounds
+from vm.cli import mcp
+from vm.service.protocol import Options, handle, run
+from vm.host.store import open_store
 
 GATED = "exec --shell 'touch ran' | approve --prompt 'Go?'"
 HUGE_WEEKS = "99999999999999999999999w"
@@ -190,7 +192,7 @@ JSON_VALUES = st.one_of(st.none(), st.booleans(), st.text(max_size=30),
 @settings(max_examples=300, deadline=None)
 @given(timeout=JSON_VALUES, cap=JSON_VALUES, ttl=JSON_VALUES)
 def test_a_request_gives_settings_in_bounds_or_a_request_error(timeout, cap, ttl):
-    from vm.protocol import RequestError, Settings
+    from vm.service.protocol import RequestError, Settings
 
     request = {k: v for k, v in (("timeoutMs", timeout), ("maxStdoutBytes", cap),
                                  ("checkpointTtl", ttl)) if v is not None}
@@ -208,8 +210,8 @@ def test_a_request_gives_settings_in_bounds_or_a_request_error(timeout, cap, ttl
 @settings(max_examples=300, deadline=None)
 @given(text=st.one_of(st.text(max_size=80), st.from_regex(r"\A[0-9]{0,5000}(ms|s|m|h|d|w)?\Z")))
 def test_the_cli_duration_flags_give_a_value_in_bounds_or_a_one_line_refusal(text):
-    from vm import cli, cli_admin
-    from vm.protocol import RequestError
+    from vm.cli import main as cli, admin as cli_admin
+    from vm.service.protocol import RequestError
 
     try:
         ms = cli._timeout(text, "run")

@@ -10,10 +10,10 @@ import sys
 from conftest import ROOT
 from test_layering import imported_by_lobster
 
-PROBE = ("import json, sys; from vm.protocol import Options, handle; "
+PROBE = ("import json, sys; from vm.service.protocol import Options, handle; "
          "env = handle(json.loads(sys.argv[1]), Options(cwd=sys.argv[2], state_dir=sys.argv[3])); "
          "print(json.dumps({'output': env.get('output'), "
-         "'compiled': 'lobsterc.codegen' in sys.modules}))")
+         "'compiled': 'lobsterc.generate.codegen' in sys.modules}))")
 
 
 def probe(request: dict, cwd, state) -> dict:
@@ -57,4 +57,4 @@ def test_a_cached_run_of_the_lobster_script_loads_no_parser_and_looks_nothing_up
     assert "lark" in first
     out, again = imported_by_lobster(cli, "run", "--mode", "tool", pipeline)
     assert json.loads(out)["output"] == [1, 2]
-    assert not again & {"lark", "lobsterc.parse", "lobsterc.codegen", "importlib.metadata"}
+    assert not again & {"lark", "lobsterc.syntax.parse", "lobsterc.generate.codegen", "importlib.metadata"}

@@ -13,12 +13,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conftest import LOBSTERC
-from lobsterc import ast
-from lobsterc.build import build, load
-from lobsterc.check import check_file
+from lobsterc.syntax import ast
+from lobsterc.load.build import build, load
+from lobsterc.check.checker import check_file
 from lobsterc.diagnostics import CompileError
 from lobsterc.load import parse_text
-from lobsterc.workflow import compile_workflow
+from lobsterc.generate.workflow import compile_workflow
 
 
 def write(tmp_path: Path, text: str, name: str = "flow.lobster") -> str:

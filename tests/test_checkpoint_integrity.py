@@ -12,8 +12,8 @@ import msgpack
 import pytest
 from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 
-from vm.protocol import Options, handle
-from vm.store import open_store
+from vm.service.protocol import Options, handle
+from vm.host.store import open_store
 
 GATE = "exec --json --shell 'echo [1]' | approve --prompt ok"
 OTHER = "exec --json --shell 'echo [2]' | approve --prompt ok | exec --shell 'touch pwned'"

@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lobsterc.codegen import compile_pipeline
-from vm import codec, machine
-from vm.codec import LoadError
-from vm.opcodes import OPS, Op
-from vm.program import FORMAT_VERSION
+from lobsterc.generate.codegen import compile_pipeline
+from vm.isa import codec
+from vm.engine import machine
+from vm.isa.codec import LoadError
+from vm.isa.opcodes import OPS, Op
+from vm.isa.program import FORMAT_VERSION
 
 PIPELINE = ("exec --json --shell 'echo [1,2]' | where 'n>=1' | approve --prompt ok --preview-from-stdin"
             " | ask --schema '{\"type\":\"integer\"}' | json")
@@ -28,7 +29,7 @@ def test_program_round_trip():
 
 
 def test_compiling_twice_in_separate_processes_gives_identical_bytes(tmp_path):
-    script = ("import sys; from lobsterc.codegen import compile_pipeline; from vm import codec; "
+    script = ("import sys; from lobsterc.generate.codegen import compile_pipeline; from vm.isa import codec; "
               "sys.stdout.buffer.write(codec.dump_program(compile_pipeline(sys.argv[1])))")
     runs = [subprocess.run([sys.executable, "-c", script, PIPELINE], capture_output=True,
                            check=True, env={"PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")]

@@ -1,4 +1,4 @@
-"""One table of codes: every code the source uses is in vm/codes.py, and every entry is used."""
+"""One table of codes: every code the source uses is in vm/core/codes.py, and every entry is used."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-from vm.codes import CODES, envelope_type
+from vm.core.codes import CODES, envelope_type
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = re.compile(r"[EWT]\d{3}")

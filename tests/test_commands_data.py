@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from vm import js
-from vm.store import Store
-from vm.commands import data, template
-from vm.commands.base import Args, CommandError, Context
+from vm.core import js
+from vm.host.store import Store
+from vm.host.commands import data, template
+from vm.host.commands.base import Args, CommandError, Context
 
 CASES = Path("/work/shared/conformance/cases")
 ROWS = [

@@ -1,4 +1,4 @@
-"""Conditions: when/condition text -> plain-data trees (lobsterc.expr) -> truth (vm.condition)."""
+"""Conditions: when/condition text -> plain-data trees (lobsterc.syntax.expr) -> truth (vm.core.condition)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lobsterc.diagnostics import CompileError
-from lobsterc.expr import compile_condition, condition_refs
-from lobsterc.source import Span
-from vm.condition import MISSING, deep_equal, evaluate, js_number, same_value, truthy
+from lobsterc.syntax.expr import compile_condition, condition_refs
+from lobsterc.syntax.source import Span
+from vm.core.condition import MISSING, deep_equal, evaluate, js_number, same_value, truthy
 
 RESULTS = {
     "info": {"id": "info", "json": {"n": 5, "s": "abc", "ok": True, "list": [1, 2], "obj": {"a": 1, "b": [2]},
@@ -232,5 +232,5 @@ def test_any_text_compiles_or_raises_compile_error(text: str) -> None:
 
 
 def test_vm_condition_never_imports_lark_or_lobsterc() -> None:
-    code = "import sys, vm.condition; assert not any(m == 'lark' or m.startswith(('lark.', 'lobsterc')) for m in sys.modules)"
+    code = "import sys, vm.core.condition; assert not any(m == 'lark' or m.startswith(('lark.', 'lobsterc')) for m in sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)

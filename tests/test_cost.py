@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from vm import cost
-from vm.protocol import Options, handle
+from vm.isa import cost
+from vm.service.protocol import Options, handle
 
 GPT = {"model": "gpt-4o", "usage": {"inputTokens": 100_000, "outputTokens": 10_000}}
 

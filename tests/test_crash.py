@@ -26,7 +26,7 @@ import pytest
 from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 
 import crash_helpers as ch
-from vm.token import decode
+from vm.host.token import decode
 
 FULL = os.environ.get("LOBSTER_CRASH_FULL") == "1"
 WORKERS = max(2, os.cpu_count() or 2)
@@ -197,10 +197,10 @@ def test_a_resume_cancelled_at_any_step_loses_no_checkpoint(location, tmp_path, 
     come to), at each step of a resume, in the directory store and PostgreSQL: the checkpoint
     is in doubt with the reason and the step, or finished with its successor parked; no step
     runs twice, and the life ends when the rest is resumed."""
-    from vm import admin
-    from vm.process import Scope
-    from vm.protocol import Decision, Options, handle, resume
-    from vm.store import lifecycle
+    from vm.service import admin
+    from vm.host.process import Scope
+    from vm.service.protocol import Decision, Options, handle, resume
+    from vm.host.store import lifecycle
 
     world = ch.World(tmp_path / "w", ch.SCENARIOS[0])
     options = Options(cwd=str(world.root / "work"), state_dir=location,
@@ -248,8 +248,8 @@ def test_an_mcp_resume_cut_off_at_any_step_loses_no_checkpoint(tmp_path, how, li
     pytest.importorskip("mcp", reason="the mcp extra is not installed")
     from test_lifecycle import McpServer
 
-    from vm.protocol import Options, handle
-    from vm.store import lifecycle
+    from vm.service.protocol import Options, handle
+    from vm.host.store import lifecycle
 
     world = ch.World(tmp_path / "w", ch.SCENARIOS[0])
     first = ch.envelope_of(world.call([ch.LOBSTER, "run", "--mode", "tool", STEPPED]))
@@ -282,7 +282,7 @@ def test_an_mcp_resume_cut_off_at_any_step_loses_no_checkpoint(tmp_path, how, li
 
 
 def open_store_of(world: ch.World):
-    from vm.store.directory import Store
+    from vm.host.store.directory import Store
 
     return Store(str(world.state))
 
@@ -311,10 +311,10 @@ def test_postgres_cut_off_at_any_statement_of_a_resume_loses_no_checkpoint(pg_ur
     ECONNRESET: the reply lost, as when the network or the server goes away after the statement was sent; the statement may have run): lobster answers with an envelope,
     and the checkpoint it resumed waits (nothing was taken), is in doubt with its record, or is
     finished with its successor parked; no side effect twice."""
-    from vm import admin
-    from vm.protocol import Options
-    from vm.store import lifecycle
-    from vm.store.postgres import PostgresStore
+    from vm.service import admin
+    from vm.service.protocol import Options
+    from vm.host.store import lifecycle
+    from vm.host.store.postgres import PostgresStore
 
     calls = _recvfrom_calls(_pg_world(tmp_path / "survey", pg_url))
     assert calls
@@ -345,7 +345,7 @@ def test_postgres_cut_off_at_any_statement_of_a_resume_loses_no_checkpoint(pg_ur
 
 
 def _wait_pg_leases(options) -> None:
-    from vm import admin
+    from vm.service import admin
 
     deadline = time.monotonic() + ch.LEASE_S * 5
     while any(e["status"] == "claimed" for e in admin.pending(options)):

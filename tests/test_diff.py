@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lobsterc.cli import main
-from lobsterc.diff import compare, load_version, schema_at_least
-from lobsterc.expr import compile_condition, condition_text
+from lobsterc.tools.cli import main
+from lobsterc.tools.diff import compare, load_version, schema_at_least
+from lobsterc.syntax.expr import compile_condition, condition_text
 
 ROOT = Path(__file__).resolve().parent.parent
 REVIEW = ROOT / "examples" / "review"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lobsterc.workflow import compile_workflow
-from vm.dis import disassemble
+from lobsterc.generate.workflow import compile_workflow
+from vm.isa.dis import disassemble
 
 HASH_LINES = ("; source ", "; program ")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import LOBSTER, ROOT
-from vm.protocol import Options, handle
+from vm.service.protocol import Options, handle
 
 ENVELOPE_KEYS = ["protocolVersion", "ok", "status", "output", "requiresApproval", "requiresInput"]
 NOT_FOUND = "Pipeline resume state not found"
@@ -245,7 +245,7 @@ def test_a_tampered_signature_is_refused_and_the_real_token_still_works(cli):
 
 
 def test_a_token_signed_with_another_key_is_refused(cli):
-    from vm import token as tokens
+    from vm.host import token as tokens
 
     token = approval(park(cli, GATED))["resumeToken"]
     fields = token_fields(token)

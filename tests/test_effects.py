@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lobsterc.codegen import compile_pipeline
-from lobsterc.effects import EFFECT_CLASSES, Cfg, constant_condition, verify_approvals
-from lobsterc.lint import lint_file
-from lobsterc.workflow import compile_workflow
-from vm.commands import COMMANDS
-from vm.opcodes import Op
+from lobsterc.generate.codegen import compile_pipeline
+from lobsterc.check.effects import EFFECT_CLASSES, Cfg, constant_condition, verify_approvals
+from lobsterc.check.lint import lint_file
+from lobsterc.generate.workflow import compile_workflow
+from vm.host.commands import COMMANDS
+from vm.isa.opcodes import Op
 
 
 def violations(tmp_path: Path, text: str, marks=None, *, name="flow.lobster", **kw) -> list[str]:

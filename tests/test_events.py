@@ -10,8 +10,8 @@ from pathlib import Path
 
 from attrs import evolve
 
-from vm.events import describe, drain
-from vm.protocol import Options, handle
+from vm.engine.events import describe, drain
+from vm.service.protocol import Options, handle
 
 FLAKY = "#!/bin/sh\n[ -f tried ] && { echo ok; exit 0; }\ntouch tried; echo 'not yet' >&2; exit 1\n"
 

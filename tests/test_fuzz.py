@@ -1,7 +1,7 @@
 """Hypothesis fuzzers over every input surface: pipelines (grammar tokens and raw text),
 conditions, templates, workflow files (valid ones with one value mutated, removed or added, and
 raw text), tool requests, resume tokens and frame bytes. The property everywhere: the answer is
-an envelope (or a compile error) carrying a code from vm/codes.py, never an exception, a
+an envelope (or a compile error) carrying a code from vm/core/codes.py, never an exception, a
 traceback or a hang; and a checkpoint that was valid stays resumable or cancellable after a
 refused resume.
 
@@ -31,13 +31,13 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from conftest import LOBSTER, LOBSTERC, ROOT
 from lobsterc import frontend
-from lobsterc.expr import compile_condition
-from vm import codec
-from vm.codes import CODES, envelope_type
-from vm.commands.base import CommandError
-from vm.commands.template import render_plain, render_template
-from vm.protocol import REQUEST_FIELDS, Options, handle
-from vm.store.directory import split_frame_file
+from lobsterc.syntax.expr import compile_condition
+from vm.isa import codec
+from vm.core.codes import CODES, envelope_type
+from vm.host.commands.base import CommandError
+from vm.host.commands.template import render_plain, render_template
+from vm.service.protocol import REQUEST_FIELDS, Options, handle
+from vm.host.store.directory import split_frame_file
 
 EXAMPLES = int(os.environ.get("LOBSTER_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -185,7 +185,7 @@ def test_condition_compiles_or_fails_with_a_code(value):
         assert_compile_error(exc)
         return
     json.dumps(tree)
-    from vm.condition import evaluate
+    from vm.core.condition import evaluate
 
     for answer in (None, 1, "x", [1], {"n": 2}):
         assert isinstance(evaluate(tree, lambda step, path, answer=answer: answer), bool)
@@ -442,7 +442,7 @@ def test_mutated_token_is_refused_and_the_checkpoint_stays(sandbox, mutate, deci
 
 # frame bytes ---------------------------------------------------------------------------------
 def _frame_file(sandbox: Sandbox, halt: dict) -> Path:
-    from vm.token import decode
+    from vm.host.token import decode
 
     return sandbox.state / "runs" / f"{decode(halt['resumeToken']).state_key}.frame"
 

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from vm.protocol import Options, handle
+from vm.service.protocol import Options, handle
 
 
 class Gateway(BaseHTTPRequestHandler):

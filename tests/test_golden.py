@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from lobsterc.cli import compile_target, main
-from vm import codec
-from vm.dis import disassemble
-from vm.opcodes import Op
+from lobsterc.tools.cli import compile_target, main
+from vm.isa import codec
+from vm.isa.dis import disassemble
+from vm.isa.opcodes import Op
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 SOURCES = sorted(p for p in GOLDEN.iterdir() if p.suffix in (".lobster", ".pipeline"))
@@ -109,7 +109,7 @@ def _compile_in_child(src: Path, out: Path, seed: str) -> bytes:
 
 _COMPILE_ALL = """
 import sys
-from lobsterc.cli import main
+from lobsterc.tools.cli import main
 out = sys.argv[1]
 for i, src in enumerate(sys.argv[2:]):
     assert main(["compile", src, "-o", f"{out}/{i}.lbc"]) == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lobsterc.graph import graph
+from lobsterc.tools.graph import graph
 from lobsterc.diagnostics import CompileError
 
 from conftest import LOBSTERC

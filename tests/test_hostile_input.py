@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 
-from vm import js, protocol
-from vm.schema import first_error, schema_fault
+from vm.core import js
+from vm.service import protocol
+from vm.core.schema import first_error, schema_fault
 
 INPUT = """steps:
   - id: a

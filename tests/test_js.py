@@ -1,4 +1,4 @@
-"""vm.js: JavaScript coercions, equality, ordering, paths and JSON text, value by value."""
+"""vm.core.js: JavaScript coercions, equality, ordering, paths and JSON text, value by value."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pickle
 import pytest
 from hypothesis import given, strategies as st
 
-from vm import js
-from vm.js import UNDEFINED
+from vm.core import js
+from vm.core.js import UNDEFINED
 
 NAN = math.nan
 INF = math.inf

@@ -16,9 +16,11 @@ import pytest
 from conftest import LOBSTER
 from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 
-from vm import admin, mcp, token as tokens
-from vm.protocol import Options, handle
-from vm.store import open_store
+from vm.service import admin
+from vm.cli import mcp
+from vm.host import token as tokens
+from vm.service.protocol import Options, handle
+from vm.host.store import open_store
 
 GATED = "exec --json --shell 'echo [1]' | approve --prompt 'Go?'"
 
@@ -33,7 +35,7 @@ def _lose_every_key(location: str) -> None:
     if location.startswith("postgresql://"):
         import psycopg
 
-        from vm.store.postgres import close_pools
+        from vm.host.store.postgres import close_pools
 
         with psycopg.connect(location, autocommit=True) as conn:
             conn.execute("DELETE FROM lobster_keys")
@@ -191,7 +193,7 @@ def test_gc_retires_an_old_key_once_its_checkpoints_are_gone(options, location, 
 def test_a_store_of_schema_version_3_keeps_its_key_through_the_migration(pg_url):
     import psycopg
 
-    from vm.store import postgres
+    from vm.host.store import postgres
 
     key = os.urandom(32)
     with psycopg.connect(pg_url, autocommit=True) as conn:
@@ -210,7 +212,7 @@ def _lose_newest_key(location: str) -> None:
     if location.startswith("postgresql://"):
         import psycopg
 
-        from vm.store.postgres import close_pools
+        from vm.host.store.postgres import close_pools
 
         with psycopg.connect(location, autocommit=True) as conn:
             conn.execute("DELETE FROM lobster_keys WHERE id = (SELECT max(id) FROM lobster_keys)")
@@ -239,7 +241,7 @@ def test_a_lost_newest_key_is_reported_not_replaced(options, location, tmp_path)
 def test_a_short_key_row_is_refused_on_postgres(pg_url, tmp_path):
     import psycopg
 
-    from vm.store.postgres import close_pools
+    from vm.host.store.postgres import close_pools
 
     options = Options(cwd=str(tmp_path), state_dir=pg_url, env={})
     parked = handle({"action": "run", "pipeline": GATED}, options)

@@ -13,8 +13,8 @@ import pytest
 
 import lobsterc.frontend
 from conftest import LOBSTER, ROOT
-from vm.frontend import Frontend
-from vm.protocol import Options, handle
+from vm.service.frontend import Frontend
+from vm.service.protocol import Options, handle
 
 PARSER = ("lark", "lobsterc", "grammar")
 VM_SOURCES = sorted((ROOT / "vm").rglob("*.py"))
@@ -43,12 +43,12 @@ def forbidden_imports(tree: ast.AST) -> list[tuple[int, str]]:
 
 def test_the_scan_sees_every_kind_of_import():
     source = ("import os\n"
-              "def f():\n    import lark\n    from lobsterc.codegen import x\n"
-              "    import importlib\n    importlib.import_module('lobsterc.workflow')\n"
+              "def f():\n    import lark\n    from lobsterc.generate.codegen import x\n"
+              "    import importlib\n    importlib.import_module('lobsterc.generate.workflow')\n"
               "    return __import__('grammar')\n"
               "from vm import lobsterc_like\n")
     assert [name for _, name in forbidden_imports(ast.parse(source))] == [
-        "lark", "lobsterc.codegen", "lobsterc.workflow", "grammar"]
+        "lark", "lobsterc.generate.codegen", "lobsterc.generate.workflow", "grammar"]
 
 
 @pytest.mark.parametrize("path", VM_SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -83,14 +83,14 @@ def parser_modules(proc: subprocess.CompletedProcess) -> list[str]:
 
 
 def test_importing_the_vm_loads_no_parser(cli):
-    proc = python(f"import vm, vm.protocol, vm.machine, vm.cli, vm.codec, vm.store\n{REPORT}",
+    proc = python(f"import vm, vm.service.protocol, vm.engine.machine, vm.cli.main, vm.isa.codec, vm.host.store\n{REPORT}",
                   cli)
     assert proc.returncode == 0, proc.stderr
     assert parser_modules(proc) == []
 
 
 def resume_in_fresh_python(cli, *argv: str) -> tuple[dict, list[str]]:
-    code = (f"import sys, vm.cli\nrc = vm.cli.main({list(argv)!r})\nsys.stdout.flush()\n"
+    code = (f"import sys, vm.cli.main\nrc = vm.cli.main.main({list(argv)!r})\nsys.stdout.flush()\n"
             f"{REPORT}\nsys.exit(rc)")
     proc = python(code, cli)
     return json.loads(proc.stdout), parser_modules(proc)
@@ -122,7 +122,7 @@ def test_resume_by_id_through_lobster_tool_loads_no_parser(cli):
 
 def test_running_a_pipeline_does_compile_it(cli):
     # the check above means something: running pipeline text does import the parser
-    code = (f"import sys, vm.cli\nrc = vm.cli.main(['run', '--mode', 'tool', 'exec echo hi'])\n"
+    code = (f"import sys, vm.cli.main\nrc = vm.cli.main.main(['run', '--mode', 'tool', 'exec echo hi'])\n"
             f"sys.stdout.flush()\n{REPORT}")
     proc = python(code, cli)
     assert "lark" in parser_modules(proc)
@@ -142,5 +142,5 @@ def test_the_lobster_script_resumes_without_the_parser_or_an_entry_point_lookup(
     out, modules = imported_by_lobster(cli, "resume", "--token", token, "--approve", "yes")
     assert json.loads(out)["output"] == [1]
     assert "lobsterc.frontend" in modules  # the script is lobsterc's wiring of vm's CLI
-    assert not modules & {"lark", "lobsterc.parse", "lobsterc.cache", "lobsterc.diagnostics",
+    assert not modules & {"lark", "lobsterc.syntax.parse", "lobsterc.generate.cache", "lobsterc.diagnostics",
                           "importlib.metadata"}

@@ -15,9 +15,9 @@ import pytest
 from conftest import LOBSTER
 from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 
-from vm import admin
-from vm.protocol import Options, handle
-from vm.token import decode
+from vm.service import admin
+from vm.service.protocol import Options, handle
+from vm.host.token import decode
 
 SLOW = ("exec --json --shell 'echo [1]' | approve --prompt 'Go?' "
         "| exec --shell 'touch started; sleep 30; echo late > late.txt'")
@@ -215,8 +215,8 @@ def test_a_claim_held_under_a_live_pid_of_this_host_is_not_running_forever(tmp_p
     pid is the same) and no lease: it is in doubt, and cancel clears it."""
     import socket
 
-    from vm.store import open_store
-    from vm.store.claims import Claimant
+    from vm.host.store import open_store
+    from vm.host.store.claims import Claimant
 
     options = Options(cwd=str(tmp_path), state_dir=str(tmp_path / "state"), env={})
     parked = handle({"action": "run", "pipeline": "exec --json --shell 'echo [1]' "
@@ -336,8 +336,8 @@ def test_doctor_counts_the_checkpoints_by_state_on_stderr(cli):
     assert cli.run("doctor").stderr == ""
     cli.pipeline("exec --json --shell 'echo [1]' | approve --prompt Go")
     store_dir = str(cli.state)
-    from vm.store import open_store
-    from vm.store.claims import Claimant
+    from vm.host.store import open_store
+    from vm.host.store.claims import Claimant
 
     parked, _ = cli.pipeline("exec --json --shell 'echo [2]' | approve --prompt Go")
     key = decode(parked["requiresApproval"]["resumeToken"]).state_key
@@ -352,8 +352,8 @@ def test_a_claim_released_with_a_rewritten_frame_waits_again_with_its_history(lo
                                                                              tmp_path):
     """What `lobster migrate` will do: claim a checkpoint, park a rewritten frame under the same
     key, and it waits again; its record says claimed, then released."""
-    from vm import codec
-    from vm.store import lifecycle
+    from vm.isa import codec
+    from vm.host.store import lifecycle
 
     options = Options(cwd=str(tmp_path), state_dir=location, env={})
     parked = handle({"action": "run", "pipeline": "exec --json --shell 'echo [1]' "

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lobsterc.cli import main
-from lobsterc.lint import RULES, lint_file
+from lobsterc.tools.cli import main
+from lobsterc.check.lint import RULES, lint_file
 
 
 def write(tmp_path: Path, text: str, name: str = "flow.lobster") -> str:
@@ -167,7 +167,7 @@ def test_schema_keyword_the_dialect_ignores_is_named_with_its_pointer_and_still_
         ("W308", "warning", "responseSchema keyword '$defs' at /properties/a~1b is ignored by the "
          "validator", 11, 17, 22, _HELP_308),
     ]
-    from lobsterc.workflow import compile_workflow
+    from lobsterc.generate.workflow import compile_workflow
 
     (site,) = compile_workflow(path).halts
     assert site.schema["prefixItems"] == [{"type": "string"}]  # kept, as the original keeps it

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lobsterc.lint import lint_file
-from lobsterc.shellwords import program_texts, split_commands
+from lobsterc.check.lint import lint_file
+from lobsterc.syntax.shellwords import program_texts, split_commands
 
 ARG, OUT, JSON = "${name}", "$a.stdout", "$a.json"
 

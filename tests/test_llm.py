@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from vm.protocol import Options, handle
+from vm.service.protocol import Options, handle
 
 
 def answer(data=None, text=None, **extra) -> tuple[int, str]:

@@ -45,7 +45,7 @@ def session(body, refusals: int = 0, args: tuple[str, ...] = ()):
 def lint_json(tmp_path: Path, name: str, text: str) -> list[dict]:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    out = subprocess.run([sys.executable, "-m", "lobsterc.cli", "lint", "--format", "json",
+    out = subprocess.run([sys.executable, "-m", "lobsterc.tools.cli", "lint", "--format", "json",
                           str(path)], capture_output=True, text=True, cwd=ROOT)
     return json.loads(out.stdout)
 
@@ -458,7 +458,7 @@ def test_the_run_path_never_loads_pygls(tmp_path):
     flow.write_text("steps:\n  - id: a\n    timeout_ms: 1000\n    pipeline: json\n",
                     encoding="utf-8")
     code = ("import sys\n"
-            "from lobsterc.cli import main\n"
+            "from lobsterc.tools.cli import main\n"
             f"main(['lint', {str(flow)!r}]); main(['compile', {str(flow)!r}])\n"
             "from lobsterc.frontend import lobster\n"
             "try:\n"
@@ -479,7 +479,7 @@ def test_missing_extra_names_the_install():
             "        if name.split('.')[0] in ('pygls', 'lsprotocol'):\n"
             "            raise ImportError(name)\n"
             "sys.meta_path.insert(0, Block())\n"
-            "from lobsterc.cli import main\n"
+            "from lobsterc.tools.cli import main\n"
             "sys.exit(main(['lsp']))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          stdin=subprocess.DEVNULL)
@@ -498,8 +498,8 @@ def test_the_demo_session_runs_to_a_clean_file():
 def test_no_one_edit_fix_for_a_splice_in_an_unquoted_here_document(tmp_path):
     """Reading "$VAR" there is still code (the shell expands it into the program): the finding
     stands without a quick fix; outside a here-document the same finding has one."""
-    from lobsterc.lint import lint_file
-    from lobsterc.lsp.analysis import fixes
+    from lobsterc.check.lint import lint_file
+    from lobsterc.tools.lsp.analysis import fixes
 
     path = tmp_path / "h.lobster"
     for run, offered in (("sh <<EOF\n      echo ${who}\n      EOF", []),

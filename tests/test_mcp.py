@@ -10,8 +10,8 @@ from contextlib import asynccontextmanager
 import pytest
 
 from tests.conftest import LOBSTER
-from vm import protocol
-from vm.mcp import MISSING, TOOLS, input_schema, request_fields
+from vm.service import protocol
+from vm.cli.mcp import MISSING, TOOLS, input_schema, request_fields
 
 mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
 anyio = pytest.importorskip("anyio")

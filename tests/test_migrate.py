@@ -70,9 +70,9 @@ def test_a_paused_run_moves_onto_the_fixed_version_and_resumes_there(ship):
 
 
 def test_the_migration_is_recorded_and_signed(ship):
-    from vm import codec
-    from vm.migrate import history
-    from vm.store import open_store
+    from vm.isa import codec
+    from vm.service.migrate import history
+    from vm.host.store import open_store
 
     approval = start(ship)
     assert migrate(ship, "--to", "ship.fixed.lobster", "--id", approval).returncode == 0
@@ -135,8 +135,8 @@ def test_a_weakening_after_the_gate_needs_accepting(ship):
 def test_every_paused_run_of_a_program_hash(ship):
     first, second = start(ship), start(ship)
     program = pending(ship)[0]
-    from vm import codec
-    from vm.store import open_store
+    from vm.isa import codec
+    from vm.host.store import open_store
 
     store = open_store(ship.env["LOBSTER_STORE"])
     old = codec.load_frame(store.read_parked(store.lookup_approval_id(first)).blob).program_hash
@@ -199,8 +199,8 @@ def test_a_migration_racing_a_resume_takes_the_checkpoint_at_most_once(ship):
 
 
 def test_embedding_api_dry_run_and_refusal(tmp_path):
-    from vm.migrate import migrate as api
-    from vm.protocol import Options
+    from vm.service.migrate import migrate as api
+    from vm.service.protocol import Options
 
     cli = Cli(tmp_path)
     for f in REVIEW.glob("ship*.lobster"):
@@ -241,9 +241,9 @@ def test_a_run_signed_before_a_key_rotation_migrates_and_keeps_its_key(ship):
     while the run waits and the old token still resumes it."""
     import time
 
-    from vm import admin
-    from vm.protocol import Options
-    from vm.store import open_store
+    from vm.service import admin
+    from vm.service.protocol import Options
+    from vm.host.store import open_store
 
     parked, _ = ship.tool("run", "--mode", "tool", "--file", "ship.lobster", "--args-json",
                           json.dumps({"log": str(ship.work / "ship.log")}), env=WHO)

@@ -19,9 +19,9 @@ import attrs
 import pytest
 
 import vm
-import vm.admin
-import vm.messages as messages
-from vm.protocol import REQUEST_FIELDS, REQUIRED_FIELDS, Options, handle
+import vm.service.admin
+import vm.service.messages as messages
+from vm.service.protocol import REQUEST_FIELDS, REQUIRED_FIELDS, Options, handle
 
 ROOT = Path(__file__).resolve().parent.parent
 DIST = "lobster-pipelines"
@@ -63,7 +63,7 @@ def test_the_metadata_names_the_distribution_its_version_and_scripts(wheel):
     assert f"{info}/licenses/LICENSE" in archive.namelist()
     scripts = archive.read(f"{info}/entry_points.txt").decode()
     assert "lobster = lobsterc.frontend:lobster" in scripts
-    assert "lobsterc = lobsterc.cli:main" in scripts
+    assert "lobsterc = lobsterc.tools.cli:main" in scripts
     # the original's package ships these two as well (each runs one gateway call)
     assert "openclaw.invoke = lobsterc.frontend:openclaw_invoke" in scripts
     assert "clawd.invoke = lobsterc.frontend:clawd_invoke" in scripts
@@ -73,7 +73,7 @@ def test_the_unpacked_wheel_compiles_and_runs_from_its_own_grammar(wheel, tmp_pa
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     script = (
-        "import sys; from lobsterc import grammars; print(grammars.directory());"
+        "import sys; from lobsterc.syntax import grammars; print(grammars.directory());"
         "from lobsterc.frontend import lobster;"
         "sys.exit(lobster(['run', '--mode', 'tool', "
         "\"exec --json --shell 'echo [7]' | pick x\"]))")
@@ -91,7 +91,7 @@ def test_the_version_has_one_home():
     assert 'dynamic = ["version"]' in pyproject
     assert 'path = "vm/__init__.py"' in pyproject
     assert not re.search(r'^version\s*=', pyproject, re.M)
-    done = subprocess.run([sys.executable, "-m", "vm.cli", "version"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "vm.cli.main", "version"], capture_output=True,
                           text=True)
     assert done.stdout.strip() == vm.__version__
     assert f"## {vm.__version__}" in (ROOT / "CHANGELOG.md").read_text()
@@ -116,13 +116,13 @@ def test_every_public_name_of_the_embedding_api_is_documented():
             for member in _public_members(obj):
                 if not inspect.getdoc(getattr(obj, member)):
                     undocumented.append(f"{name}.{member}")
-    for name, obj in vars(vm.admin).items():
-        if inspect.isfunction(obj) and obj.__module__ == "vm.admin" and not name.startswith("_"):
+    for name, obj in vars(vm.service.admin).items():
+        if inspect.isfunction(obj) and obj.__module__ == "vm.service.admin" and not name.startswith("_"):
             if not inspect.getdoc(obj):
-                undocumented.append(f"vm.admin.{name}")
+                undocumented.append(f"vm.service.admin.{name}")
     for name in messages.__all__:
         if not inspect.getdoc(getattr(messages, name)) and name not in ("Request", "Envelope"):
-            undocumented.append(f"vm.messages.{name}")
+            undocumented.append(f"vm.service.messages.{name}")
     assert undocumented == []
 
 

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lobsterc.diagnostics import CompileError
-from lobsterc.parse import decode_word, parse_pipeline
-from lobsterc.source import Source
+from lobsterc.syntax.parse import decode_word, parse_pipeline
+from lobsterc.syntax.source import Source
 
 
 def stages(text: str) -> list[list[str]]:

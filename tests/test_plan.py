@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lobsterc.plan import pipeline_plan, workflow_plan
+from lobsterc.tools.plan import pipeline_plan, workflow_plan
 from lobsterc.diagnostics import CompileError
 from lobsterc.frontend import error_fields
 

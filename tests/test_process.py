@@ -1,4 +1,4 @@
-"""Tests of vm.process with real child processes (no mocks)."""
+"""Tests of vm.host.process with real child processes (no mocks)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vm.process import (
+from vm.host.process import (
     Cancelled,
     CommandNotFound,
     OutputLimitExceeded,

@@ -13,9 +13,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import LOBSTER
-from lobsterc.codegen import compile_pipeline
-from vm import codec, machine
-from vm.protocol import Options
+from lobsterc.generate.codegen import compile_pipeline
+from vm.isa import codec
+from vm.engine import machine
+from vm.service.protocol import Options
 
 ASK_SCHEMA = {"type": "object", "required": ["n"],
               "properties": {"id": {"type": "integer"}, "n": {"type": "integer"},
@@ -256,7 +257,7 @@ def workflow_dir(base: Path) -> Path:
 def drive_workflow(workdir: Path, *, cut: int | None = None):
     """Answer every gate (approve, or {"ok": true}); with `cut`, also park every `cut`
     instructions. Every park goes through bytes, checked against the program."""
-    from lobsterc.workflow import compile_workflow
+    from lobsterc.generate.workflow import compile_workflow
 
     program = codec.load_program(codec.dump_program(compile_workflow(str(workdir / "flow.lobster"))))
     options = Options(state_dir=str(workdir / "state"), cwd=str(workdir), env=dict(os.environ),

@@ -15,9 +15,9 @@ import pytest
 
 import lobsterc.frontend
 from lobsterc.diagnostics import CompileError
-from vm import frontend as vm_frontend
-from vm.process import Scope
-from vm.protocol import DEFAULT_MAX_STDOUT_BYTES, DEFAULT_TIMEOUT_MS, Options, Settings, handle
+from vm.service import frontend as vm_frontend
+from vm.host.process import Scope
+from vm.service.protocol import DEFAULT_MAX_STDOUT_BYTES, DEFAULT_TIMEOUT_MS, Options, Settings, handle
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from lobsterc.cli import main
+from lobsterc.tools.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 REVIEW = ROOT / "examples" / "review"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vm.schema import all_errors, first_error, ignored_keywords, schema_error
+from vm.core.schema import all_errors, first_error, ignored_keywords, schema_error
 
 
 def test_prefix_items_is_ignored_by_the_dialect():

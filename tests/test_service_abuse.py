@@ -100,7 +100,7 @@ def test_mcp_every_tool_refuses_an_unknown_field(cli):
 
 
 def test_mcp_refuses_an_oversized_frame_without_holding_it(cli):
-    from vm.mcp import MAX_FRAME_BYTES
+    from vm.cli.mcp import MAX_FRAME_BYTES
 
     server = RawMcp(cli)
     try:
@@ -127,7 +127,7 @@ def test_mcp_refuses_an_oversized_frame_without_holding_it(cli):
 
 
 def test_mcp_busy_answer_instead_of_starvation_and_cheap_calls_get_through(cli):
-    from vm.mcp import MAX_RUNS
+    from vm.cli.mcp import MAX_RUNS
 
     server = RawMcp(cli)
     extra = 13  # 45 long calls in all: more than the SDK's 40 default worker threads
@@ -171,8 +171,8 @@ def _steps_workflow(path, n: int) -> str:
 def test_dis_passes_over_the_steps_a_fixed_number_of_times(tmp_path):
     import attrs
 
-    from lobsterc.workflow import compile_workflow
-    from vm.dis import disassemble
+    from lobsterc.generate.workflow import compile_workflow
+    from vm.isa.dis import disassemble
 
     passes = []
     for n in (20, 80):
@@ -186,7 +186,7 @@ def test_dis_passes_over_the_steps_a_fixed_number_of_times(tmp_path):
 
 
 def test_a_workflow_with_many_errors_stops_checking_after_max_errors(tmp_path):
-    from lobsterc.check import MAX_ERRORS, check_file
+    from lobsterc.check.checker import MAX_ERRORS, check_file
 
     path = tmp_path / "w.lobster"
     path.write_text("steps:\n" + "".join(f"  - id: s{i}\n    run: echo\n    stdin: $nope{i}.stdout\n"
@@ -206,7 +206,7 @@ def test_a_workflow_over_the_node_limit_is_refused_without_a_second_parse(tmp_pa
     path = tmp_path / "w.lobster"
     path.write_text("steps:\n" + "".join(f"  - id: x\n    run: echo {i}\n"
                                          for i in range(MAX_DOCUMENT_NODES // 3)))
-    script = ("import sys, json; from lobsterc.build import load\n"
+    script = ("import sys, json; from lobsterc.load.build import load\n"
               "loaded = load(sys.argv[1])\n"
               "print(json.dumps([[d.code for d in loaded.diagnostics], "
               "'ruamel.yaml' in sys.modules]))")
@@ -217,7 +217,7 @@ def test_a_workflow_over_the_node_limit_is_refused_without_a_second_parse(tmp_pa
 
 # Events: never block a run for long, never dropped silently ---------------------------------
 def _event_options(tmp_path, **kw):
-    from vm.protocol import Options
+    from vm.service.protocol import Options
 
     return Options(cwd=str(tmp_path), state_dir=str(tmp_path / "state"), **kw)
 
@@ -225,8 +225,8 @@ def _event_options(tmp_path, **kw):
 def test_a_hung_callback_holds_one_thread_not_one_per_run(tmp_path):
     import threading
 
-    from vm.events import drain
-    from vm.protocol import handle
+    from vm.engine.events import drain
+    from vm.service.protocol import handle
 
     release = threading.Event()
 
@@ -250,8 +250,8 @@ def test_a_hung_callback_holds_one_thread_not_one_per_run(tmp_path):
 def test_events_past_the_queue_bound_are_counted_in_the_envelope(tmp_path, monkeypatch):
     import threading
 
-    from vm import events
-    from vm.protocol import handle
+    from vm.engine import events
+    from vm.service.protocol import handle
 
     monkeypatch.setattr(events, "MAX_QUEUED", 3)
     release = threading.Event()
@@ -388,7 +388,7 @@ def test_pooled_connections_after_a_postgresql_restart():
 
     pytest.importorskip("psycopg")
     from tests import pg_server
-    from vm.store.postgres import POOL_MAX, PostgresStore, close_pools
+    from vm.host.store.postgres import POOL_MAX, PostgresStore, close_pools
 
     import tempfile
 
@@ -444,7 +444,7 @@ def test_the_claim_statements_are_the_ones_never_retried():
     import inspect
     import textwrap
 
-    from vm.store import postgres
+    from vm.host.store import postgres
 
     tree = ast.parse(textwrap.dedent(inspect.getsource(postgres.PostgresStore.claim_frame)))
     calls = [getattr(node.func, "attr", "") for node in ast.walk(tree)
@@ -454,7 +454,7 @@ def test_the_claim_statements_are_the_ones_never_retried():
 
 
 def test_pipelines_past_max_errors_are_not_bound(tmp_path):
-    from lobsterc.check import MAX_ERRORS, check_file
+    from lobsterc.check.checker import MAX_ERRORS, check_file
 
     path = tmp_path / "w.lobster"
     path.write_text("steps:\n" + "".join(f"  - id: s{i}\n    pipeline: nosuch{i} --x\n"
@@ -530,8 +530,8 @@ def test_a_statement_on_a_dead_connection_is_retried_once_but_never_the_claim(pg
     import pytest
 
     from tests.pg_server import with_search_path
-    from vm.store.base import StoreError
-    from vm.store.postgres import PostgresStore, close_pools
+    from vm.host.store.base import StoreError
+    from vm.host.store.postgres import PostgresStore, close_pools
 
     host = dict(part.split("=", 1) for part in pg_server.split("?", 1)[1].split("&")).get("host")
     if not host or not os.path.exists(f"{host}/.s.PGSQL.5432"):

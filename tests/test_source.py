@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lobsterc.source import Source, excerpt
+from lobsterc.syntax.source import Source, excerpt
 
 
 @settings(max_examples=500, deadline=None)

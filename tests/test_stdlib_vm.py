@@ -1,4 +1,4 @@
-"""Every stdlib command through the real VM, in process: `vm.protocol.handle` on a tool request."""
+"""Every stdlib command through the real VM, in process: `vm.service.protocol.handle` on a tool request."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from vm.protocol import Options, handle
+from vm.service.protocol import Options, handle
 
 ROWS = [
     {"id": 1, "name": "alpha", "team": "red", "score": 30},

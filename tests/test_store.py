@@ -11,8 +11,8 @@ import struct
 
 import pytest
 
-from vm.protocol import Decision, Options, handle, resume
-from vm.store import Claimant, Store, StoreError, atomic_write, value_file_name
+from vm.service.protocol import Decision, Options, handle, resume
+from vm.host.store import Claimant, Store, StoreError, atomic_write, value_file_name
 
 
 def test_atomic_write_replaces_and_leaves_no_temp_files(tmp_path):
@@ -43,7 +43,7 @@ def test_a_halt_writes_one_frame_and_one_id_beside_it_and_resume_removes_both(tm
     assert done["status"] == "ok"
     key = runs[1][:-len(".frame")]  # what stays is the tombstone: its record and its id
     assert sorted(os.listdir(tmp_path / "state" / "runs")) == [runs[0], f"{key}.record"]
-    from vm import admin
+    from vm.service import admin
 
     assert admin.gc(options, now=time.time() + 8 * 86400)["tombstones"] == [key]
     assert os.listdir(tmp_path / "state" / "runs") == []
@@ -231,7 +231,7 @@ def test_a_claim_whose_lease_is_live_reads_as_not_found_being_resumed(tmp_path):
     assert store.claim_record(key).lease_until is None  # an earlier version's: no lease
     again = handle({"action": "resume", "token": token, "approve": True}, options)
     assert again["error"]["code"] == "T432", again  # so it is in doubt at once
-    from vm.store.claims import Claimant
+    from vm.host.store.claims import Claimant
 
     os.rename(store.claim_path(key), store.frame_path(key))
     assert store.claim_frame(key, Claimant("approval", "x"), lease_until=time.time() + 60)

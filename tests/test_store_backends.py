@@ -10,7 +10,7 @@ import time
 import pytest
 from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 
-from vm.store import Claimant, ClaimRecord, Store, StoreError, open_store
+from vm.host.store import Claimant, ClaimRecord, Store, StoreError, open_store
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import sys
 import pytest
 from pg_server import pg_server, pg_url  # noqa: F401  (fixtures)
 
-from vm.store import StoreError, open_store
+from vm.host.store import StoreError, open_store
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -24,7 +24,7 @@ def _search_path_tables(url: str) -> dict[str, int]:
 
 
 def test_the_store_creates_its_schema_once_and_records_the_version(pg_url):
-    from vm.store.postgres import SCHEMA_VERSION, close_pools
+    from vm.host.store.postgres import SCHEMA_VERSION, close_pools
 
     open_store(pg_url, {}).set_value("a", 1)
     close_pools()
@@ -54,13 +54,13 @@ def test_processes_opening_a_new_database_at_once_migrate_it_once(pg_url):
     for child in children:
         child.join(timeout=120)
         assert child.exitcode == 0
-    from vm.store.postgres import SCHEMA_VERSION
+    from vm.host.store.postgres import SCHEMA_VERSION
 
     assert _search_path_tables(pg_url)["versions"] == list(range(1, SCHEMA_VERSION + 1))
 
 
 def test_a_schema_newer_than_this_lobster_is_refused(pg_url):
-    from vm.store.postgres import close_pools
+    from vm.host.store.postgres import close_pools
 
     open_store(pg_url, {})
     close_pools()
@@ -92,14 +92,14 @@ def _python(code: str) -> subprocess.CompletedProcess:
 
 
 def test_the_driver_is_imported_only_when_a_postgresql_store_is_opened():
-    proc = _python("import sys, vm.protocol, vm.store; vm.store.open_store('/tmp/x', {});"
+    proc = _python("import sys, vm.service.protocol, vm.host.store; vm.host.store.open_store('/tmp/x', {});"
                    "print(sorted(m for m in sys.modules if m.startswith('psycopg')))")
     assert proc.stdout.strip() == "[]", proc.stderr
 
 
 def test_without_the_driver_a_postgresql_url_is_a_store_error_naming_the_extra():
     proc = _python("import sys; sys.modules['psycopg'] = None\n"
-                   "from vm.store import StoreError, open_store\n"
+                   "from vm.host.store import StoreError, open_store\n"
                    "try:\n    open_store('postgresql://localhost/x', {})\n"
                    "except StoreError as exc:\n    print(exc)")
     assert proc.stdout.strip() == \

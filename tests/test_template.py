@@ -8,10 +8,10 @@ import time
 import pytest
 from hypothesis import given, strategies as st
 
-from vm import js
-from vm.store import Store
-from vm.commands import template as tpl
-from vm.commands.base import Args, CommandError, Context
+from vm.core import js
+from vm.host.store import Store
+from vm.host.commands import template as tpl
+from vm.host.commands.base import Args, CommandError, Context
 
 ITEM = {
     "name": "alpha", "n": 5, "f": 3.14159, "neg": -2.5, "half": 2.5, "zero": 0, "empty": "",

@@ -9,20 +9,22 @@ import attrs
 import msgpack
 import pytest
 
-from lobsterc.codegen import Emitter, compile_pipeline
-from lobsterc.effects import Cfg
-from lobsterc.workflow import compile_workflow
-from vm import codec, machine, ops, token as tokens
-from vm.codec import LoadError
-from vm.dis import disassemble
-from vm.frame import LoopFrame, TryFrame
-from vm.interp import HANDLERS
-from vm.opcodes import FLOWS, OPS, Op
-from vm.ops import Exec
-from vm.program import Instr
-from vm.protocol import Decision, Options, handle, resume
-from vm.source import Source, render_trap
-from vm.verify import VerifyError, verify, verify_frame
+from lobsterc.generate.codegen import Emitter, compile_pipeline
+from lobsterc.check.effects import Cfg
+from lobsterc.generate.workflow import compile_workflow
+from vm.isa import codec, ops
+from vm.engine import machine
+from vm.host import token as tokens
+from vm.isa.codec import LoadError
+from vm.isa.dis import disassemble
+from vm.isa.frame import LoopFrame, TryFrame
+from vm.engine.interp import HANDLERS
+from vm.isa.opcodes import FLOWS, OPS, Op
+from vm.isa.ops import Exec
+from vm.isa.program import Instr
+from vm.service.protocol import Decision, Options, handle, resume
+from vm.core.source import Source, render_trap
+from vm.isa.verify import VerifyError, verify, verify_frame
 
 
 def workflow(tmp_path: Path, text: str, name: str = "flow.lobster", **files: str):

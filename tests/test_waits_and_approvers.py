@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from vm.process import Scope
-from vm.protocol import Options, handle
+from vm.host.process import Scope
+from vm.service.protocol import Options, handle
 
 HOUR_MS = 3_600_000
 

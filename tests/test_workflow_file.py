@@ -359,7 +359,7 @@ def test_importing_the_loader_stays_light() -> None:
     import sys
 
     code = (
-        "import sys, lobsterc.workflow_file, lobsterc.expr; "
+        "import sys, lobsterc.workflow_file, lobsterc.syntax.expr; "
         "assert not [m for m in sys.modules if m.split('.')[0] in ('ruamel', 'jsonschema', 'lark')]"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -380,7 +380,7 @@ def test_any_text_loads_or_raises_compile_error(text: str, name: str) -> None:
 
 def _both_parsers(text: str) -> tuple[object, object]:
     from lobsterc.load import yaml_text
-    from lobsterc.source import Source
+    from lobsterc.syntax.source import Source
 
     def outcome(parse):
         try:
@@ -394,7 +394,7 @@ def _both_parsers(text: str) -> tuple[object, object]:
 
 def _libyaml_composes(text: str) -> bool:
     from lobsterc.load import yaml_text
-    from lobsterc.source import Source
+    from lobsterc.syntax.source import Source
 
     parser, error = yaml_text.find_libyaml()
     composer = yaml_text.YamlComposer(Source("wf.lobster", text), libyaml=True)
@@ -500,6 +500,6 @@ def test_a_response_schema_checked_once_gives_the_same_verdict_again() -> None:
 
 
 def test_response_schema_is_checked_in_the_dialect_answers_are_validated_in() -> None:
-    # draft-07 (vm.schema), as at resume: tuple `items` is valid there (2020-12 would refuse it)
+    # draft-07 (vm.core.schema), as at resume: tuple `items` is valid there (2020-12 would refuse it)
     ok = S + "    input: {prompt: p, responseSchema: {type: array, items: [{type: string}]}}\n"
     assert load_workflow_text(ok, "wf.lobster").data["steps"][0]["input"]["responseSchema"]["items"]

@@ -11,17 +11,17 @@ stays cheap):
 - `open_store`, `StateStore`: the checkpoint store (a directory or PostgreSQL).
 - `history(options, id)`: one checkpoint's record (halted, claimed: by whom and the approver,
   how it ended), by approval id, resume token or state key: the audit trail.
-- `vm.admin`: `pending`, `cancel`, `cancel_older_than`, `gc`, `history`.
-- `vm.messages`: TypedDicts of every request and envelope.
+- `vm.service.admin`: `pending`, `cancel`, `cancel_older_than`, `gc`, `history`.
+- `vm.service.messages`: TypedDicts of every request and envelope.
 """
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "handle": "vm.protocol", "run": "vm.protocol", "resume": "vm.protocol",
-    "Options": "vm.protocol", "Decision": "vm.protocol", "RequestError": "vm.protocol",
-    "Scope": "vm.process", "open_store": "vm.store", "StateStore": "vm.store",
-    "history": "vm.admin",
+    "handle": "vm.service.protocol", "run": "vm.service.protocol", "resume": "vm.service.protocol",
+    "Options": "vm.service.protocol", "Decision": "vm.service.protocol", "RequestError": "vm.service.protocol",
+    "Scope": "vm.host.process", "open_store": "vm.host.store", "StateStore": "vm.host.store",
+    "history": "vm.service.admin",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -7,8 +7,8 @@ import os
 
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.load.document import MAX_WORKFLOW_BYTES, Document, OffsetSpans, Path
-from lobsterc.source import Source
-from vm.frontend import WORKFLOW_EXTENSIONS as EXTENSIONS
+from lobsterc.syntax.source import Source
+from vm.service.frontend import WORKFLOW_EXTENSIONS as EXTENSIONS
 
 __all__ = ["Document", "OffsetSpans", "Path", "EXTENSIONS", "load_document", "parse_text", "read_text"]
 

@@ -8,7 +8,7 @@ from typing import Any
 from attrs import field, frozen
 
 from lobsterc.diagnostics import CompileError, Diagnostic
-from lobsterc.source import Source, Span
+from lobsterc.syntax.source import Source, Span
 
 Path = tuple  # keys and indices from the document root, e.g. ("steps", 2, "run")
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from lobsterc.load.document import (MAX_NESTING, OffsetSpans, ParseError, Path, load_error,
                                      too_deep)
-from vm import js
-from lobsterc.source import Source
+from vm.core import js
+from lobsterc.syntax.source import Source
 
 _JSON_WS = re.compile(r"[ \t\n\r]*")
 _JSON_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')

@@ -11,7 +11,7 @@ from typing import Any
 
 from lobsterc.load.document import (MAX_DOCUMENT_NODES, MAX_NESTING, OffsetSpans, OverLimit,
                                      ParseError, Path, load_error, syntax_error, too_deep)
-from lobsterc.source import Source
+from lobsterc.syntax.source import Source
 
 # The events come from libyaml (PyYAML's C parser) when it is installed, else from ruamel.yaml's
 # pure-Python parser. Both give the same events and marks (character offsets) for what they both

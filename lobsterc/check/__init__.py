@@ -1,0 +1,2 @@
+"""What a tree means: the checker, the workflow format rules and schema, lint, the effect
+analysis."""

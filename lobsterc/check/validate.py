@@ -1,0 +1,534 @@
+"""The reference's load-time rules for a workflow document: its exact texts, in its order, with
+JavaScript value semantics; the first problem wins. Also the predicates that say what a step is."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lobsterc.diagnostics import Diagnostic
+from lobsterc.load import Document, Path
+from vm.core import bounds
+from vm.core.js import UNDEFINED, to_number, truthy
+
+MAX_TIMEOUT_MS = bounds.TIMEOUT_MS.maximum  # a step's timeout_ms: the bound of a run's
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()  # JavaScript `undefined`: a key that is not there
+
+
+class _Invalid(Exception):
+    def __init__(self, message: str, path: Path) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+
+
+def _fail(message: str, *path: Any) -> None:
+    raise _Invalid(message, tuple(path))
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key, ABSENT) if isinstance(obj, dict) else ABSENT
+
+
+def _js(value: Any) -> Any:
+    """A document value as vm.core.js sees it: a key that is not there is `undefined`."""
+    return UNDEFINED if value is ABSENT else value
+
+
+def _truthy(value: Any) -> bool:
+    return truthy(_js(value))
+
+
+def _is_object(value: Any) -> bool:
+    """typeof value === "object" && value !== null (arrays included)."""
+    return isinstance(value, (dict, list))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_finite(value: Any) -> bool:
+    return _is_number(value) and math.isfinite(value)
+
+
+def _is_integer(value: Any) -> bool:
+    return _is_finite(value) and value == int(value)
+
+
+def _to_number(value: Any) -> float:
+    """JavaScript Number(value)."""
+    return to_number(_js(value))
+
+
+def _nonblank_str(value: Any) -> bool:
+    return isinstance(value, str) and value.strip() != ""
+
+
+def is_approval(value: Any) -> bool:
+    """Whether a step's `approval` value makes it a gate: true, a non-blank string, or an object."""
+    return value is True or _nonblank_str(value) or isinstance(value, dict)
+
+
+def is_input(value: Any) -> bool:
+    """Whether a step's `input` value makes it an input step (an object)."""
+    return isinstance(value, dict)
+
+
+def _shell_line(step: Any) -> Any:
+    run = _get(step, "run")
+    return run if isinstance(run, str) else _get(step, "command")
+
+
+def step_kind(step: dict) -> str:
+    """What a (validated) step executes: input, for_each, then parallel > workflow > pipeline >
+    shell (run/command); with none of them, approval or noop."""
+    get = step.get if isinstance(step, dict) else {}.get
+    if isinstance(get("input"), dict):
+        return "input"
+    if isinstance(get("for_each"), str):
+        return "for_each"
+    if isinstance(get("parallel"), dict):
+        return "parallel"
+    workflow = get("workflow")
+    if isinstance(workflow, str) and workflow.strip():
+        return "workflow"
+    pipeline = get("pipeline")
+    if isinstance(pipeline, str) and pipeline:
+        return "pipeline"
+    run = get("run")
+    if _truthy(run if isinstance(run, str) else get("command")):
+        return "shell"
+    return "approval" if is_approval(get("approval")) else "noop"
+
+
+def validate_document(wf: Document) -> Diagnostic | None:
+    """The first problem of a parsed workflow file, or None. The reference's checks come first
+    (they own its texts); the JSON Schema then catches what they let through."""
+    from lobsterc.check.keys import first_unknown_key
+
+    unknown = first_unknown_key(wf)
+    if unknown is not None:
+        return unknown
+    try:
+        _check_file(wf.data)
+    except _Invalid as bad:
+        return _diagnostic(wf, bad.message, bad.path)
+    from lobsterc.check.schema import schema_diagnostic
+
+    return schema_diagnostic(wf)
+
+
+def _diagnostic(wf: Document, message: str, path: Path) -> Diagnostic:
+    return Diagnostic(code="E210", message=message, span=wf.span_of(*path))
+
+
+def _check_file(data: Any) -> None:
+    if not _is_object(data):
+        _fail("Workflow file must be a JSON/YAML object")
+    steps = _get(data, "steps")
+    if not isinstance(steps, list) or not steps:
+        _fail("Workflow file requires a non-empty steps array", "steps")
+    _check_cost_limit(_get(data, "cost_limit"))
+    _check_checkpoint_ttl(_get(data, "checkpoint_ttl"))
+    seen: set[str] = set()
+    for index, step in enumerate(steps):
+        _check_step(step, ("steps", index), seen)
+
+
+def _check_cost_limit(limit: Any) -> None:
+    if limit is ABSENT:
+        return
+    if not isinstance(limit, dict):
+        _fail("Workflow cost_limit must be an object", "cost_limit")
+    max_usd = _to_number(limit.get("max_usd", ABSENT))
+    if not math.isfinite(max_usd) or max_usd < 0:
+        _fail("Workflow cost_limit.max_usd must be a non-negative number", "cost_limit", "max_usd")
+    if limit.get("action", ABSENT) not in (ABSENT, "warn", "stop"):
+        _fail('Workflow cost_limit.action must be "warn" or "stop"', "cost_limit", "action")
+
+
+def _check_checkpoint_ttl(ttl: Any) -> None:
+    from lobsterc.load.build import checkpoint_ttl_ms
+
+    if ttl is not ABSENT and checkpoint_ttl_ms(ttl) is None:
+        limit = bounds.CHECKPOINT_TTL.limit_text()
+        try:
+            bounds.CHECKPOINT_TTL.parse(ttl, "checkpoint_ttl")
+        except bounds.BoundError as exc:
+            if exc.kind == "range":
+                _fail(f"Workflow checkpoint_ttl must be at most {limit}", "checkpoint_ttl")
+        _fail("Workflow checkpoint_ttl must be a duration such as 30m, 12h or 7d, or a positive "
+              "number of milliseconds", "checkpoint_ttl")
+
+
+def _check_step(step: Any, at: Path, seen: set[str]) -> None:
+    if not _is_object(step):
+        _fail("Workflow step must be an object", *at)
+    sid = _get(step, "id")
+    if not _truthy(sid) or not isinstance(sid, str):
+        _fail("Workflow step requires an id", *at, "id")
+    _check_workflow_ref(step, sid, at)
+    parallel = step.get("parallel", ABSENT)
+    if parallel is not ABSENT and not isinstance(parallel, dict):
+        _fail(f"Workflow step {sid} parallel must be an object", *at, "parallel")
+    is_parallel = isinstance(parallel, dict)
+    if is_parallel:
+        _check_parallel(parallel, sid, (*at, "parallel"), seen)
+    for_each = step.get("for_each", ABSENT)
+    if for_each is not ABSENT and not isinstance(for_each, str):
+        _fail(f"Workflow step {sid} for_each must be a string (step reference expression)", *at, "for_each")
+    is_for_each = isinstance(for_each, str)
+    if is_for_each:
+        _check_for_each(step, sid, at)
+    _check_execution(step, sid, at, is_parallel, is_for_each)
+    _check_input(step, sid, at)
+    _check_approval(step.get("approval", ABSENT), sid, (*at, "approval"))
+    _check_limits(step, sid, at)
+    if sid in seen:
+        _fail(f"Duplicate workflow step id: {sid}", *at, "id")
+    if is_parallel:
+        seen.update(branch["id"] for branch in parallel["branches"])
+    seen.add(sid)
+
+
+def _check_workflow_ref(step: dict, sid: str, at: Path) -> None:
+    workflow = step.get("workflow", ABSENT)
+    if workflow is not ABSENT and not isinstance(workflow, str):
+        _fail(f"Workflow step {sid} workflow must be a string (file path)", *at, "workflow")
+    if isinstance(workflow, str) and not workflow.strip():
+        _fail(f"Workflow step {sid} workflow path cannot be blank", *at, "workflow")
+    args = step.get("workflow_args", ABSENT)
+    if args is not ABSENT and not isinstance(args, dict):
+        _fail(f"Workflow step {sid} workflow_args must be a plain object", *at, "workflow_args")
+
+
+def _check_parallel(parallel: dict, sid: str, at: Path, seen: set[str]) -> None:
+    branches = parallel.get("branches", ABSENT)
+    if not isinstance(branches, list) or not branches:
+        _fail(f"Workflow step {sid} parallel requires a non-empty branches array", *at, "branches")
+    if parallel.get("wait", ABSENT) not in (ABSENT, "all", "any"):
+        _fail(f'Workflow step {sid} parallel wait must be "all" or "any"', *at, "wait")
+    timeout = parallel.get("timeout_ms", ABSENT)
+    if timeout is not ABSENT and not _valid_timeout(timeout):
+        _fail(
+            f"Workflow step {sid} parallel timeout_ms must be a positive integer between 1 and {MAX_TIMEOUT_MS}",
+            *at,
+            "timeout_ms",
+        )
+    branch_ids: set[str] = set()
+    for index, branch in enumerate(branches):
+        _check_branch(branch, sid, (*at, "branches", index), branch_ids, seen)
+
+
+def _check_branch(branch: Any, sid: str, at: Path, branch_ids: set[str], seen: set[str]) -> None:
+    if not _is_object(branch):
+        _fail(f"Workflow step {sid} parallel branches must be objects", *at)
+    bid = _get(branch, "id")
+    if not _truthy(bid) or not isinstance(bid, str):
+        _fail(f"Workflow step {sid} parallel branch requires an id", *at, "id")
+    if bid == sid:
+        _fail(f"Workflow step {sid} parallel branch id cannot match the step id", *at, "id")
+    if bid in branch_ids:
+        _fail(f"Workflow step {sid} duplicate parallel branch id: {bid}", *at, "id")
+    if bid in seen:
+        _fail(f"Duplicate workflow id across steps/parallel branches: {bid}", *at, "id")
+    branch_ids.add(bid)
+    pipeline = branch.get("pipeline", ABSENT)
+    count = _truthy(_shell_line(branch)) + (isinstance(pipeline, str) and pipeline != "")
+    prefix = f"Workflow step {sid} parallel branch {bid}"
+    if count == 0:
+        _fail(f"{prefix} requires run, command, or pipeline", *at)
+    if count > 1:
+        _fail(f"{prefix} can only define one of run, command, or pipeline", *at)
+    _check_strings(branch, prefix, at)
+
+
+def _check_strings(step: Any, prefix: str, at: Path) -> None:
+    for key in ("run", "command", "pipeline"):
+        value = step.get(key, ABSENT)
+        if value is not ABSENT and not isinstance(value, str):
+            _fail(f"{prefix} {key} must be a string", *at, key)
+
+
+def _check_for_each(step: dict, sid: str, at: Path) -> None:
+    subs = step.get("steps", ABSENT)
+    if not isinstance(subs, list) or not subs:
+        _fail(f"Workflow step {sid} for_each requires a non-empty steps array", *at, "steps")
+    batch = step.get("batch_size", ABSENT)
+    if batch is not ABSENT and not (_is_integer(batch) and batch >= 1):
+        _fail(f"Workflow step {sid} batch_size must be a positive integer", *at, "batch_size")
+    pause = step.get("pause_ms", ABSENT)
+    if pause is not ABSENT and not (_is_finite(pause) and pause >= 0):
+        _fail(f"Workflow step {sid} pause_ms must be a finite non-negative number", *at, "pause_ms")
+    if is_approval(step.get("approval", ABSENT)):
+        _fail(
+            f"Workflow step {sid} for_each steps cannot define approval (use a separate step after the loop)",
+            *at,
+            "approval",
+        )
+    if is_input(step.get("input", ABSENT)):
+        _fail(
+            f"Workflow step {sid} for_each steps cannot define input (use a separate step after the loop)",
+            *at,
+            "input",
+        )
+    if step.get("stdin", ABSENT) not in (ABSENT, None):
+        _fail(
+            f"Workflow step {sid} for_each steps cannot define stdin (loop input comes from the for_each expression)",
+            *at,
+            "stdin",
+        )
+    pipeline = step.get("pipeline", ABSENT)
+    if (
+        _truthy(_shell_line(step))
+        or (isinstance(pipeline, str) and pipeline != "")
+        or _truthy(step.get("workflow", ABSENT))
+        or _truthy(step.get("parallel", ABSENT))
+    ):
+        _fail(f"Workflow step {sid} for_each cannot also define run, command, pipeline, workflow, or parallel", *at)
+    item_var, index_var = step.get("item_var", ABSENT), step.get("index_var", ABSENT)
+    if item_var is not ABSENT and not isinstance(item_var, str):
+        _fail(f"Workflow step {sid} item_var must be a string", *at, "item_var")
+    if index_var is not ABSENT and not isinstance(index_var, str):
+        _fail(f"Workflow step {sid} index_var must be a string", *at, "index_var")
+    item_var = "item" if item_var is ABSENT else item_var
+    index_var = "index" if index_var is ABSENT else index_var
+    if item_var == index_var:
+        _fail(f"Workflow step {sid} item_var and index_var cannot be the same", *at, "index_var")
+    sub_ids: set[str] = set()
+    for index, sub in enumerate(subs):
+        _check_sub_step(sub, sid, (*at, "steps", index), (item_var, index_var), sub_ids)
+
+
+def _check_sub_step(sub: Any, sid: str, at: Path, loop_vars: tuple[str, str], sub_ids: set[str]) -> None:
+    sub_id = _get(sub, "id")
+    if not _is_object(sub) or not _truthy(sub_id) or not isinstance(sub_id, str):
+        _fail(f"Workflow step {sid} for_each sub-step requires an id", *at, "id")
+    if sub_id in loop_vars:
+        _fail(f"Workflow step {sid} for_each sub-step id '{sub_id}' conflicts with loop variable", *at, "id")
+    if sub_id in sub_ids:
+        _fail(f"Workflow step {sid} duplicate for_each sub-step id: {sub_id}", *at, "id")
+    sub_ids.add(sub_id)
+    prefix = f"Workflow step {sid} for_each sub-step {sub_id}"
+    _check_strings(sub, prefix, at)
+    if any(_truthy(sub.get(key, ABSENT)) for key in ("workflow", "parallel", "for_each")):
+        _fail(f"{prefix} cannot define workflow, parallel, or for_each", *at)
+    shell = _nonblank_str(sub.get("run", ABSENT)) or _nonblank_str(sub.get("command", ABSENT))
+    pipeline = _nonblank_str(sub.get("pipeline", ABSENT))
+    # Deliberate difference (SPEC 9.5): approval and input gates may stand inside a loop,
+    # because the frame keeps the loop stack; the reference rejects them.
+    approval, inputs = is_approval(sub.get("approval", ABSENT)), is_input(sub.get("input", ABSENT))
+    if inputs and (shell or pipeline):
+        _fail(f"{prefix} input steps cannot define run, command, or pipeline", *at)
+    if approval and inputs:
+        _fail(f"{prefix} cannot define both approval and input", *at)
+    if not shell and not pipeline and not approval and not inputs:
+        _fail(f"{prefix} requires run, command, or pipeline", *at)
+    if shell and pipeline:
+        _fail(f"{prefix} can only define one of run, command, or pipeline", *at)
+    if inputs:
+        _check_input(sub, prefix.removeprefix("Workflow step "), at)
+
+
+def _check_execution(step: dict, sid: str, at: Path, is_parallel: bool, is_for_each: bool) -> None:
+    pipeline = step.get("pipeline", ABSENT)
+    count = (
+        _truthy(_shell_line(step))
+        + (isinstance(pipeline, str) and pipeline != "")
+        + _nonblank_str(step.get("workflow", ABSENT))
+        + is_parallel
+        + is_for_each
+    )
+    approval, inputs = is_approval(step.get("approval", ABSENT)), is_input(step.get("input", ABSENT))
+    if count == 0 and not approval and not inputs:
+        _fail(
+            f"Workflow step {sid} requires run, command, pipeline, workflow, parallel, for_each, approval, or input",
+            *at,
+        )
+    if count > 1:
+        _fail(f"Workflow step {sid} can only define one of run, command, pipeline, workflow, parallel, or for_each", *at)
+    if count > 0 and inputs:
+        _fail(
+            f"Workflow step {sid} input steps cannot define run, command, pipeline, workflow, parallel, or for_each",
+            *at,
+        )
+    if approval and inputs:
+        _fail(f"Workflow step {sid} cannot define both approval and input", *at)
+    _check_strings(step, f"Workflow step {sid}", at)
+
+
+def _check_input(step: dict, sid: str, at: Path) -> None:
+    value = step.get("input", ABSENT)
+    if value is ABSENT:
+        return
+    if not is_input(value):
+        _fail(f"Workflow step {sid} input must be an object", *at, "input")
+    if not isinstance(value.get("prompt", ABSENT), str):
+        _fail(f"Workflow step {sid} input.prompt must be a string", *at, "input", "prompt")
+    schema = value.get("responseSchema", ABSENT)
+    if not (schema is None or _is_object(schema)):
+        _fail(f"Workflow step {sid} input.responseSchema must be an object", *at, "input", "responseSchema")
+    problem = _schema_problem(schema)
+    if problem is not None:
+        _fail(f"Workflow step {sid} input.responseSchema is invalid: {problem}", *at, "input", "responseSchema")
+
+
+def _schema_problem(schema: Any) -> str | None:
+    """Why a JSON Schema is not one of the input dialect (vm.core.schema), or None."""
+    if not isinstance(schema, dict):
+        return "schema must be object or boolean"
+    key = repr(schema)  # of plain data: keeps key order, tells 1, 1.0, True and "1" apart
+    if key in _schema_problems:
+        return _schema_problems[key]
+    from vm.core.schema import schema_fault
+
+    problem = None
+    fault = schema_fault(schema)
+    if fault is not None:
+        where = fault.json_path
+        problem = fault.message if where == "$" else f"{fault.message} at {where}"
+    if len(_schema_problems) >= _SCHEMA_CACHE_SIZE:
+        _schema_problems.clear()
+    _schema_problems[key] = problem
+    return problem
+
+
+_SCHEMA_CACHE_SIZE = 256
+_schema_problems: dict[str, str | None] = {}  # repr of a responseSchema -> why it is invalid
+
+
+_IDENTITY_FIELDS = (
+    ("initiated_by", str, "a string"),
+    ("initiatedBy", str, "a string"),
+    ("required_approver", str, "a string"),
+    ("requiredApprover", str, "a string"),
+    ("require_different_approver", bool, "a boolean"),
+    ("requireDifferentApprover", bool, "a boolean"),
+)
+
+
+def _check_approval(approval: Any, sid: str, at: Path) -> None:
+    if not isinstance(approval, dict):
+        return
+    for key, kind, noun in _IDENTITY_FIELDS:
+        value = approval.get(key, ABSENT)
+        if value is not ABSENT and not isinstance(value, kind):
+            _fail(f"Workflow step {sid} approval.{key} must be {noun}", *at, key)
+
+
+def _valid_timeout(value: Any) -> bool:
+    return _is_integer(value) and 1 <= value <= MAX_TIMEOUT_MS
+
+
+def _check_limits(step: dict, sid: str, at: Path) -> None:
+    timeout = step.get("timeout_ms", ABSENT)
+    if timeout is not ABSENT and not _valid_timeout(timeout):
+        _fail(
+            f"Workflow step {sid} timeout_ms must be a positive integer between 1 and {MAX_TIMEOUT_MS}",
+            *at,
+            "timeout_ms",
+        )
+    if step.get("on_error", ABSENT) not in (ABSENT, "stop", "continue", "skip_rest"):
+        _fail(f'Workflow step {sid} on_error must be "stop", "continue", or "skip_rest"', *at, "on_error")
+    retry = step.get("retry", ABSENT)
+    if retry is ABSENT:
+        return
+    if not isinstance(retry, dict):
+        _fail(f"Workflow step {sid} retry must be an object", *at, "retry")
+    at = (*at, "retry")
+    value = retry.get("max", ABSENT)
+    if value is not ABSENT and not (_is_integer(value) and value >= 1):
+        _fail(f"Workflow step {sid} retry.max must be a positive integer", *at, "max")
+    if retry.get("backoff", ABSENT) not in (ABSENT, "fixed", "exponential"):
+        _fail(f'Workflow step {sid} retry.backoff must be "fixed" or "exponential"', *at, "backoff")
+    for key in ("delay_ms", "max_delay_ms"):
+        value = retry.get(key, ABSENT)
+        if value is not ABSENT and not (_is_finite(value) and value >= 0):
+            _fail(f"Workflow step {sid} retry.{key} must be a finite non-negative number", *at, key)
+    value = retry.get("jitter", ABSENT)
+    if value is not ABSENT and not isinstance(value, bool):
+        _fail(f"Workflow step {sid} retry.jitter must be a boolean", *at, "jitter")
+
+
+
+def validate_all(wf: Document) -> tuple[list[Diagnostic], Diagnostic | None, Document]:
+    """For lint, which reports as much as it can: every unknown key (E217), every repeated
+    step id (E210) and every responseSchema that is not a JSON Schema (E213); the first other
+    problem, or None; and the document with the unknown keys dropped, the repeats renamed and
+    those schemas replaced by {}, for the checks after."""
+    import copy
+
+    from lobsterc.check.keys import drop_unknown_keys
+
+    patched = copy.deepcopy(wf.data)
+    diags: list[Diagnostic] = drop_unknown_keys(wf, patched)
+    if isinstance(patched, dict) and isinstance(patched.get("steps"), list):
+        diags += _duplicates(wf, patched["steps"], ("steps",), "Duplicate workflow step id: {sid}")
+        diags += _bad_schemas(wf, patched["steps"], ("steps",))
+    doc = Document(wf.path, wf.source, patched, wf.spans, wf.key_spans)
+    return diags, validate_document(doc), doc
+
+
+def _duplicates(wf: Document, steps: list, at: Path, message: str) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    first: dict[str, Path] = {}
+    for index, step in enumerate(steps):
+        sid = step.get("id") if isinstance(step, dict) else None
+        if not isinstance(sid, str) or not sid:
+            continue
+        if sid in first:
+            line = wf.span_of(*first[sid], "id").line
+            out.append(Diagnostic("E210", message.format(sid=sid), wf.span_of(*at, index, "id"),
+                                  help=f"'{sid}' is first defined on line {line}"))
+            step["id"] = f"{sid}~{index}"
+        else:
+            first[sid] = (*at, index)
+        subs = step.get("steps")
+        if isinstance(step.get("for_each"), str) and isinstance(subs, list):
+            out += _duplicates(wf, subs, (*at, index, "steps"),
+                               f"Workflow step {sid} duplicate for_each sub-step id: {{sid}}")
+    return out
+
+
+def _bad_schemas(wf: Document, steps: list, at: Path) -> list[Diagnostic]:
+    from vm.core.schema import schema_fault
+
+    out: list[Diagnostic] = []
+    for index, step in enumerate(steps):
+        if not isinstance(step, dict):
+            continue
+        spec = step.get("input")
+        schema = spec.get("responseSchema") if isinstance(spec, dict) else None
+        if isinstance(schema, dict):
+            error = schema_fault(schema)
+            if error is not None:
+                where = (*at, index, "input", "responseSchema", *error.absolute_path)
+                out.append(Diagnostic(
+                    "E213", f"Workflow step {step.get('id')} input.responseSchema is invalid: "
+                    f"{error.message}", wf.span_of(*where),
+                    help="see https://json-schema.org/understanding-json-schema/"))
+                spec["responseSchema"] = {}
+        subs = step.get("steps")
+        if isinstance(step.get("for_each"), str) and isinstance(subs, list):
+            out += _bad_schemas(wf, subs, (*at, index, "steps"))
+    return out
+
+
+def validated(text: str, name: str) -> Document:
+    """Parse and validate workflow text; `name` (a path) picks the format. Raises CompileError
+    (E210) on the first problem."""
+    from lobsterc.diagnostics import CompileError
+    from lobsterc.load import parse_text
+
+    doc = parse_text(text, name)
+    problem = validate_document(doc)
+    if problem is not None:
+        raise CompileError([problem], doc.source)
+    return doc

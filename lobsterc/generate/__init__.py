@@ -1,0 +1,2 @@
+"""Checked trees to bytecode: code generation for pipelines and workflow files, and the
+compile cache."""

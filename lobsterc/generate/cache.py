@@ -1,0 +1,100 @@
+"""The compile cache: programs by source, so a repeated pipeline or workflow skips parsing.
+The programs are the store's; this index sits beside them:
+
+  <state>/cache/<key>.json  := {"program": <program hash>, "deps": {path: sha256 of its text}}
+
+The key is a sha256 of the compiler's fingerprint and the source (pipeline text, or a workflow
+file's real path). A workflow entry is used only while every file it was compiled from still
+has the same content. Entries are hints: a torn, stale or foreign one is a miss, never an error,
+so they are written without fsync.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+from lobsterc.syntax import grammars
+from vm import __version__
+from vm.isa import codec
+from vm.isa.program import FORMAT_VERSION, Program
+from vm.host.store import StateStore
+
+
+
+@lru_cache(maxsize=1)
+def compiler_fingerprint() -> str:
+    """Versions, plus size and mtime of the compiler's files (a changed compiler is a miss)."""
+    parts = [__version__, str(FORMAT_VERSION)]
+    package = Path(__file__).resolve().parent.parent  # lobsterc/, every sub-package
+    for folder in (package, grammars.directory()):
+        for path in sorted(folder.rglob("*")):
+            if path.suffix in (".py", ".lark", ".json") and "__pycache__" not in path.parts:
+                st = path.stat()
+                parts.append(f"{path.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}")
+    return "\0".join(parts)
+
+
+def key(kind: str, source: str) -> str:
+    return hashlib.sha256(f"{compiler_fingerprint()}\0{kind}\0{source}".encode()).hexdigest()
+
+
+def file_sha(path: str) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+_MEMO: dict[tuple[str, str], tuple[Program, dict[str, str]]] = {}  # (store location, key) -> hit
+
+
+def compiled(store: StateStore | None, kind: str, source: str,
+             build: Callable[[], tuple[Program, list[str]]]) -> Program:
+    """The cached program for `source`, or `build()`'s (a program and the files it read),
+    remembered. Without a store, always `build()`."""
+    if store is None:
+        return build()[0]
+    cache_key = key(kind, source)
+    program = lookup(store, cache_key)
+    if program is None:
+        program, files = build()
+        remember(store, cache_key, program, {f: file_sha(f) for f in files})
+    return program
+
+
+def lookup(store: StateStore, cache_key: str) -> Program | None:
+    memo = _MEMO.get((store.location, cache_key))
+    if memo is not None:
+        program, deps = memo
+        if all(file_sha(path) == sha for path, sha in deps.items()):
+            return program
+    try:
+        raw = store.get_cache("compile", cache_key)
+        if raw is None:
+            return None
+        entry = json.loads(raw)
+        deps = entry["deps"]
+        if any(file_sha(path) != sha for path, sha in deps.items()):
+            return None
+        blob = store.load_program_bytes(entry["program"])
+        if blob is None:
+            return None
+        program = codec.load_program(blob)
+        _MEMO[(store.location, cache_key)] = (program, deps)
+        return program
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, codec.LoadError):
+        return None  # a damaged entry or program is a miss: compiled again, and rewritten
+
+
+def remember(store: StateStore, cache_key: str, program: Program, deps: dict[str, str]) -> None:
+    try:
+        store.save_program(program.hash, lambda: codec.dump_program(program),
+                           intact=lambda blob: codec.intact(blob, program.hash))
+        store.put_cache("compile", cache_key,
+                        json.dumps({"program": program.hash, "deps": deps}).encode("utf-8"))
+    except OSError:
+        pass  # a cache that cannot be written only costs the next run a compile

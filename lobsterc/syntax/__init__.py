@@ -1,0 +1,1 @@
+"""Text to trees: the grammars, the pipeline parser, conditions, shell words, the AST."""

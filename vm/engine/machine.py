@@ -1,0 +1,74 @@
+"""The machine's face to its embedders: the Host, a new frame, run, and applying a decision.
+
+The interpreter itself is vm/engine/interp.py; a run ends Finished, Parked or Failed (vm/engine/outcome.py).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+from attrs import define, field
+
+from vm.host.commands import Context
+from vm.isa.frame import FRAME_FORMAT, Frame
+from vm.engine.interp import VMBug, approval_pending, execute, input_pending
+from vm.engine.outcome import Failed, Finished, Outcome, Parked
+from vm.isa.program import Program
+
+__all__ = ["Failed", "Finished", "Host", "Outcome", "Parked", "VMBug", "apply_decision",
+           "approval_pending", "input_pending", "new_frame", "run"]
+
+
+@define
+class Host:
+    """What the machine needs from its embedder."""
+
+    ctx: Context
+    write: Callable[[str], None] = field(default=lambda text: None)  # human-mode renderer output
+    ask_line: Callable[[str], str] | None = None  # interactive prompt, when there is a terminal
+    log: Callable[[str], None] = field(default=lambda text: None)  # [RETRY] lines and warnings
+    events: Any = None  # a vm.engine.events.Emitter when someone listens to the run's events
+    # a renderer wrote output in this process's part of the run: an `ask` in tool mode can no
+    # longer pause (the original's requestInput refuses once pipeline output has started)
+    rendered: bool = False
+    cost_warned: set = field(factory=set)  # model ids warned about as unpriced, in this process
+
+
+def new_frame(program: Program, *, cwd: str, mode: str, args: dict | None = None) -> Frame:
+    """A frame at pc 0. The caller's environment is not part of it: a resumed run sees the
+    environment of the process that resumes it, and no secret of the first is written."""
+    return Frame(format=FRAME_FORMAT, program_hash=program.hash, run_id=secrets.token_hex(16),
+                 created_at=time.time(), registers=[[] for _ in range(program.registers)],
+                 args=dict(args or {}), cwd=cwd, mode=mode)
+
+
+def run(program: Program, frame: Frame, host: Host, *, budget: int | None = None) -> Outcome:
+    """Execute until the frame parks, finishes, fails, or has run `budget` instructions
+    (then it returns Parked with no pending halt). The returned frame is complete and holds
+    no process-local value, whichever way the run stopped."""
+    return execute(program, frame, host, budget=budget)
+
+
+def apply_decision(frame: Frame, answer: Any, approved_by: str | None = None) -> None:
+    """Put a validated decision where the halted instruction expects it, and clear the halt."""
+    pending = frame.pending
+    if pending is None:
+        raise VMBug("apply_decision on a frame that is not parked")
+    if pending.step:
+        result = dict(frame.results.get(pending.step) or {"id": pending.step})
+        if pending.kind == "input":
+            result = {"id": pending.step, "subject": pending.subject, "response": answer}
+            frame.last_step = pending.step
+        else:
+            result["approved"] = True
+            if pending.identity.get("initiatedBy") is not None:
+                result["initiatedBy"] = pending.identity["initiatedBy"]
+            if approved_by:
+                result["approvedBy"] = approved_by
+        frame.results[pending.step] = result
+    elif pending.kind == "input":
+        frame.registers[pending.register] = [answer]
+    frame.pending = None

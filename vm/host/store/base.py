@@ -1,0 +1,305 @@
+"""What every store holds and promises (`StateStore`) and the names it accepts. The backends:
+the state directory (`directory.py`) and PostgreSQL (`postgres.py`); claim records: `claims.py`."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from vm.host.store.claims import Claimant, ClaimRecord
+
+
+class StoreError(Exception):
+    """The store could not be read or written, or was given a name it cannot hold."""
+
+    code = "T450"
+
+
+class SigningKeyError(StoreError):
+    """The signing key set cannot be used: lost while checkpoints need it (T451), or a key
+    that is no key (too short, open to others, not a regular file: T452). One line."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+KEY_BYTES = 32  # a key the store makes
+KEY_MIN_BYTES = 32  # a shorter key is refused (an empty one would sign anything for anyone)
+KEY_MAX_BYTES = 4096
+
+
+def key_id(key: bytes) -> str:
+    """A key's public name (8 hex digits): derived from it one way, never the key itself."""
+    return hmac.new(key, b"lobster-key-id", hashlib.sha256).hexdigest()[:8]
+
+
+def check_key(key: bytes, where: str) -> bytes:
+    """`key` if it is long enough to sign with, else a SigningKeyError (T452) naming `where`."""
+    if not KEY_MIN_BYTES <= len(key) <= KEY_MAX_BYTES:
+        raise SigningKeyError(
+            f"the signing key {where} is {len(key)} byte{'' if len(key) == 1 else 's'}; a key "
+            f"is {KEY_MIN_BYTES} to "
+            f"{KEY_MAX_BYTES} bytes (restore it from a backup; every checkpoint it signed "
+            "needs it)", "T452")
+    return key
+
+
+def lost_key_error(location: str, where: str, checkpoints: int) -> SigningKeyError:
+    """The refusal of a store whose key set is gone while `checkpoints` wait (T451)."""
+    plural = "" if checkpoints == 1 else "s"
+    return SigningKeyError(
+        f"the signing key of the state store at {location} is missing ({where}), and "
+        f"{checkpoints} checkpoint{plural} signed with it cannot be verified or resumed: restore "
+        "the key from a backup, or cancel them (`lobster pending`, `lobster cancel --id ID`); "
+        "`lobster key rotate` starts a new key", "T451")
+
+
+class KeyInfo(NamedTuple):
+    """One key of a store's key set, as `key_set` lists it (never the secret)."""
+
+    number: int  # 1 for the first key; each rotation adds the next number
+    id: str  # key_id
+    created_at: float  # unix seconds
+
+
+def default_state_dir(env: dict | os._Environ = os.environ) -> str:
+    configured = (env.get("LOBSTER_STATE_DIR") or "").strip()
+    return configured or os.path.join(os.path.expanduser("~"), ".lobster", "state")
+
+
+STATE_KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")  # a run key: never a path
+APPROVAL_ID = re.compile(r"[0-9a-f]{8}")
+CACHE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a cache kind or key: never a path
+_KEY_CHARS = re.compile(r"[^a-z0-9._-]+")
+
+
+def value_name(key: str) -> str:
+    """`state.*` key -> stored name, as the reference normalises it (`_Demo KEY_` -> demo_key)."""
+    name = re.sub(r"_+", "_", _KEY_CHARS.sub("_", key.lower())).strip("_")
+    if not name:
+        raise StoreError("state key is empty/invalid")
+    return name
+
+
+def value_json(value: Any) -> str:
+    """A `state.*` value as stored: pretty JSON. A lone surrogate (a child may print one) is
+    kept as its JSON escape, so the text is always valid UTF-8 and reads back the same."""
+    text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def value_file_name(key: str) -> str:
+    return value_name(key) + ".json"
+
+
+def approval_id_form(approval_id: str) -> str | None:
+    """The id as stored, or None: 8 lowercase hex digits exactly once trimmed (as the original
+    trims; nothing else is forgiven)."""
+    approval_id = approval_id.strip()
+    return approval_id if APPROVAL_ID.fullmatch(approval_id) else None
+
+
+def cache_name(kind: str, key: str) -> tuple[str, str]:
+    if not (CACHE_NAME.fullmatch(kind) and CACHE_NAME.fullmatch(key)) \
+            or max(len(kind), len(key)) > 128:
+        raise StoreError(f"invalid cache entry name {kind!r}/{key!r}")
+    return kind, key
+
+
+class Parked(NamedTuple):
+    """A parked frame as the store holds it: its bytes, when it was parked and when it expires
+    (unix seconds; None: never), and the MAC the store wrote with it (None: a frame from a
+    version that wrote none)."""
+
+    state_key: str
+    blob: bytes
+    created_at: float
+    expires_at: float | None = None
+    mac: bytes | None = None
+
+    def authentic(self, keys: bytes | Sequence[bytes] | None) -> bool:
+        """Whether this store wrote these bytes under this state key: its MAC matches under
+        the key, or one key of the key set, given."""
+        if keys is None or self.mac is None:
+            return False
+        return any(hmac.compare_digest(self.mac, frame_mac(key, self.state_key, self.blob))
+                   for key in ([keys] if isinstance(keys, bytes) else keys))
+
+
+FRAME_MAC_SIZE = 32
+
+
+def frame_mac(key: bytes, state_key: str, blob: bytes) -> bytes:
+    """HMAC-SHA256, under the store's signing key, of a frame's bytes and the state key it is
+    parked under (the frame names its program's content hash, so the program is covered too):
+    a frame planted, edited or moved to another key does not match."""
+    mac = hmac.new(key, b"lobster-frame\x001\x00", hashlib.sha256)
+    mac.update(state_key.encode("utf-8") + b"\x00")
+    mac.update(blob)
+    return mac.digest()
+
+
+class CacheEntry(NamedTuple):
+    """One cache entry as `list_cache` gives it."""
+
+    kind: str
+    key: str
+    written_at: float  # unix seconds
+
+
+class StateStore(Protocol):
+    """Programs by hash, parked frames by state key, approval ids, the signing key, claim
+    records, `state.*` values and cache entries. Both backends keep the same guarantees:
+
+    - a program, frame or value is written whole or not at all;
+    - an approval id published just before save_frame is durable when save_frame returns, and
+      a frame is durable when save_frame returns;
+    - of any number of concurrent claim_frame calls for one frame, exactly one returns True;
+    - approval ids are matched exactly (trimmed), and lead only to a plain state key;
+    - a frame is stored with its MAC, so a frame this store did not write is told apart
+      (`Parked.authentic`);
+    - cache entries are hints: they may be lost, never half-written.
+    """
+
+    location: str  # where the store is, for messages (a directory, or a URL without password)
+
+    def key(self) -> bytes:
+        """The signing key (the newest of the key set), made (32 random bytes) on first use;
+        the first maker wins. Never made while checkpoints exist: then a SigningKeyError
+        (T451) says the key set is lost. A key that is no key is a SigningKeyError (T452)."""
+
+    def existing_key(self) -> bytes | None:
+        """The signing key if one was made, without making one."""
+
+    def keys(self) -> list[bytes]:
+        """Every key that verifies (the key set), newest first; [] when none was made."""
+
+    def verification_keys(self) -> list[bytes]:
+        """`keys()`, or a SigningKeyError (T451) when there are none while checkpoints exist."""
+
+    def key_set(self) -> list[KeyInfo]:
+        """The key set as ids and numbers, newest (the signing key) first."""
+
+    def rotate_key(self) -> KeyInfo:
+        """Add a new key, the signing key from now on; the others keep verifying. Makes the
+        first key even while checkpoints exist (an explicit act, unlike `key()`)."""
+
+    def retire_key(self, number: int) -> bool:
+        """Remove a key that is not the newest (gc: when no checkpoint needs it)."""
+
+    def count_checkpoints(self) -> int:
+        """Parked frames and unfinished claims."""
+
+    def save_program(self, program_hash: str, encode: Callable[[], bytes],
+                     intact: Callable[[bytes], bool] | None = None) -> None:
+        """Store a program once: `encode()` is called only when none of that hash is stored,
+        or when `intact` says the stored bytes are not that program (then it is rewritten)."""
+
+    def load_program_bytes(self, program_hash: str) -> bytes | None:
+        """The stored bytes of a program, or None."""
+
+    def list_programs(self) -> list[tuple[str, float]]:
+        """(hash, last saved) of every stored program: save_program of a stored one counts."""
+
+    def remove_program(self, program_hash: str, unused_since: float) -> bool:
+        """Remove the program unless it was saved at or after `unused_since` (unix seconds)."""
+
+    def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None,
+                   key: bytes | None = None) -> None:
+        """Park a frame (durable when this returns), with its expiry (unix seconds) if any,
+        and its MAC (`frame_mac` under `key`, default the store's signing key: the caller
+        passes the key it signed the frame's token with)."""
+
+    def read_frame(self, state_key: str) -> bytes | None:
+        """The parked frame, or None when there is none or it has been claimed."""
+
+    def read_parked(self, state_key: str) -> Parked | None:
+        """The parked frame with its times, or None when there is none or it was claimed."""
+
+    def list_parked(self) -> list[Parked]:
+        """Every parked (unclaimed) frame, oldest first."""
+
+    def claim_frame(self, state_key: str, claimant: Claimant | None = None,
+                    lease_until: float | None = None, record: bytes | None = None) -> bool:
+        """Take the frame for this resume (read it first): exactly one concurrent caller gets
+        True. With a claimant, a claim record (with its lease, unix seconds) stays until
+        finish_claim or settle_claim; `record` (the checkpoint's lifecycle record) is
+        written with the claim and durable with it."""
+
+    def renew_claim(self, state_key: str, lease_until: float) -> bool:
+        """Extend a claim's lease (not necessarily durable); False when it has no claim."""
+
+    def finish_claim(self, state_key: str) -> None:
+        """Remove the claimed frame and its claim record (nothing to do when there is none)."""
+
+    def repark(self, state_key: str, blob: bytes, expires_at: float | None,
+               key: bytes | None = None) -> None:
+        """This process's claim ends with `blob` parked in its place, waiting again (a
+        migration): never a moment without the frame, and never another caller's claim
+        removed (one that took the new frame at once keeps it)."""
+
+    def in_doubt(self) -> list[ClaimRecord]:
+        """Every claim not finished (live lease or not), oldest first. The lifecycle
+        (vm/host/store/lifecycle.py) tells live ones from those in doubt."""
+
+    def write_record(self, state_key: str, record: bytes, durable: bool = True) -> None:
+        """Replace a checkpoint's lifecycle record (JSON bytes), whole or not at all."""
+
+    def settle_claim(self, state_key: str, record: bytes, durable: bool = True) -> None:
+        """A claim ends: write its record, then remove the claimed frame (a crash between the
+        two leaves the record, which wins)."""
+
+    def read_record(self, state_key: str) -> bytes | None:
+        """A checkpoint's lifecycle record, or None."""
+
+    def list_records(self, ended: bool = True) -> list[tuple[str, bytes]]:
+        """(state key, record) of every lifecycle record; with `ended=False` those of ended
+        checkpoints (tombstones) may be left out."""
+
+    def remove_record(self, state_key: str) -> None:
+        """Forget a checkpoint's record (gc of a tombstone)."""
+
+    def claim_record(self, state_key: str) -> ClaimRecord | None:
+        """The record of a claim of this frame that has not finished, if there is one."""
+
+    def new_approval_id(self, state_key: str) -> str | None:
+        """A fresh 8-hex id naming `state_key`, never one in use; follow with save_frame."""
+
+    def lookup_approval_id(self, approval_id: str) -> str | None:
+        """The state key an approval id names, or None (unknown, malformed or dangling)."""
+
+    def remove_approval_id(self, approval_id: str | None) -> None:
+        """Forget an approval id (None, or one already gone: nothing to do)."""
+
+    def get_value(self, key: str, default: Any = None, strict: bool = False) -> Any:
+        """The value stored under `key`, `default` when there is none; one that is not JSON is
+        `default` too, or with `strict` a StoreError carrying the parser's message."""
+
+    def set_value(self, key: str, value: Any) -> None:
+        """Store a `state.set` value (JSON data), replacing any earlier one."""
+
+    def get_cache(self, kind: str, key: str) -> bytes | None:
+        """A cache entry's bytes, or None (a miss)."""
+
+    def put_cache(self, kind: str, key: str, blob: bytes) -> None:
+        """Write a cache entry (whole or not at all; not necessarily durable)."""
+
+    def list_cache(self) -> list[CacheEntry]:
+        """Every cache entry, with when it was written."""
+
+    def remove_cache(self, kind: str, key: str) -> None:
+        """Remove a cache entry, if present."""
+
+    def leftovers(self, older_than: float) -> list[str]:
+        """Names of what interrupted writes left behind before `older_than` (unix seconds):
+        temporary files, approval ids whose frame was never written or is gone."""
+
+    def remove_leftover(self, name: str) -> bool:
+        """Remove one name `leftovers` gave, if it is still a leftover; True when removed."""

@@ -1,0 +1,614 @@
+"""The PostgreSQL store (psycopg 3, one connection pool per URL per process). The schema is
+`MIGRATIONS`: the store applies the missing steps itself, under an advisory lock, and records
+each in lobster_meta. Tables live in the first schema of the connection's search_path.
+
+  lobster_meta(version)                         one row per migration step applied
+  lobster_keys(id, key, created_at)             the signing key set: the highest id signs,
+                                                every row verifies; id 1 is made by the first
+                                                insert (none while frames exist), each
+                                                rotation adds max(id) + 1; gc retires old ones
+  lobster_programs(hash, body, used_at)         compiled programs (msgpack); used_at: last saved
+  lobster_frames(state_key, body, created_at,   parked frames; claimed by a DELETE (no claimant)
+                 claimed_at, claimant,          or an UPDATE setting claimed_at (a claim record);
+                 expires_at, mac,               expires_at: NULL, never; mac: base.frame_mac
+                 lease_until)                   lease_until: the claim's lease, renewed while it runs
+  lobster_records(state_key, state, record,     a claimed checkpoint's record (its state and
+                  updated_at)                   history, JSON); a tombstone after it ends
+  lobster_approvals(approval_id, state_key)     approval id -> state key
+  lobster_values(key, value)                    state.* values (JSON text, key normalised)
+  lobster_cache(kind, key, value, created_at)   cache entries (hints)
+
+A pooled connection is checked as it is taken from the pool, without a round trip: one whose
+socket has input while idle (a server that shut down or restarted sends its last words and
+closes) is closed and replaced. A statement that still fails because its connection broke has
+the pool test its idle connections (one round trip each, on this path only) and is run once
+more, except the claim: its first attempt may have committed with the answer lost, and a
+second would then find the frame claimed and report a claim that happened as none; that
+failure is a store error, and a claim that was made reads as in doubt (with a claim record;
+a claim by DELETE, without one, is gone: the claim record exists for that).
+
+Frames, claims, values and the key are committed durably. Approval ids and programs are
+committed with synchronous_commit off: the frame's durable commit that follows flushes the WAL
+past them, so both are durable before a token or id is handed out. Removed approval ids,
+finished claims and cache entries are also committed lazily: a crash can bring back an id whose
+frame is gone (a lookup then finds no frame), or a finished claim as in doubt, never the reverse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import select
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from vm.host.store.base import (KEY_BYTES, STATE_KEY, CacheEntry, KeyInfo, Parked, StoreError,
+                           approval_id_form, cache_name, check_key, frame_mac, key_id,
+                           lost_key_error, value_json, value_name)
+from vm.host.store.claims import Claimant, ClaimRecord
+
+try:
+    import psycopg
+    import psycopg_pool
+except ImportError:  # the optional extra is not installed
+    psycopg = None  # type: ignore[assignment]
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1
+        "CREATE TABLE lobster_key (id smallint PRIMARY KEY CHECK (id = 1), key bytea NOT NULL)",
+        "CREATE TABLE lobster_programs (hash text PRIMARY KEY, body bytea NOT NULL)",
+        "CREATE TABLE lobster_frames (state_key text PRIMARY KEY, body bytea NOT NULL,"
+        " created_at timestamptz NOT NULL DEFAULT now(), claimed_at timestamptz, claimant jsonb)",
+        "CREATE INDEX lobster_frames_claimed ON lobster_frames (claimed_at)"
+        " WHERE claimed_at IS NOT NULL",
+        "CREATE TABLE lobster_approvals (approval_id text PRIMARY KEY, state_key text NOT NULL,"
+        " created_at timestamptz NOT NULL DEFAULT now())",
+        "CREATE TABLE lobster_values (key text PRIMARY KEY, value text NOT NULL,"
+        " updated_at timestamptz NOT NULL DEFAULT now())",
+        "CREATE TABLE lobster_cache (kind text NOT NULL, key text NOT NULL, value bytea NOT NULL,"
+        " created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (kind, key))",
+    ),
+    (  # 2: checkpoint expiry; when a program was last saved (for gc)
+        "ALTER TABLE lobster_frames ADD COLUMN expires_at timestamptz",
+        "ALTER TABLE lobster_programs ADD COLUMN used_at timestamptz NOT NULL DEFAULT now()",
+    ),
+    (  # 3: each frame's MAC (base.frame_mac); NULL: written before, never authentic
+        "ALTER TABLE lobster_frames ADD COLUMN mac bytea",
+    ),
+    (  # 4: a key set (rotation) instead of one key; the key of version 3 is key 1
+        "CREATE TABLE lobster_keys (id integer PRIMARY KEY CHECK (id >= 1), key bytea NOT NULL,"
+        " created_at timestamptz NOT NULL DEFAULT now())",
+        "INSERT INTO lobster_keys (id, key) SELECT 1, key FROM lobster_key",
+        "DROP TABLE lobster_key",
+    ),
+    (  # 5: a claim's lease, and each claimed checkpoint's record (vm/host/store/lifecycle.py)
+        "ALTER TABLE lobster_frames ADD COLUMN lease_until timestamptz",
+        "CREATE TABLE lobster_records (state_key text PRIMARY KEY, state text NOT NULL,"
+        " record jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+_MIGRATION_LOCK = 0x6C6F6273746572  # "lobster"
+POOL_MAX = 8
+POOL_TIMEOUT = 10.0  # seconds to wait for a free connection
+CONNECT_TIMEOUT = 10  # seconds
+KEY_REFRESH_S = 60  # a process re-reads the signing key this often (vm/service/admin.py KEY_RETIRE_S)
+_LAZY = "SELECT set_config('synchronous_commit', 'off', true)"
+
+
+def redacted(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url.split("://", 1)[0] + "://(unreadable URL)"
+    netloc = parts.netloc
+    if password is not None:
+        netloc = netloc.rsplit("@", 1)[1]
+        netloc = f"{parts.username}@{netloc}" if parts.username else netloc
+    query = "&".join(p for p in parts.query.split("&") if not p.startswith("password="))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+class _Backend:
+    """What every store of one URL shares in this process: the pool and the signing key."""
+
+    def __init__(self, url: str) -> None:
+        self.location = redacted(url)
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
+                _migrate(conn)  # connecting first gives a bad URL its libpq message at once
+        except psycopg.Error as exc:
+            raise _error(self.location, exc) from None
+        self.pool = psycopg_pool.ConnectionPool(
+            url, min_size=1, max_size=POOL_MAX, timeout=POOL_TIMEOUT, open=True,
+            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT,
+                    "prepare_threshold": 0},  # a fixed set of statements: prepare each at once
+            name=f"lobster-store-{os.getpid()}")
+        self.key: tuple[bytes, float] | None = None  # the signing key, when it was read
+
+
+def _stale(conn: Any) -> bool:
+    """Whether a connection just taken from the pool is unusable, without a round trip: an
+    idle connection has nothing to read, so a readable socket means it was closed (or the
+    server sent its parting FATAL)."""
+    if conn.closed or conn.broken:
+        return True
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
+_BACKENDS: dict[tuple[int, str], _Backend] = {}
+_BACKENDS_LOCK = threading.Lock()
+
+
+def _backend(url: str) -> _Backend:
+    if psycopg is None:
+        raise StoreError("the PostgreSQL store needs psycopg: pip install 'lobster[postgres]'")
+    ident = (os.getpid(), url)  # a forked child opens its own pool
+    backend = _BACKENDS.get(ident)
+    if backend is None:
+        with _BACKENDS_LOCK:
+            backend = _BACKENDS.get(ident)
+            if backend is None:
+                backend = _BACKENDS[ident] = _Backend(url)
+    return backend
+
+
+def close_pools() -> None:
+    """Close every pool this process opened (an embedding host shutting down; tests)."""
+    with _BACKENDS_LOCK:
+        backends = [b for (pid, _), b in _BACKENDS.items() if pid == os.getpid()]
+        _BACKENDS.clear()
+    for backend in backends:
+        backend.pool.close()
+
+
+def _error(location: str, exc: Exception) -> StoreError:
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StoreError(f"PostgreSQL store {location}: {message}")
+
+
+def _migrate(conn: Any) -> None:
+    try:
+        version = conn.execute("SELECT max(version) FROM lobster_meta").fetchone()[0] or 0
+    except psycopg.errors.UndefinedTable:
+        version = 0
+    if version == SCHEMA_VERSION:
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute("CREATE TABLE IF NOT EXISTS lobster_meta (version integer PRIMARY KEY,"
+                     " applied_at timestamptz NOT NULL DEFAULT now())")
+        version = conn.execute("SELECT max(version) FROM lobster_meta").fetchone()[0] or 0
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"the store's schema is version {version}, newer than this "
+                             f"lobster knows ({SCHEMA_VERSION})")
+        for step in range(version, SCHEMA_VERSION):
+            for statement in MIGRATIONS[step]:
+                conn.execute(statement)
+            conn.execute("INSERT INTO lobster_meta (version) VALUES (%s)", (step + 1,))
+
+
+class PostgresStore:
+    """A StateStore in a PostgreSQL database, named by a postgresql:// or postgres:// URL."""
+
+    def __init__(self, url: str) -> None:
+        self._backend = _backend(url)
+        self.location = self._backend.location
+
+    def _getconn(self) -> Any:
+        """A pooled connection that is not stale: each stale one is closed, so that the pool
+        discards it (the pool's own check would back off for seconds between them)."""
+        pool = self._backend.pool
+        for _ in range(POOL_MAX):
+            conn = pool.getconn()
+            if not _stale(conn):
+                return conn
+            conn.close()
+            pool.putconn(conn)
+        return pool.getconn()
+
+    def _tested_conn(self) -> Any:
+        """For a retry: a pooled connection that answered a round trip (after a restart or a
+        cut, every connection the pool held may be as dead as the one that failed)."""
+        pool = self._backend.pool
+        for _ in range(POOL_MAX):
+            conn = self._getconn()
+            try:
+                conn.execute("SELECT 1")
+                return conn
+            except psycopg.OperationalError:
+                pool.putconn(conn)  # broken: discarded there
+        return self._getconn()
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        pool = self._backend.pool
+        try:
+            conn = self._getconn()
+            try:
+                yield conn
+            finally:
+                pool.putconn(conn)  # a broken one is discarded there
+        except psycopg.Error as exc:
+            raise _error(self.location, exc) from None
+
+    def _run(self, sql: str, params: tuple, retry: bool) -> tuple | None:
+        """One statement, its first row (or None). `retry`: run it once more on a fresh
+        connection when the connection broke under it (every statement but the claim)."""
+        pool = self._backend.pool
+        for attempt in (1, 2):
+            try:
+                conn = self._getconn() if attempt == 1 else self._tested_conn()
+                try:
+                    cursor = conn.execute(sql, params)
+                    return cursor.fetchone() if cursor.description else None
+                except psycopg.OperationalError:
+                    if not (conn.broken or conn.closed):
+                        raise
+                    pool.check()  # its other idle connections may be as dead: test each
+                    if not retry or attempt == 2:
+                        raise
+                finally:
+                    pool.putconn(conn)  # a broken one is discarded there
+            except psycopg.Error as exc:
+                raise _error(self.location, exc) from None
+        return None  # not reached: the second attempt returns or raises
+
+    def _one(self, sql: str, params: tuple = ()) -> tuple | None:
+        return self._run(sql, params, retry=True)
+
+    def _once(self, sql: str, params: tuple = ()) -> tuple | None:
+        """A claim statement: never run twice (its first attempt may have committed with the
+        answer lost, and a second would report a claim that happened as not found)."""
+        return self._run(sql, params, retry=False)
+
+    def _lazy(self, sql: str, params: tuple = ()) -> tuple | None:
+        """Run a statement that reads the one-row `lazy` (FROM/USING lazy), whose evaluation
+        turns synchronous_commit off for this statement's transaction: any row it changes came
+        through that join, so a commit that writes is never waited for. One round trip."""
+        return self._run(f"WITH lazy AS ({_LAZY}) {sql}", params, retry=True)
+
+    # signing keys --------------------------------------------------------------------------
+    def _key_rows(self) -> list[tuple[int, bytes, float]]:
+        with self._connection() as conn:
+            rows = conn.execute("SELECT id, key, extract(epoch FROM created_at)::float8"
+                                " FROM lobster_keys ORDER BY id DESC").fetchall()
+        found = [(n, check_key(bytes(key), f"{n} of {self.location}"), at)
+                 for n, key, at in rows]
+        if found:
+            self._backend.key = (found[0][1], time.monotonic())
+        return found
+
+    def keys(self) -> list[bytes]:
+        return [key for _, key, _ in self._key_rows()]
+
+    def verification_keys(self) -> list[bytes]:
+        keys = self.keys()
+        if not keys:
+            count = self.count_checkpoints()
+            if count:
+                raise lost_key_error(self.location, "no row in lobster_keys", count)
+        return keys
+
+    def key_set(self) -> list[KeyInfo]:
+        return [KeyInfo(n, key_id(key), at) for n, key, at in self._key_rows()]
+
+    def key(self) -> bytes:
+        """The newest key, read again at most every KEY_REFRESH_S (a rotation by another
+        process is followed within that; gc keeps a superseded key far longer)."""
+        cached = self._backend.key
+        if cached is not None and time.monotonic() - cached[1] < KEY_REFRESH_S:
+            return cached[0]
+        keys = self.keys()
+        if keys:
+            return keys[0]
+        # one statement: the first key of a store without keys and without frames
+        self._one("INSERT INTO lobster_keys (id, key) SELECT 1, %s WHERE NOT EXISTS"
+                  " (SELECT 1 FROM lobster_frames) AND NOT EXISTS (SELECT 1 FROM lobster_keys)"
+                  " ON CONFLICT (id) DO NOTHING RETURNING 1", (secrets.token_bytes(KEY_BYTES),))
+        keys = self.keys()
+        if keys:
+            return keys[0]  # the first maker's key
+        raise lost_key_error(self.location, "no row in lobster_keys", self.count_checkpoints())
+
+    def existing_key(self) -> bytes | None:
+        keys = self.keys()
+        return keys[0] if keys else None
+
+    def rotate_key(self) -> KeyInfo:
+        for _ in range(16):
+            row = self._one("INSERT INTO lobster_keys (id, key) SELECT coalesce(max(id), 0) + 1,"
+                            " %s FROM lobster_keys ON CONFLICT (id) DO NOTHING"
+                            " RETURNING id, key, extract(epoch FROM created_at)::float8",
+                            (secrets.token_bytes(KEY_BYTES),))
+            if row is not None:
+                self._backend.key = None
+                return KeyInfo(row[0], key_id(bytes(row[1])), row[2])
+        raise StoreError(f"PostgreSQL store {self.location}: could not add a key")
+
+    def retire_key(self, number: int) -> bool:
+        row = self._one("DELETE FROM lobster_keys WHERE id = %s"
+                        " AND id < (SELECT max(id) FROM lobster_keys) RETURNING 1", (number,))
+        return row is not None
+
+    def count_checkpoints(self) -> int:
+        row = self._one("SELECT count(*) FROM lobster_frames")
+        return int(row[0]) if row else 0
+
+    # programs ------------------------------------------------------------------------------
+    def save_program(self, program_hash: str, encode: Callable[[], bytes],
+                     intact: Callable[[bytes], bool] | None = None) -> None:
+        if intact is not None:
+            blob = self.load_program_bytes(program_hash)
+            if blob is not None and not intact(blob):
+                self._save_program(program_hash, encode())
+                return
+        touched = self._lazy("UPDATE lobster_programs SET used_at = now() FROM lazy"
+                             " WHERE hash = %s RETURNING 1", (program_hash,))
+        if touched is None:
+            self._save_program(program_hash, encode())
+
+    def _save_program(self, program_hash: str, body: bytes) -> None:
+        self._lazy("INSERT INTO lobster_programs (hash, body) SELECT %s, %s FROM lazy"
+                   " ON CONFLICT (hash) DO UPDATE SET body = excluded.body, used_at = now()",
+                   (program_hash, body))
+
+    def load_program_bytes(self, program_hash: str) -> bytes | None:
+        row = self._one("SELECT body FROM lobster_programs WHERE hash = %s", (program_hash,))
+        return None if row is None else bytes(row[0])
+
+    def list_programs(self) -> list[tuple[str, float]]:
+        with self._connection() as conn:
+            rows = conn.execute("SELECT hash, extract(epoch FROM used_at)::float8"
+                                " FROM lobster_programs ORDER BY hash").fetchall()
+        return [(h, at) for h, at in rows]
+
+    def remove_program(self, program_hash: str, unused_since: float) -> bool:
+        row = self._one("DELETE FROM lobster_programs WHERE hash = %s"
+                        " AND used_at < to_timestamp(%s) RETURNING 1",
+                        (program_hash, unused_since))
+        return row is not None
+
+    # frames and claims ---------------------------------------------------------------------
+    def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None,
+                   key: bytes | None = None) -> None:
+        mac = frame_mac(key or self.key(), state_key, blob)
+        self._one("INSERT INTO lobster_frames (state_key, body, expires_at, mac)"
+                  " VALUES (%s, %s, to_timestamp(%s), %s)"
+                  " ON CONFLICT (state_key) DO UPDATE SET body = excluded.body,"
+                  " created_at = now(), claimed_at = NULL, claimant = NULL, lease_until = NULL,"
+                  " expires_at = excluded.expires_at, mac = excluded.mac RETURNING 1",
+                  (state_key, blob, expires_at, mac))
+
+    def read_frame(self, state_key: str) -> bytes | None:
+        row = self._one("SELECT body FROM lobster_frames"
+                        " WHERE state_key = %s AND claimed_at IS NULL", (state_key,))
+        return None if row is None else bytes(row[0])
+
+    _PARKED = ("SELECT state_key, body, extract(epoch FROM created_at)::float8,"
+               " extract(epoch FROM expires_at)::float8, mac FROM lobster_frames"
+               " WHERE claimed_at IS NULL")
+
+    def read_parked(self, state_key: str) -> Parked | None:
+        row = self._one(self._PARKED + " AND state_key = %s", (state_key,))
+        return None if row is None else _parked(row)
+
+    def list_parked(self) -> list[Parked]:
+        with self._connection() as conn:
+            rows = conn.execute(self._PARKED + " ORDER BY created_at, state_key").fetchall()
+        return [_parked(row) for row in rows]
+
+    def claim_frame(self, state_key: str, claimant: Claimant | None = None,
+                    lease_until: float | None = None, record: bytes | None = None) -> bool:
+        """One statement: of concurrent claims, the row lock lets one through and the others
+        find the row gone or claimed when they recheck it. With a `record`, the same statement
+        writes the checkpoint's record, so the claim never exists without it."""
+        if claimant is None:
+            row = self._once("DELETE FROM lobster_frames WHERE state_key = %s"
+                            " AND claimed_at IS NULL RETURNING 1", (state_key,))
+        elif record is None:
+            row = self._once("UPDATE lobster_frames SET claimed_at = now(), claimant = %s,"
+                            " lease_until = to_timestamp(%s)"
+                            " WHERE state_key = %s AND claimed_at IS NULL RETURNING 1",
+                            (json.dumps(claimant.to_json()), lease_until, state_key))
+        else:
+            row = self._once("WITH c AS (UPDATE lobster_frames SET claimed_at = now(),"
+                            " claimant = %s, lease_until = to_timestamp(%s)"
+                            " WHERE state_key = %s AND claimed_at IS NULL RETURNING state_key)"
+                            " INSERT INTO lobster_records (state_key, state, record)"
+                            " SELECT state_key, %s, %s FROM c ON CONFLICT (state_key) DO UPDATE"
+                            " SET state = excluded.state, record = excluded.record,"
+                            " updated_at = now() RETURNING 1",
+                            (json.dumps(claimant.to_json()), lease_until, state_key,
+                             _record_state(record), record.decode("utf-8")))
+        return row is not None
+
+    def renew_claim(self, state_key: str, lease_until: float) -> bool:
+        row = self._lazy("UPDATE lobster_frames SET lease_until = to_timestamp(%s) FROM lazy"
+                         " WHERE state_key = %s AND claimed_at IS NOT NULL RETURNING 1",
+                         (lease_until, state_key))
+        return row is not None
+
+    def repark(self, state_key: str, blob: bytes, expires_at: float | None,
+               key: bytes | None = None) -> None:
+        # the claim is the frame's row: writing the new frame over it ends the claim at once
+        self.save_frame(state_key, blob, expires_at, key=key)
+
+    def finish_claim(self, state_key: str) -> None:
+        self._lazy("DELETE FROM lobster_frames USING lazy"
+                   " WHERE state_key = %s AND claimed_at IS NOT NULL", (state_key,))
+
+    _CLAIMS = ("SELECT state_key, extract(epoch FROM claimed_at)::float8, claimant::text,"
+               " extract(epoch FROM lease_until)::float8 FROM lobster_frames"
+               " WHERE claimed_at IS NOT NULL")
+
+    def in_doubt(self) -> list[ClaimRecord]:
+        with self._connection() as conn:
+            rows = conn.execute(self._CLAIMS + " ORDER BY claimed_at, state_key").fetchall()
+        return [_claim(row) for row in rows]
+
+    def claim_record(self, state_key: str) -> ClaimRecord | None:
+        row = self._one(self._CLAIMS + " AND state_key = %s", (state_key,))
+        return None if row is None else _claim(row)
+
+    # checkpoint records (vm/host/store/lifecycle.py writes them) ---------------------------------
+    _UPSERT_RECORD = ("INSERT INTO lobster_records (state_key, state, record) SELECT %s, %s, %s"
+                      " {source} ON CONFLICT (state_key) DO UPDATE SET state = excluded.state,"
+                      " record = excluded.record, updated_at = now()")
+
+    def write_record(self, state_key: str, record: bytes, durable: bool = True) -> None:
+        params = (state_key, _record_state(record), record.decode("utf-8"))
+        if durable:
+            self._one(self._UPSERT_RECORD.format(source="") + " RETURNING 1", params)
+        else:
+            self._lazy(self._UPSERT_RECORD.format(source="FROM lazy"), params)
+
+    def settle_claim(self, state_key: str, record: bytes, durable: bool = True) -> None:
+        """One statement: the record written and the claimed frame removed."""
+        params = (state_key, state_key, _record_state(record), record.decode("utf-8"))
+        drop = ("d AS (DELETE FROM lobster_frames WHERE state_key = %s"
+                " AND claimed_at IS NOT NULL)")
+        if durable:
+            self._one(f"WITH {drop} " + self._UPSERT_RECORD.format(source="") + " RETURNING 1",
+                      params)
+        else:
+            with self._connection() as conn:
+                conn.execute(f"WITH lazy AS ({_LAZY}), {drop} "
+                             + self._UPSERT_RECORD.format(source="FROM lazy"), params)
+
+    def read_record(self, state_key: str) -> bytes | None:
+        row = self._one("SELECT record::text FROM lobster_records WHERE state_key = %s",
+                        (state_key,))
+        return None if row is None else row[0].encode("utf-8")
+
+    def list_records(self, ended: bool = True) -> list[tuple[str, bytes]]:
+        where = "" if ended else " WHERE state NOT IN ('finished', 'cancelled', 'expired')"
+        with self._connection() as conn:
+            rows = conn.execute("SELECT state_key, record::text FROM lobster_records" + where
+                                + " ORDER BY state_key").fetchall()
+        return [(key, text.encode("utf-8")) for key, text in rows]
+
+    def remove_record(self, state_key: str) -> None:
+        self._lazy("DELETE FROM lobster_records USING lazy WHERE state_key = %s", (state_key,))
+
+    # approval ids --------------------------------------------------------------------------
+    def new_approval_id(self, state_key: str) -> str | None:
+        for _ in range(16):
+            approval_id = secrets.token_hex(4)
+            row = self._lazy("INSERT INTO lobster_approvals (approval_id, state_key)"
+                             " SELECT %s, %s FROM lazy ON CONFLICT DO NOTHING RETURNING 1",
+                             (approval_id, state_key))
+            if row is not None:
+                return approval_id
+        return None
+
+    def lookup_approval_id(self, approval_id: str) -> str | None:
+        approval_id = approval_id_form(approval_id)
+        if approval_id is None:
+            return None
+        row = self._one("SELECT state_key FROM lobster_approvals WHERE approval_id = %s",
+                        (approval_id,))
+        key = None if row is None else row[0]
+        return key if isinstance(key, str) and STATE_KEY.fullmatch(key) else None
+
+    def remove_approval_id(self, approval_id: str | None) -> None:
+        if approval_id:
+            self._lazy("DELETE FROM lobster_approvals USING lazy WHERE approval_id = %s",
+                       (approval_id,))
+
+    # state.* values ------------------------------------------------------------------------
+    def get_value(self, key: str, default: Any = None, strict: bool = False) -> Any:
+        row = self._one("SELECT value FROM lobster_values WHERE key = %s", (value_name(key),))
+        if row is None:
+            return default
+        try:
+            return json.loads(row[0])
+        except ValueError as exc:
+            if strict:
+                raise StoreError(str(exc)) from None
+            return default
+
+    def set_value(self, key: str, value: Any) -> None:
+        text = value_json(value)
+        self._one("INSERT INTO lobster_values (key, value) VALUES (%s, %s)"
+                  " ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = now()"
+                  " RETURNING 1", (value_name(key), text))
+
+    # cache entries -------------------------------------------------------------------------
+    def get_cache(self, kind: str, key: str) -> bytes | None:
+        row = self._one("SELECT value FROM lobster_cache WHERE kind = %s AND key = %s",
+                        cache_name(kind, key))
+        return None if row is None else bytes(row[0])
+
+    def put_cache(self, kind: str, key: str, blob: bytes) -> None:
+        self._lazy("INSERT INTO lobster_cache (kind, key, value) SELECT %s, %s, %s FROM lazy"
+                   " ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value,"
+                   " created_at = now()", (*cache_name(kind, key), blob))
+
+    def list_cache(self) -> list[CacheEntry]:
+        with self._connection() as conn:
+            rows = conn.execute("SELECT kind, key, extract(epoch FROM created_at)::float8"
+                                " FROM lobster_cache ORDER BY kind, key").fetchall()
+        return [CacheEntry(kind, key, at) for kind, key, at in rows]
+
+    def remove_cache(self, kind: str, key: str) -> None:
+        self._lazy("DELETE FROM lobster_cache USING lazy WHERE kind = %s AND key = %s",
+                   cache_name(kind, key))
+
+    # what interrupted writes leave -----------------------------------------------------------
+    _ORPHAN = ("NOT EXISTS (SELECT 1 FROM lobster_frames f"
+               " WHERE f.state_key = lobster_approvals.state_key)"
+               " AND NOT EXISTS (SELECT 1 FROM lobster_records r"
+               " WHERE r.state_key = lobster_approvals.state_key)")
+
+    def leftovers(self, older_than: float) -> list[str]:
+        """Approval ids whose frame was never written or is gone (a statement is all or
+        nothing here: no temporary rows)."""
+        with self._connection() as conn:
+            rows = conn.execute("SELECT approval_id FROM lobster_approvals WHERE " + self._ORPHAN
+                                + " AND created_at < to_timestamp(%s) ORDER BY approval_id",
+                                (older_than,)).fetchall()
+        return [f"approval:{r[0]}" for r in rows]
+
+    def remove_leftover(self, name: str) -> bool:
+        kind, _, approval_id = name.partition(":")
+        if kind != "approval":
+            return False
+        row = self._one("DELETE FROM lobster_approvals WHERE approval_id = %s AND "
+                        + self._ORPHAN + " RETURNING 1", (approval_id,))
+        return row is not None
+
+
+def _parked(row: tuple) -> Parked:
+    key, body, created_at, expires_at, mac = row
+    return Parked(key, bytes(body), created_at, expires_at, None if mac is None else bytes(mac))
+
+
+def _claim(row: tuple) -> ClaimRecord:
+    key, at, claimant, lease_until = row
+    return ClaimRecord(key, at, Claimant.from_json(_json_or_none(claimant)), lease_until)
+
+
+def _record_state(record: bytes) -> str:
+    try:
+        return str(json.loads(record).get("state", ""))
+    except (ValueError, AttributeError):
+        return ""
+
+
+def _json_or_none(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None

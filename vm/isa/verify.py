@@ -1,0 +1,114 @@
+"""Load-time checks of a Program (opcodes, operand ranges, payload types, block pairing) and
+of a Frame against its Program. After these, an IndexError or a wrong type inside the
+machine is a bug of ours, never a trap."""
+
+from __future__ import annotations
+
+from vm.isa.frame import Frame
+from vm.isa.opcodes import CONST, HALT, OPS, REG, STEP, TARGET, Op
+from vm.isa.program import Program
+
+_ENDS = (Op.END, Op.END_WORKFLOW, Op.RETURN)
+_LAST = (*_ENDS, Op.END_BRANCH)
+_HALTS = {Op.HALT_APPROVE: "approval", Op.HALT_INPUT: "input"}
+
+
+class VerifyError(Exception):
+    """The program (or a frame of it) is not well formed."""
+
+
+def verify(program: Program) -> None:
+    code, K = program.code, program.constants
+    limits = {REG: program.registers, CONST: len(K), HALT: len(program.halts),
+              STEP: len(K), TARGET: len(code)}
+    if not code or code[-1].op not in _LAST:
+        raise VerifyError("program must end with END, END_WORKFLOW, RETURN or END_BRANCH")
+    if len(program.source_map) != len(code):
+        raise VerifyError("source map does not cover the code")
+    files = len(program.files)
+    for pc, loc in enumerate(program.source_map):
+        if loc is not None and files and not 0 <= loc[0] < files:
+            raise VerifyError(f"pc {pc}: source map names file {loc[0]} of {files}")
+    for pc, ins in enumerate(code):
+        try:
+            op = Op(ins.op)
+        except ValueError:
+            raise VerifyError(f"pc {pc}: unknown opcode {ins.op}") from None
+        info = OPS[op]
+        for kind, value in zip(info.operands, (ins.a, ins.b, ins.c)):
+            if kind in limits and not 0 <= value < limits[kind]:
+                raise VerifyError(f"pc {pc}: {op.name} operand {value} out of range")
+            if kind == STEP and not isinstance(K[value], str):
+                raise VerifyError(f"pc {pc}: {op.name} step operand is not a step id")
+        slot = info.const_slot
+        if info.payload is not None and slot is not None:
+            value = K[(ins.a, ins.b, ins.c)[slot]]
+            if not isinstance(value, info.payload):
+                raise VerifyError(f"pc {pc}: {op.name} payload is not a {info.payload.__name__}")
+        _check_block(program, pc, op)
+
+
+def _check_block(program: Program, pc: int, op: Op) -> None:
+    """TRY pairs with an END_TRY of its step, LOOP_BEGIN with the LOOP_NEXT before its exit,
+    a CALL's region ends in a RETURN of its step, a branch region in an END_BRANCH of its
+    branch."""
+    code, K = program.code, program.constants
+    ins = code[pc]
+    if op == Op.TRY:
+        end = code[ins.c]
+        if ins.c <= pc or end.op != Op.END_TRY or K[end.a] != K[ins.a]:
+            raise VerifyError(f"pc {pc}: TRY does not pair with an END_TRY of its step")
+    elif op == Op.LOOP_BEGIN:
+        tail = code[ins.c - 1] if ins.c - 1 > pc else None
+        if tail is None or tail.op != Op.LOOP_NEXT or K[tail.a] != K[ins.a] \
+                or not pc < tail.b < ins.c:
+            raise VerifyError(f"pc {pc}: LOOP_BEGIN does not pair with a LOOP_NEXT of its loop")
+    elif op == Op.CALL:
+        end = next((at for at in range(ins.c, len(code)) if code[at].op in _ENDS), None)
+        if end is None or code[end].op != Op.RETURN or K[code[end].a] != K[ins.a]:
+            raise VerifyError(f"pc {pc}: CALL region does not end in a RETURN of its step")
+    elif op == Op.PARALLEL:
+        for branch in K[ins.b].branches:
+            start = branch.start
+            end = next((at for at in range(max(start, 0), len(code)) if code[at].op in _LAST),
+                       None)
+            if not 0 <= start < len(code) or end is None or code[end].op != Op.END_BRANCH \
+                    or K[code[end].a] != branch.id:
+                raise VerifyError(f"pc {pc}: branch {branch.id!r} is not a region ending in "
+                                  "its END_BRANCH")
+
+
+def verify_frame(frame: Frame, program: Program) -> None:
+    """A frame that `program` can be parked in: pc, registers, stack records pointing at the
+    LOOP_BEGIN / CALL / TRY sites they came from, and the pending halt at pc - 1."""
+    code = program.code
+    if frame.program_hash != program.hash:
+        raise VerifyError("the frame belongs to another program")
+    if not 0 <= frame.pc < len(code):
+        raise VerifyError(f"pc {frame.pc} is outside the code")
+    if len(frame.registers) != program.registers:
+        raise VerifyError(f"{len(frame.registers)} registers, the program has "
+                          f"{program.registers}")
+    for name, stack, op in (("loop", frame.loops, Op.LOOP_BEGIN), ("call", frame.calls, Op.CALL),
+                            ("try", frame.tries, Op.TRY)):
+        for entry in stack:
+            if not 0 <= entry.site < len(code) or code[entry.site].op != op:
+                raise VerifyError(f"a {name} record names pc {entry.site}, not a {op.name}")
+    for loop in frame.loops:
+        if not isinstance(loop.items, list) or not 0 <= loop.index < len(loop.items):
+            raise VerifyError(f"loop at pc {loop.site} is past its items")
+    for entry in frame.tries:
+        if entry.attempt < 1 or not 0 <= entry.loops <= len(frame.loops) \
+                or not 0 <= entry.calls <= len(frame.calls) \
+                or (entry.remaining_ms is not None and entry.remaining_ms < 0):
+            raise VerifyError(f"try at pc {entry.site} has an impossible state")
+    pending = frame.pending
+    if pending is not None:
+        if not 0 <= pending.halt < len(program.halts):
+            raise VerifyError(f"pending halt {pending.halt} does not exist")
+        halted = code[frame.pc - 1] if frame.pc > 0 else None
+        if halted is None or halted.op not in _HALTS or halted.b != pending.halt \
+                or _HALTS[Op(halted.op)] != pending.kind:
+            raise VerifyError(f"pending {pending.kind} halt is not the instruction before pc")
+        if not 0 <= pending.register < program.registers:
+            raise VerifyError(f"pending register {pending.register} out of range")

@@ -1,0 +1,318 @@
+"""Paused runs moved onto a reviewed new version of their program (`lobster migrate`).
+
+For each chosen checkpoint: load its frame and program, ask the compiler (the Frontend's
+`check_migration`) whether the move is sound and what the safety diff after the gate is, and
+only then, unless it is a dry run, rewrite the frame onto the new program under the same state
+key (so its token and approval id keep working): the new program is stored, the frame gets the
+new pin and pcs, and the store signs it (`save_frame` writes its MAC). A record of the move is
+kept with the checkpoint (`history`).
+
+Atomic per checkpoint, and exactly one of a migration and a concurrent resume wins: the
+migration claims the checkpoint through its lifecycle (vm/host/store/lifecycle.py), as a resume
+does, and releases the claim with the rewritten frame parked in its place; the move is an event
+of the checkpoint's record (`lobster history`). A resume that loses gets `... resume state not
+found`, as it would against another resume, and a migration that loses reports `resumed
+meanwhile`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attrs import evolve, field, frozen
+
+from vm.isa import codec
+from vm.isa.program import Program
+
+
+@frozen
+class MigrationCheck:
+    """The compiler's verdict on one move: `sound`, the `reasons` it is not, what was
+    `checked`, the safety `diff` text (lobsterc diff) and the ids of its unaccepted
+    weakenings, and, when sound, where the frame's pcs land (`pc_map`) and the new index of
+    its halt site."""
+
+    sound: bool
+    reasons: tuple[str, ...] = ()
+    checked: tuple[str, ...] = ()
+    diff: str = ""
+    weakened: tuple[str, ...] = ()
+    pc_map: dict[int, int] = field(factory=dict)
+    halt: int | None = None
+    gate: str = ""
+
+
+@frozen
+class MigrationResult:
+    """What happened to one checkpoint: `status` is `migrated`, `sound` (a dry run: it would
+    be migrated), `refused` (with `reasons`), or `resumed meanwhile` (a resume took it first)."""
+
+    state_key: str
+    approval_id: str | None
+    gate: str
+    old_hash: str
+    new_hash: str
+    status: str
+    reasons: tuple[str, ...] = ()
+    checked: tuple[str, ...] = ()
+    diff: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stateKey": self.state_key, "approvalId": self.approval_id, "gate": self.gate,
+                "oldProgram": self.old_hash, "newProgram": self.new_hash, "status": self.status,
+                "reasons": list(self.reasons), "checked": list(self.checked), "diff": self.diff}
+
+
+class MigrateError(Exception):
+    """A migration that cannot start: no such checkpoint, no compiler, a bad target."""
+
+
+def migrate(options: Any, to: str | Program, *, ident: str | None = None,
+            program_hash: str | None = None, dry_run: bool = False,
+            accept: tuple[str, ...] = ()) -> list[MigrationResult]:
+    """Move paused runs onto the program `to` (a workflow file compiled with the options'
+    compiler, or a Program): the checkpoint `ident` (an approval id or a state key), or every
+    parked checkpoint whose program hash is (or starts with) `program_hash`. Each is checked
+    (sound, and no unaccepted weakening in the safety diff: `accept` takes finding ids, as
+    does the new file's `x-reviewed:` key) and,
+    unless `dry_run`, rewritten under its state key. Raises MigrateError when nothing can be
+    chosen or compiled; a refused checkpoint is a result, never an exception."""
+    from vm.service.protocol import compiler
+
+    if (ident is None) == (program_hash is None):
+        raise MigrateError("choose one checkpoint (an approval id or state key) or a program hash")
+    frontend = compiler(options.frontend)
+    check = getattr(frontend, "check_migration", None)
+    if check is None:
+        raise MigrateError("the installed compiler cannot check migrations")
+    store = options.store()
+    new = to if isinstance(to, Program) else _compile(frontend, to, store)
+    keys = _chosen(store, ident, program_hash)
+    source = None if isinstance(to, Program) else to
+
+    def checked(old: Program, new: Program, frame: Any, accepted: tuple[str, ...]) -> Any:
+        return check(old, new, frame, accepted, source)
+
+    return [_one(store, key, new, checked, dry_run, tuple(accept)) for key in keys]
+
+
+def _compile(frontend: Any, path: str, store: Any) -> Program:
+    if path.endswith(".lbc"):
+        with open(path, "rb") as fh:
+            return codec.load_program(fh.read())
+    from vm.service.frontend import WORKFLOW_EXTENSIONS
+
+    try:
+        if not path.lower().endswith(WORKFLOW_EXTENSIONS):  # a file of pipeline text
+            with open(path, encoding="utf-8") as fh:
+                return frontend.compile_pipeline(fh.read().strip("\n"), store)
+        return frontend.compile_workflow(path, store)
+    except frontend.CompileError as exc:
+        raise MigrateError(f"{path} does not compile:\n{frontend.render_error(exc)}") from None
+    except OSError as exc:
+        raise MigrateError(f"{path}: {exc.strerror}") from None
+
+
+def _chosen(store: Any, ident: str | None, program_hash: str | None) -> list[str]:
+    from vm.host.store.base import STATE_KEY, approval_id_form
+
+    if ident is not None:
+        key = store.lookup_approval_id(ident) if approval_id_form(ident) else None
+        if key is None and STATE_KEY.fullmatch(ident.strip()):
+            key = ident.strip()
+        if key is None or store.read_parked(key) is None:
+            raise MigrateError(f"no paused run {ident!r} (`lobster pending` lists them)")
+        return [key]
+    wanted = program_hash.strip().removeprefix("sha256:")
+    if len(wanted) < 8:
+        raise MigrateError("a program hash needs at least 8 hex digits")
+    keys = []
+    for parked in store.list_parked():
+        try:
+            frame = codec.load_frame(parked.blob)
+        except codec.LoadError:
+            continue
+        if frame.program_hash.startswith(wanted):
+            keys.append(parked.state_key)
+    if not keys:
+        raise MigrateError(f"no paused run of program {wanted}")
+    return keys
+
+
+def _one(store: Any, key: str, new: Program, check: Any, dry_run: bool,
+         accept: tuple[str, ...]) -> MigrationResult:
+    parked = store.read_parked(key)
+    if parked is None:
+        return MigrationResult(key, None, "", "", new.hash, "resumed meanwhile")
+    try:
+        # the key of the key set that signed it (and its token): the moved frame keeps it
+        signer = next((k for k in store.keys() if parked.authentic(k)), None)
+        if signer is None:
+            raise codec.LoadError("not written by this store")
+        frame = codec.load_frame(parked.blob)
+        blob = store.load_program_bytes(frame.program_hash)
+        if blob is None:
+            raise codec.LoadError(f"program {frame.program_hash} is missing")
+        old = codec.load_program(blob)
+    except codec.LoadError as exc:
+        return MigrationResult(key, None, "", "", new.hash, "refused",
+                               (f"the checkpoint cannot be read: {exc}",))
+    approval_id = frame.pending.approval_id if frame.pending else None
+    done = dict(state_key=key, approval_id=approval_id, old_hash=old.hash, new_hash=new.hash)
+    if old.hash == new.hash:
+        return MigrationResult(**done, gate="", status="refused",
+                               reasons=("the run is already on this program",))
+    verdict = check(old, new, frame, accept)
+    reasons = list(verdict.reasons)
+    if verdict.sound and verdict.weakened:
+        reasons.append("the safety diff weakens " + ", ".join(verdict.weakened) +
+                       " (review it, then pass --accept ID)")
+    if reasons:
+        return MigrationResult(**done, gate=verdict.gate, status="refused",
+                               reasons=tuple(reasons), checked=verdict.checked,
+                               diff=verdict.diff)
+    moved = _rewrite(frame, old, new, verdict)
+    if isinstance(moved, str):
+        return MigrationResult(**done, gate=verdict.gate, status="refused", reasons=(moved,),
+                               checked=verdict.checked, diff=verdict.diff)
+    if dry_run:
+        return MigrationResult(**done, gate=verdict.gate, status="sound",
+                               checked=verdict.checked, diff=verdict.diff)
+    codec.check_frame(moved, new)
+    data = codec.dump_frame(moved)
+    store.save_program(new.hash, lambda: codec.dump_program(new),
+                       intact=lambda b: codec.intact(b, new.hash))
+    from vm.host.store import lifecycle
+
+    taken = lifecycle.claim(store, parked, frame, decision="migrate", via="migrate")
+    if taken is None:
+        return MigrationResult(**done, gate=verdict.gate, status="resumed meanwhile",
+                               checked=verdict.checked, diff=verdict.diff)
+    # signed with the key that signed it before (its token's), so gc keeps that key while the
+    # frame waits
+    taken.release(data, parked.expires_at, {"event": MIGRATED, "from": old.hash,
+                                            "to": new.hash, "gate": verdict.gate,
+                                            "accepted": list(accept)}, key=signer)
+    return MigrationResult(**done, gate=verdict.gate, status="migrated",
+                           checked=verdict.checked, diff=verdict.diff)
+
+
+def _rewrite(frame: Any, old: Program, new: Program, verdict: MigrationCheck) -> Any:
+    """The frame with the new pin and its pcs moved (`pc_map`), or why it cannot be placed."""
+    where = verdict.pc_map
+
+    def moved(pc: int, what: str) -> int:
+        if pc not in where:
+            raise LookupError(f"the {what} at pc {pc} has no place in the new program")
+        return where[pc]
+
+    try:
+        out = evolve(frame, program_hash=new.hash, pc=moved(frame.pc, "next instruction"),
+                     loops=[evolve(loop, site=moved(loop.site, "for_each")) for loop in frame.loops],
+                     calls=[evolve(call, site=moved(call.site, "sub-workflow call"))
+                            for call in frame.calls],
+                     tries=[evolve(t, site=moved(t.site, "retry/timeout policy"))
+                            for t in frame.tries],
+                     pending=evolve(frame.pending, halt=verdict.halt))
+    except LookupError as exc:
+        return str(exc)
+    missing = new.registers - len(out.registers)
+    if missing > 0:
+        out.registers = [*out.registers, *([None] * missing)]
+    return out
+
+
+MIGRATED = "migrated"  # the event a move leaves in the checkpoint's record
+
+
+def history(store: Any, key: str) -> list[dict[str, Any]]:
+    """The recorded migrations of one checkpoint, oldest first (its `migrated` events)."""
+    from vm.host.store import lifecycle
+
+    record = lifecycle.status(store, key).record or {}
+    return [e for e in record.get("events", []) if e.get("event") == MIGRATED]
+
+
+# the command -----------------------------------------------------------------------------------
+
+USAGE = """\
+usage: lobster migrate --to NEW.lobster (--id ID | --program HASH) [--dry-run]
+                       [--accept FINDING-ID]... [--format text|json]
+
+Move paused runs onto a reviewed new version of their workflow: the checkpoint ID (approval id
+or state key), or every paused run of the program HASH (at least 8 hex digits). Each move is
+checked first: the gate exists in the new program, unchanged; the steps before it are the same;
+every result the new program reads after it is in the paused run. The safety diff of what
+changes after the gate is printed; a weakening in it refuses the move until accepted
+(--accept ID, as `lobsterc diff`). --dry-run checks and prints, and changes nothing.
+Exit 0 when every chosen run was migrated (or is sound, with --dry-run), 1 otherwise.
+"""
+
+
+def cmd_migrate(argv: list[str], frontend: Any = None) -> int:
+    import sys
+
+    from vm.core import js
+    from vm.service.protocol import Options
+
+    values: dict[str, Any] = {"accept": []}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in ("-h", "--help"):
+            sys.stdout.write(USAGE)
+            return 0
+        name, eq, inline = word[2:].partition("=") if word.startswith("--") else ("", "", "")
+        if name == "dry-run" and not eq:
+            values["dry-run"], i = True, i + 1
+        elif name in ("to", "id", "program", "accept", "format"):
+            if not eq and i + 1 >= len(argv):
+                sys.stderr.write(f"--{name} requires a value\n{USAGE}")
+                return 2
+            value, i = (inline, i + 1) if eq else (argv[i + 1], i + 2)
+            if name == "accept":
+                values["accept"] += [a for a in value.split(",") if a]
+            else:
+                values[name] = value
+        else:
+            sys.stderr.write(f"unexpected argument {word!r}\n{USAGE}")
+            return 2
+    fmt = values.get("format", "text")
+    wrong = ("--to NEW names the new version" if "to" not in values else
+             "name one of --id ID and --program HASH" if ("id" in values) == ("program" in values)
+             else "--format must be text or json" if fmt not in ("text", "json") else None)
+    if wrong:
+        sys.stderr.write(f"lobster migrate: {wrong}\n{USAGE}")
+        return 2
+    options = Options(mode="tool", log=sys.stderr.write, frontend=frontend)
+    try:
+        results = migrate(options, values["to"], ident=values.get("id"),
+                          program_hash=values.get("program"),
+                          dry_run=bool(values.get("dry-run")), accept=tuple(values["accept"]))
+    except MigrateError as exc:
+        sys.stderr.write(f"lobster migrate: {exc}\n")
+        return 1
+    ok = "sound" if values.get("dry-run") else "migrated"
+    if fmt == "json":
+        sys.stdout.write(js.json_pretty([r.to_json() for r in results]) + "\n")
+    else:
+        for r in results:
+            sys.stdout.write(_text(r, bool(values.get("dry-run"))))
+    return 0 if all(r.status == ok for r in results) else 1
+
+
+def _text(r: MigrationResult, dry_run: bool) -> str:
+    name = r.approval_id or r.state_key
+    lines = [f"checkpoint {name} ({r.state_key})" + (f", paused at the {r.gate}" if r.gate else ""),
+             f"  program {r.old_hash[:12] or '?'} -> {r.new_hash[:12]}"]
+    lines += [f"  ok: {c}" for c in r.checked]
+    lines += [f"  refused: {reason}" for reason in r.reasons]
+    if r.diff:
+        lines.append("  safety diff:")
+        lines += [f"    {line}" for line in r.diff.rstrip("\n").splitlines()[1:]]
+    status = {"sound": "sound: would migrate (dry run, nothing changed)",
+              "migrated": "migrated: the run continues on the new program when resumed",
+              "refused": "refused: the run stays on its program",
+              "resumed meanwhile": "not migrated: a resume took the checkpoint first"}[r.status]
+    lines.append(f"  {status}")
+    return "\n".join(lines) + "\n"
