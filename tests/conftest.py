@@ -59,4 +59,13 @@ def cli(tmp_path: Path) -> Cli:
 
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true",
-                     help="rewrite golden/*.lbs from the current compiler (tests/test_golden.py)")
+                     help="rewrite golden/*.lbs from the current compiler (tests/compiler/test_golden.py)")
+
+
+def imported_by_lobster(cli, *argv: str) -> tuple[str, set[str]]:
+    """The real `lobster` script's stdout, and every module it imported (-X importtime)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", LOBSTER, *argv], cwd=cli.work,
+                          env=cli.env, capture_output=True, text=True, timeout=60)
+    modules = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+               if line.startswith("import time:")}
+    return proc.stdout, modules

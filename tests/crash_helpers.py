@@ -1,4 +1,4 @@
-"""The crash harness's machinery (tests/test_crash.py drives it; tests/CRASH.md explains it).
+"""The crash harness's machinery (tests/host/test_crash.py drives it; tests/CRASH.md explains it).
 
 A *scenario* is a pipeline or workflow whose steps run `effect NAME`, a real script on PATH that
 appends NAME to a log file: the log shows every side effect and how often it happened. Its

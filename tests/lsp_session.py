@@ -1,5 +1,5 @@
 """An LSP client session against a real `lobsterc lsp` process over stdio (pygls's client), for
-tests/test_lsp.py; run as a script it prints the transcript of one editing session (open,
+tests/compiler/test_lsp.py; run as a script it prints the transcript of one editing session (open,
 type a mistake, see the diagnostic, apply the quick fix, complete a `$step.` reference)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Ranges: E0xx requests, E1xx pipeline syntax, E2xx compile checks, W3xx lint warnings,
 T4xx runtime traps, E5xx tokens and resume decisions. A code is wire format: never reuse
-one for another meaning. tests/test_codes.py fails on a code used anywhere that is not here.
+one for another meaning. tests/service/test_codes.py fails on a code used anywhere that is not here.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ listed as not portable with the reason. The ports are written for this project: 
 tests are read as evidence of behaviour, and each case states that behaviour as a CLI run
 (`node -e` fixtures become `printf`/`sh`, internal API calls become the run that shows them).
 
-`tests/test_ported.py` runs every case against both engines; `compat_report.py` writes
+`tests/oracle/test_ported.py` runs every case against both engines; `compat_report.py` writes
 COMPAT.md from the same data.
 """
 

@@ -234,7 +234,7 @@ port(F, "pipeline approval halts bypass on_error handling",
      wf(steps({"id": "gate", "pipeline": "approve --prompt 'Proceed?'", "on_error": "continue"},
               sh("after", "echo should-not-run"))), documented="A10")
 skip(F, "an external AbortSignal is an embedding-API input with no CLI form (the CLI's own "
-     "signals are SIGINT/SIGTERM, covered by tests/test_process.py)",
+     "signals are SIGINT/SIGTERM, covered by tests/host/test_process.py)",
      "external abort propagates even with on_error: continue")
 
 # parallel ---------------------------------------------------------------------------------------
@@ -751,7 +751,7 @@ port(F, "state.set writes and state.get reads",
 port(F, "state.get returns null for missing key", runs("state.get missing"))
 skip(F, "injects a failure into the original's own file-system calls (mkdir of a lock, a "
      "directory fsync, rename, link) or its lock files, which a CLI run cannot do; our store's "
-     "atomicity and crash behaviour are tested by tests/test_crash.py and test_store.py",
+     "atomicity and crash behaviour are tested by tests/host/test_crash.py and test_store.py",
      "ordinary state reads work when creating a coordination lock is forbidden",
      "writeStateJson is atomic: concurrent reads never observe truncated state (#108)",
      "writeFileAtomic creates private files and preserves existing modes",
@@ -1010,7 +1010,7 @@ port(F, "built CLI exec and workflow env preserve unlimited output and enable fi
      *[wf(steps({"id": "emit", "run": "head -c 4096 /dev/zero | tr '\\0' x", "env": {"LOBSTER_MAX_OUTPUT_BYTES": limit}}),
           env={"LOBSTER_MAX_OUTPUT_BYTES": ""}) for limit in ("", "1024")])
 skip(F, "kills the SDK shell's process group on overflow, interrupt and host signal handlers "
-     "and inspects the background producer with `ps`; ours is tested by tests/test_process.py",
+     "and inspects the background producer with `ps`; ours is tested by tests/host/test_process.py",
      "capped no-signal SDK shell cleans its background producer on ${mode}")
 
 # the gateway bridge -----------------------------------------------------------------------------
@@ -1186,8 +1186,8 @@ skip("cancellation.test.js", "cancellation through an AbortSignal, CLI signals o
      "lock at a chosen instant (while a stage drains lazy output, while a gate is written, "
      "between a send and the next stage), with the original's internal iterators and lock "
      "files; a differential case cannot time a signal into both engines alike. Ours: "
-     "tests/test_process.py (process groups, SIGINT/SIGTERM), tests/test_crash.py (a crash at "
-     "every write) and tests/test_store.py (one claim per checkpoint); the CLI-visible part, "
+     "tests/host/test_process.py (process groups, SIGINT/SIGTERM), tests/host/test_crash.py (a crash at "
+     "every write) and tests/host/test_store.py (one claim per checkpoint); the CLI-visible part, "
      "a token or approval id that works once, is ported in approval_id and workflow_file")
 skip("sdk_exec.test.js", "the original's JavaScript SDK (`exec`, `shell`, `new Lobster().pipe()`); "
      "ours embeds in Python (`vm.handle`) and has no shared surface")
@@ -1195,14 +1195,14 @@ skip("sdk_lobster.test.js", "the original's JavaScript SDK (`Lobster.resume` and
      "directory option); ours embeds in Python (`vm.handle`) and has no shared surface")
 skip("read_line.test.js", "the original's helper that reads a line from a stream (interactive "
      "prompts on a terminal); differential cases run with stdin at /dev/null, and our "
-     "prompts are tested in tests/test_waits_and_approvers.py")
+     "prompts are tested in tests/machine/test_waits_and_approvers.py")
 skip("validation.test.js", "a cache inside the original's JSON Schema validator (Ajv) with no "
      "visible effect")
 skip("release_changelog.test.js", "checks the original repository's release workflow and "
      "CHANGELOG sections, not the CLI")
 skip("pipeline_resume_state.test.js", "feeds malformed records of the original's own resume-state "
      "format to its loader; ours stores a different, signed format, whose damaged forms are "
-     "refused by tests/test_checkpoint_integrity.py and the damaged-state generator")
+     "refused by tests/host/test_checkpoint_integrity.py and the damaged-state generator")
 skip("core_tool_runtime.test.js", "runToolRequest/resumeToolRequest with an adapter object "
      "injected in-process (the JavaScript embedding API); the tool protocol through the CLI is "
      "ported in tool_mode, resume and workflow_file")

@@ -15,7 +15,7 @@ import pytest
 from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 from conftest import LOBSTER, Cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REVIEW = ROOT / "examples" / "review"
 WHO = {"LOBSTER_APPROVAL_INITIATED_BY": "alice"}
 APPROVER = {"LOBSTER_APPROVAL_APPROVED_BY": "release-managers"}

@@ -4,7 +4,7 @@ checked (tests/crash_helpers.py has the machinery and the promises; tests/CRASH.
 CI runs a fixed sample of kill points (`SAMPLE`). Every kill point of every phase, each found by
 tracing the phase once (123 here, several minutes on 2 cores):
 
-    LOBSTER_CRASH_FULL=1 .venv/bin/python -m pytest -q -s tests/test_crash.py
+    LOBSTER_CRASH_FULL=1 .venv/bin/python -m pytest -q -s tests/host/test_crash.py
 
 `-s` prints, per phase, the kill points tried and what each left. Without ptrace (strace cannot
 inject) the strace tests skip, and `test_killed_right_after_a_side_effect` still kills lobster

@@ -443,7 +443,7 @@ PROGRESS = re.compile(r"lobster: step \S+ (started|finished|skipped|halted|faile
 
 def test_human_mode_output_and_errors(cli):
     """Human mode's stdout and errors are the original's; on a pipe stderr has no progress
-    lines (SPEC 9.19; tests/test_cli_polish.py covers them on a terminal and with --progress)."""
+    lines (SPEC 9.19; tests/cli/test_cli_polish.py covers them on a terminal and with --progress)."""
     for (argv, code, stdout, stderr), proc in zip(HUMAN, start_all(cli, [c[0] for c in HUMAN])):
         assert (proc.returncode, proc.stdout) == (code, stdout), argv
         assert not PROGRESS.search(proc.stderr), argv

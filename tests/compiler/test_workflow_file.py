@@ -21,7 +21,7 @@ from lobsterc.workflow_file import (
     workflow_schema,
 )
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "cases"
+CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "cases"
 
 
 def error_of(text: str, name: str = "wf.lobster") -> tuple[str, int, int]:

@@ -1,7 +1,7 @@
 """Golden disassemblies: every golden/ source compiles to its committed .lbs text; together they
 use every opcode; `lobsterc dis --check` reports drift; builds are deterministic.
 
-Rewrite the .lbs files after an intended change with `pytest tests/test_golden.py --update-golden`
+Rewrite the .lbs files after an intended change with `pytest tests/compiler/test_golden.py --update-golden`
 (then review the diff like code).
 """
 
@@ -19,7 +19,7 @@ from vm.isa import codec
 from vm.isa.dis import disassemble
 from vm.isa.opcodes import Op
 
-GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 SOURCES = sorted(p for p in GOLDEN.iterdir() if p.suffix in (".lobster", ".pipeline"))
 NAMES = [p.name for p in SOURCES]
 # Emitted by nothing the compiler produces today (the VM still implements them).

@@ -15,7 +15,7 @@ from lobsterc.tools.cli import main
 from lobsterc.tools.diff import compare, load_version, schema_at_least
 from lobsterc.syntax.expr import compile_condition, condition_text
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REVIEW = ROOT / "examples" / "review"
 BASE = str(REVIEW / "ship.lobster")
 

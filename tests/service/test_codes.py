@@ -8,7 +8,7 @@ from pathlib import Path
 
 from vm.core.codes import CODES, envelope_type
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CODE = re.compile(r"[EWT]\d{3}")
 TABLE = ROOT / "vm" / "codes.py"
 

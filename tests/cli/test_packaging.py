@@ -23,7 +23,7 @@ import vm.service.admin
 import vm.service.messages as messages
 from vm.service.protocol import REQUEST_FIELDS, REQUIRED_FIELDS, Options, handle
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DIST = "lobster-pipelines"
 
 

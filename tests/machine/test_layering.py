@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import lobsterc.frontend
-from conftest import LOBSTER, ROOT
+from conftest import LOBSTER, ROOT, imported_by_lobster
 from vm.service.frontend import Frontend
 from vm.service.protocol import Options, handle
 
@@ -126,15 +126,6 @@ def test_running_a_pipeline_does_compile_it(cli):
             f"sys.stdout.flush()\n{REPORT}")
     proc = python(code, cli)
     assert "lark" in parser_modules(proc)
-
-
-def imported_by_lobster(cli, *argv: str) -> tuple[str, set[str]]:
-    """The real `lobster` script's stdout, and every module it imported (-X importtime)."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", LOBSTER, *argv], cwd=cli.work,
-                          env=cli.env, capture_output=True, text=True, timeout=60)
-    modules = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
-               if line.startswith("import time:")}
-    return proc.stdout, modules
 
 
 def test_the_lobster_script_resumes_without_the_parser_or_an_entry_point_lookup(cli):

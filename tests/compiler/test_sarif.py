@@ -17,7 +17,7 @@ import pytest
 
 from lobsterc.tools.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REVIEW = ROOT / "examples" / "review"
 SCHEMA_SHA256 = "c3b4bb2d6093897483348925aaa73af03b3e3f4bd4ca38cef26dcb4212a2682e"
 

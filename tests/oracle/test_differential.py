@@ -21,7 +21,7 @@ from differential.normalise import Normaliser, comparable, differences
 REF, WHY = reference_command()
 needs_reference = pytest.mark.skipif(REF is None, reason=f"differential tests skipped: {WHY}")
 EXAMPLES = int(os.environ.get("LOBSTER_DIFF_EXAMPLES", "10"))
-DIVERGENCES = Path(__file__).resolve().parent / "differential" / "DIVERGENCES.md"
+DIVERGENCES = Path(__file__).resolve().parents[1] / "differential" / "DIVERGENCES.md"
 ENTRIES = {e.id: e for e in allowlist.ENTRIES + known.ENTRIES}
 
 

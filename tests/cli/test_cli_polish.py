@@ -297,7 +297,7 @@ def test_refusals_in_the_bad_input_catalogue_hold(cli):
     checks them with the others)."""
     from pathlib import Path
 
-    entries = json.loads((Path(__file__).parent / "bad_inputs" / "cli-polish.json").read_text())
+    entries = json.loads((Path(__file__).resolve().parents[1] / "bad_inputs" / "cli-polish.json").read_text())
     for entry in entries:
         for name, text in entry.get("files", {}).items():
             (cli.work / name).write_text(text)

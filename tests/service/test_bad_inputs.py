@@ -21,7 +21,7 @@ import pytest
 
 from conftest import LOBSTER, LOBSTERC
 
-CATALOGUE = Path(__file__).resolve().parent / "bad_inputs"
+CATALOGUE = Path(__file__).resolve().parents[1] / "bad_inputs"
 ENTRY_KEYS = {"id", "why", "argv", "stdin", "files", "files_b64", "env", "setup", "expect"}
 EXPECT_KEYS = {"exit", "code", "message"}
 SETUP_KEYS = {"argv", "stdin", "env"}

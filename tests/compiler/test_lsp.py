@@ -20,7 +20,7 @@ from pygls.exceptions import JsonRpcException  # noqa: E402
 
 from tests.lsp_session import DEMO, Session, apply, find  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def session(body, refusals: int = 0, args: tuple[str, ...] = ()):

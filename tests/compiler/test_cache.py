@@ -7,8 +7,7 @@ import json
 import subprocess
 import sys
 
-from conftest import ROOT
-from test_layering import imported_by_lobster
+from conftest import ROOT, imported_by_lobster
 
 PROBE = ("import json, sys; from vm.service.protocol import Options, handle; "
          "env = handle(json.loads(sys.argv[1]), Options(cwd=sys.argv[2], state_dir=sys.argv[3])); "
