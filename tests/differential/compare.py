@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import attrs
@@ -65,10 +66,13 @@ def _short(value) -> str:
 
 
 def run_both(case: dict, ref_cmd: list[str], our_cmd: list[str] | None = None) -> Outcome:
-    """Runs `case` through both CLIs. After the first differing step the later steps are
-    consequences of it and are not compared."""
-    ref = run_case(case, ref_cmd)
-    ours = run_case(case, our_cmd or our_command())
+    """Runs `case` through both CLIs, at the same time (each run has its own root and
+    server, and is mostly waiting on its processes). After the first differing step the later
+    steps are consequences of it and are not compared."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ref_run = pool.submit(run_case, case, ref_cmd)
+        ours = run_case(case, our_cmd or our_command())
+        ref = ref_run.result()
     for i, (a, b) in enumerate(zip(ref, ours)):
         fields = tuple(differences(a, b))
         if fields:

@@ -1,8 +1,11 @@
 """The original's own test suite, ported to differential cases (tests/differential/port/): every
 ported test runs live through both CLIs and must agree, or differ only as the SPEC section 9
-item it names. The cases run a few at a time in threads (they mostly wait on processes).
-Needs LOBSTER_REFERENCE; tests/differential/README.md has the commands and COMPAT.md the
-report."""
+item it names. Needs LOBSTER_REFERENCE; tests/differential/README.md has the commands and
+COMPAT.md the report.
+
+The cases run a few at a time in threads (they mostly wait on processes), shared out between
+the xdist workers (conftest.SharedBatch): every port runs once per session, on both workers at
+once when both reach the ported tests."""
 
 from __future__ import annotations
 
@@ -11,11 +14,12 @@ import re
 
 import pytest
 
+from conftest import SharedBatch, session_dir
 from differential import allowlist, known
 from differential.compare import reference_command
 from differential.port import NOT_PORTABLE, PORTED
 from differential.port.report import COMPAT, render, stale_lines
-from differential.port.run import run_ports
+from differential.port.run import WORKERS, judge_port
 
 REF, WHY = reference_command()
 # `LOBSTER_PORTED_SHARD=i/n` runs every n-th ported test from the i-th (CI jobs in parallel)
@@ -23,14 +27,22 @@ _SHARD = os.environ.get("LOBSTER_PORTED_SHARD", "0/1")
 _PART, _PARTS = (int(x) for x in _SHARD.split("/"))
 SELECTED = [p for k, p in enumerate(PORTED) if k % _PARTS == _PART]
 needs_reference = pytest.mark.skipif(REF is None, reason=f"ported tests skipped: {WHY}")
-_verdicts: dict = {}
+# threads per worker: each case runs both CLIs at once, so half the batch's WORKERS
+THREADS = max(1, WORKERS // 2)
 
 
-def _verdict(name: str):
-    if not _verdicts:  # all of them at once, several at a time
-        for verdict in run_ports(SELECTED, REF):
-            _verdicts[verdict.port.name] = verdict
-    return _verdicts[name]
+@pytest.fixture(scope="session")
+def ported(request, tmp_path_factory, pytestconfig):
+    """The selected ported tests' verdicts (every worker collects the same items, so they
+    agree on the jobs)."""
+    wanted = {item.callspec.id for item in request.session.items
+              if item.originalname == "test_ported" and hasattr(item, "callspec")}
+    jobs = [(port.name, lambda port=port: judge_port(port, REF)) for port in SELECTED
+            if port.name in wanted]
+    batch = SharedBatch(session_dir(tmp_path_factory, pytestconfig, "ported-verdicts"), jobs,
+                        THREADS)
+    yield batch
+    batch.finish()
 
 
 def _params():
@@ -43,8 +55,8 @@ def _params():
 
 @needs_reference
 @pytest.mark.parametrize("name", list(_params()))
-def test_ported(name):
-    verdict = _verdict(name)
+def test_ported(name, ported):
+    verdict = ported.result(name)
     assert verdict.ok, f"{name}\n{verdict.outcome.report()}"
     assert verdict.status != "known", f"{name}: still the open divergence {verdict.port.documented}"
 

@@ -1,9 +1,12 @@
-"""The bad-input catalogue: every entry of tests/bad_inputs/*.json runs as a real `lobster` or
-`lobsterc` process, and must be refused with its exact exit code, error code and message, and
-no traceback anywhere. The format is described in tests/bad_inputs/README.md.
+"""The bad-input catalogue: every entry of tests/bad_inputs/*.json runs its `lobster` or
+`lobsterc` command line, and must be refused with its exact exit code, error code and message,
+and no traceback anywhere. The format is described in tests/bad_inputs/README.md.
 
-The processes are independent (each has its own temp dir, state dir and home), so they run
-concurrently, all at once before the first test that needs one; each test then compares one.
+The entries whose subject is the command line (cli*.json) run as real processes, a few at a
+time across the xdist workers (conftest.SharedBatch); the others run the executables' main
+functions in this process (conftest.run_in_process), each in its own test; the first two of each
+of those files run as real processes too and must be refused alike (test_alike). Each entry has
+its own temp dir, state dir and home.
 """
 
 from __future__ import annotations
@@ -14,12 +17,11 @@ import os
 import re
 import subprocess
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from conftest import LOBSTER, LOBSTERC
+from conftest import LOBSTER, LOBSTERC, SharedBatch, run_in_process, session_dir
 
 CATALOGUE = Path(__file__).resolve().parents[1] / "bad_inputs"
 ENTRY_KEYS = {"id", "why", "argv", "stdin", "files", "files_b64", "env", "setup", "expect"}
@@ -39,6 +41,13 @@ def _load() -> list[tuple[str, dict]]:
 
 
 ENTRIES = _load()
+# The command line is these files' subject: their entries always run as real processes.
+PROCESS_FILES = {"cli.json", "cli-polish.json"}
+IN_PROCESS = {entry["id"] for name, entry in ENTRIES if name not in PROCESS_FILES}
+# ... and the first two entries of every other file run as processes as well (test_alike)
+SAMPLE = [entry for name in sorted({n for n, _ in ENTRIES} - PROCESS_FILES)
+          for entry in [e for n, e in ENTRIES if n == name][:2]]
+_BASE_ENV = dict(os.environ)  # read once: an in-process run replaces os.environ meanwhile
 
 
 def expand(text: str | None, found: dict[str, str] | None = None) -> str | None:
@@ -53,7 +62,7 @@ def expand(text: str | None, found: dict[str, str] | None = None) -> str | None:
 
 
 def _env(home: Path, extra: dict | None) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOBSTER_")}
+    env = {k: v for k, v in _BASE_ENV.items() if not k.startswith("LOBSTER_")}
     env.update(LOBSTER_STATE_DIR=str(home / "state"), HOME=str(home), TZ="UTC")
     for name, value in (extra or {}).items():
         if value is None:
@@ -64,8 +73,10 @@ def _env(home: Path, extra: dict | None) -> dict:
 
 
 def _spawn(argv: list[str], cwd: Path, env: dict, stdin: str | None,
-           found: dict[str, str]) -> subprocess.CompletedProcess:
+           found: dict[str, str], process: bool) -> subprocess.CompletedProcess:
     words = [expand(word, found) for word in argv]
+    if not process:
+        return run_in_process(words, cwd=cwd, env=env, stdin=expand(stdin, found))
     return subprocess.run([EXECUTABLES[words[0]], *words[1:]], cwd=cwd, env=env,
                           input=expand(stdin, found), capture_output=True, text=True,
                           errors="replace", timeout=120,
@@ -87,8 +98,9 @@ def _halt_values(stdout: str) -> dict[str, str]:
     return found
 
 
-def run_entry(entry: dict) -> dict:
-    """Run one entry in a fresh temp dir; returns what it printed and how it exited."""
+def run_entry(entry: dict, process: bool = True) -> dict:
+    """Run one entry in a fresh temp dir, as processes or in this process; returns what it
+    printed and how it exited."""
     with tempfile.TemporaryDirectory(prefix="lobster-bad-") as tmp:
         home = Path(tmp)
         work = home / "work"
@@ -106,10 +118,10 @@ def run_entry(entry: dict) -> dict:
         for step in entry.get("setup") or []:
             proc = _spawn(step["argv"], work, _env(home, {**(entry.get("env") or {}),
                                                           **(step.get("env") or {})}),
-                          step.get("stdin"), found)
+                          step.get("stdin"), found, process)
             setups.append(proc.stdout + proc.stderr)
             found.update(_halt_values(proc.stdout))
-        proc = _spawn(entry["argv"], work, env, entry.get("stdin"), found)
+        proc = _spawn(entry["argv"], work, env, entry.get("stdin"), found, process)
         return {"exit": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr,
                 "setup": setups, "ran": (work / "ran").exists(),
                 "workdir": os.path.realpath(work)}
@@ -132,20 +144,22 @@ def reported(result: dict) -> tuple[str | None, str | None]:
     return None, lines[0] if lines else None
 
 
-@pytest.fixture(scope="module")
-def results(request) -> dict[str, dict]:
-    """Every selected entry, run concurrently (they are mostly waiting on process start-up)."""
-    wanted = {item.callspec.id for item in request.session.items
-              if item.module is request.module and hasattr(item, "callspec")}
-    chosen = [entry for _, entry in ENTRIES if entry["id"] in wanted]
-    workers = max(2, 2 * (os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return dict(zip((e["id"] for e in chosen), pool.map(run_entry, chosen)))
+@pytest.fixture(scope="session")
+def processes(request, tmp_path_factory, pytestconfig):
+    """The selected entries that run as real processes, a few at a time across the workers
+    (they are mostly waiting on start-up); the in-process ones run in their own test."""
+    wanted = {(item.originalname, item.callspec.id) for item in request.session.items
+              if item.path == Path(__file__) and hasattr(item, "callspec")}
+    jobs = [(entry["id"], lambda entry=entry: run_entry(entry)) for _, entry in ENTRIES
+            if ("test_refused", entry["id"]) in wanted and entry["id"] not in IN_PROCESS
+            or ("test_alike", entry["id"]) in wanted]
+    batch = SharedBatch(session_dir(tmp_path_factory, pytestconfig, "bad-inputs"), jobs,
+                        threads=max(2, 2 * (os.cpu_count() or 1)))
+    yield batch
+    batch.finish()
 
 
-@pytest.mark.parametrize("entry", [e for _, e in ENTRIES], ids=[e["id"] for _, e in ENTRIES])
-def test_refused(entry: dict, results: dict[str, dict]) -> None:
-    result = results[entry["id"]]
+def check(entry: dict, result: dict) -> None:
     shown = f"exit {result['exit']}\nstdout: {result['stdout'][:2000]}\nstderr: {result['stderr'][:2000]}"
     for text in [result["stdout"], result["stderr"], *result["setup"]]:
         assert "Traceback" not in text, shown
@@ -154,6 +168,18 @@ def test_refused(entry: dict, results: dict[str, dict]) -> None:
     code, message = reported(result)
     wanted = expand(expect["message"], {"workdir": result["workdir"]})  # files are named absolute
     assert (result["exit"], code, message) == (expect["exit"], expect["code"], wanted), shown
+
+
+@pytest.mark.parametrize("entry", [e for _, e in ENTRIES], ids=[e["id"] for _, e in ENTRIES])
+def test_refused(entry: dict, processes) -> None:
+    in_process = entry["id"] in IN_PROCESS
+    check(entry, run_entry(entry, process=False) if in_process else processes.result(entry["id"]))
+
+
+@pytest.mark.parametrize("entry", SAMPLE, ids=[e["id"] for e in SAMPLE])
+def test_alike(entry: dict, processes) -> None:
+    """An entry that runs in-process is refused the same way by the real executable."""
+    check(entry, processes.result(entry["id"]))
 
 
 def test_catalogue_is_well_formed() -> None:

@@ -49,14 +49,16 @@ def judge(port: Port, outcomes: list[Outcome], seconds: float) -> Verdict:
     return Verdict(port, status, None, seconds)
 
 
-def run_ports(ports: list[Port], ref: list[str], workers: int = WORKERS) -> list[Verdict]:
-    def one(port: Port) -> Verdict:
-        start = time.monotonic()
-        outcomes = [run_both(case, ref) for case in port.cases]
-        return judge(port, outcomes, time.monotonic() - start)
+def judge_port(port: Port, ref: list[str]) -> Verdict:
+    """Every case of `port` through both CLIs, judged."""
+    start = time.monotonic()
+    outcomes = [run_both(case, ref) for case in port.cases]
+    return judge(port, outcomes, time.monotonic() - start)
 
+
+def run_ports(ports: list[Port], ref: list[str], workers: int = WORKERS) -> list[Verdict]:
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(one, ports))
+        return list(pool.map(lambda port: judge_port(port, ref), ports))
 
 
 def main(argv: list[str]) -> int:
