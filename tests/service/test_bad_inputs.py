@@ -1,5 +1,5 @@
-"""The bad-input catalogue: every entry of tests/bad_inputs/*.json runs its `lobster` or
-`lobsterc` command line, and must be refused with its exact exit code, error code and message,
+"""The bad-input catalogue: every entry of tests/bad_inputs/*.json and every case of
+tests/cases/*.lobster runs its `lobster` or `lobsterc` command line, and must be refused with its exact exit code, error code and message,
 and no traceback anywhere. The format is described in tests/bad_inputs/README.md.
 
 The entries whose subject is the command line (cli*.json) run as real processes, a few at a
@@ -15,6 +15,7 @@ import base64
 import json
 import os
 import re
+import shlex
 import subprocess
 import tempfile
 from pathlib import Path
@@ -32,11 +33,41 @@ _REPEAT = re.compile(r"<<(\d+)\*(.*?)>>", re.S)
 _HUMAN_ERROR = re.compile(r"(?:error|warning)\[([A-Z]\d{3})\]: (.*)")  # lint prints warnings
 
 
+CASES = CATALOGUE.parent / "cases"
+_CHUNK = "# ----\n"
+_HEAD = re.compile(r"# (case|why|run|file|expect): (.*)")
+
+
+def load_cases(path: Path) -> list[dict]:
+    """The catalogue entries of a case file (tests/cases/README.md): chunks split by `# ----`
+    lines after the file's own opening comment, each its header lines, then the body of the
+    one file it writes (`w.lobster` unless `# file:` names another) to the end of the chunk."""
+    entries = []
+    for chunk in path.read_text(encoding="utf-8").split(_CHUNK)[1:]:
+        lines = chunk.split("\n")
+        head: dict[str, str] = {}
+        while lines and (match := _HEAD.fullmatch(lines[0])):
+            head[match.group(1)] = match.group(2)
+            lines.pop(0)
+        where = f"{path.name}: {head.get('case')}"
+        assert {"case", "why", "run", "expect"} <= set(head), f"{where}: a header is missing"
+        expect = re.fullmatch(r"exit (\d+) (\S+) (.*)", head["expect"])
+        assert expect, f"{where}: `# expect: exit N CODE-or-- message`"
+        entries.append({"id": head["case"], "why": head["why"], "argv": shlex.split(head["run"]),
+                        "files": {head.get("file", "w.lobster"): "\n".join(lines)},
+                        "expect": {"exit": int(expect.group(1)),
+                                   "code": None if expect.group(2) == "-" else expect.group(2),
+                                   "message": expect.group(3)}})
+    return entries
+
+
 def _load() -> list[tuple[str, dict]]:
     entries = []
     for path in sorted(CATALOGUE.glob("*.json")):
         for entry in json.loads(path.read_text(encoding="utf-8")):
             entries.append((path.name, entry))
+    for path in sorted(CASES.glob("*.lobster")):
+        entries += [(f"cases/{path.name}", entry) for entry in load_cases(path)]
     return entries
 
 
