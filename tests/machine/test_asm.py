@@ -14,8 +14,8 @@ from lobsterc.tools.cli import compile_target
 from vm.isa import ops
 from vm.isa.asm import AsmError, assemble, assemble_listing
 from vm.isa.dis import disassemble
-from vm.isa.opcodes import CONST, HALT, OPS, STEP, Op
-from vm.isa.program import MAGIC, Header, Instr, Program, StepInfo
+from vm.isa.opcodes import CONST, HALT, OPCODE_VERSION, OPS, STEP, Op
+from vm.isa.program import FORMAT_VERSION, MAGIC, Header, Instr, Program, StepInfo
 from vm.isa.verify import verify
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
@@ -63,6 +63,10 @@ def test_a_hand_written_program_runs_through_verify():
                                                 Op.JUMP, Op.END_WORKFLOW]
     assert program.code[3].a == 4 and program.halts[0].id == "ok"
     assert program.steps == (StepInfo("ok", 1, 3),)
+    bare = assemble(HAND.split("@prologue", 1)[1].join(["@prologue", ""]))  # no header lines
+    assert (bare.header.format_version, bare.header.opcode_version) == (FORMAT_VERSION,
+                                                                        OPCODE_VERSION)
+    assert bare.code == program.code
 
 
 HAND = """\

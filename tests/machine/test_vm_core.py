@@ -16,6 +16,7 @@ from vm.isa import codec, ops
 from vm.engine import machine
 from vm.host import token as tokens
 from vm.isa.codec import LoadError
+from vm.isa.asm import assemble
 from vm.isa.dis import disassemble
 from vm.isa.frame import LoopFrame, TryFrame
 from vm.engine.interp import HANDLERS
@@ -73,67 +74,88 @@ def test_back_patching_follows_the_table(tmp_path):
 # verify ---------------------------------------------------------------------------------------
 
 SUB = "steps:\n  - id: inner\n    run: echo inner\n"
-LOOPED = """\
-steps:
-  - id: hosts
-    run: echo '["a"]'
-    retry: {max: 2}
-  - id: each
-    for_each: $hosts.json
-    steps:
-      - id: roll
-        run: echo $item.stdout
-  - id: call
-    workflow: child.lobster
-"""
-
-
-def with_code(program, pc: int, **changes):
-    code = list(program.code)
-    code[pc] = attrs.evolve(code[pc], **changes)
-    return attrs.evolve(program, code=code)
 
 
 def first(program, op: Op) -> int:
     return next(pc for pc, ins in enumerate(program.code) if ins.op == op)
 
 
-def test_verify_checks_payload_types(tmp_path):
-    program = workflow(tmp_path, LOOPED, **{"child.lobster": SUB})
-    verify(program)
-    shell = first(program, Op.SHELL)
-    loop_const = program.code[first(program, Op.LOOP_BEGIN)].b
+# programs written as listings (vm/isa/asm.py), each test breaking one line of a good one
+LOOPED = """\
+@prologue
+  prologue.0   INIT_ARGS      {}
+step hosts
+  hosts.0      TRY            hosts Policy{on_error="stop" timeout_ms=- retry={max=2 backoff="fixed" delay_ms=1000 max_delay_ms=30000 jitter=false}} -> hosts.2
+  hosts.1      SHELL          hosts Shell{run="echo '[\\"a\\"]'" stdin=- env={} cwd=-}
+  hosts.2      END_TRY        hosts -> hosts.end
+step each
+  each.0       LOOP_BEGIN     each Loop{source="$hosts.json" item_var="item" index_var="index" batch_size=1 pause_ms=0 steps=["roll"]} -> each/(next).end
+step each/roll
+  each/roll.0  SHELL          roll Shell{run="echo $item.stdout" stdin=- env={} cwd=-}
+step each/(next)
+  each/(next).0 LOOP_NEXT      each -> each/roll.0
+step call
+  call.0       CALL           call Call{args={} defaults={} env={} cwd=-} -> call/inner.0
+@end
+  end.0        END_WORKFLOW
+step call/inner
+  call/inner.0 SHELL          inner Shell{run="echo inner" stdin=- env={} cwd=-}
+@return call
+  call/(return).0 RETURN         call
+"""
+FORKED = """\
+@prologue
+  prologue.0   INIT_ARGS      {}
+step fetch
+  fetch.0      PARALLEL       fetch Parallel{wait="any" timeout_ms=- branches=[users@fetch/users.0, orders@fetch/orders.0]}
+@end
+  end.0        END_WORKFLOW
+@branch fetch/users
+  fetch/users.0 SHELL          users Shell{run="echo users" stdin=- env={} cwd=-}
+  fetch/users.1 END_BRANCH     users
+@branch fetch/orders
+  fetch/orders.0 LOAD_STDIN     r0 LoadStdin{stdin=- env={} cwd=-}
+  fetch/orders.1 EXEC           r0 Exec{json=false shell="echo orders" argv=- stdin=- templated=true} r0
+  fetch/orders.2 STORE_PIPELINE orders r0
+  fetch/orders.3 END_BRANCH     orders
+"""
+
+
+def broken(listing: str, good: str, bad: str):
+    """The program of `listing` with its one `good` text replaced by `bad`."""
+    assert listing.count(good) == 1, good
+    return assemble(listing.replace(good, bad))
+
+
+def test_verify_checks_payload_types():
+    verify(assemble(LOOPED))
+    loop = 'Loop{source="$hosts.json" item_var="item" index_var="index" batch_size=1 ' \
+           'pause_ms=0 steps=["roll"]}'
     with pytest.raises(VerifyError, match="SHELL payload is not a Shell"):
-        verify(with_code(program, shell, b=loop_const))
+        verify(broken(LOOPED, """hosts Shell{run="echo '[\\"a\\"]'" stdin=- env={} cwd=-}""",
+                      f"hosts {loop}"))
 
 
-@pytest.mark.parametrize("op, change, message", [
-    (Op.TRY, {"c": 0}, "TRY does not pair with an END_TRY"),
-    (Op.LOOP_BEGIN, {"c": 1}, "LOOP_BEGIN does not pair with a LOOP_NEXT"),
-    (Op.CALL, {"c": 1}, "CALL region does not end in a RETURN"),
+@pytest.mark.parametrize("good, bad, message", [
+    ("}} -> hosts.2", "}} -> prologue.0", "TRY does not pair with an END_TRY"),
+    ("-> each/(next).end", "-> hosts.0", "LOOP_BEGIN does not pair with a LOOP_NEXT"),
+    ("-> call/inner.0", "-> hosts.0", "CALL region does not end in a RETURN"),
 ])
-def test_verify_checks_block_pairing(tmp_path, op, change, message):
-    program = workflow(tmp_path, LOOPED, **{"child.lobster": SUB})
+def test_verify_checks_block_pairing(good, bad, message):
     with pytest.raises(VerifyError, match=message):
-        verify(with_code(program, first(program, op), **change))
+        verify(broken(LOOPED, good, bad))
 
 
-def test_a_sealed_program_with_a_bad_pairing_is_refused_at_load(tmp_path):
-    program = workflow(tmp_path, LOOPED, **{"child.lobster": SUB})
-    bad = codec.seal(with_code(program, first(program, Op.TRY), c=0))
+def test_a_sealed_program_with_a_bad_pairing_is_refused_at_load():
+    bad = codec.seal(broken(LOOPED, "}} -> hosts.2", "}} -> prologue.0"))
     with pytest.raises(LoadError, match="invalid program: .*TRY"):
         codec.load_program(codec.dump_program(bad))
 
 
-def test_verify_checks_branch_regions(tmp_path):
-    program = workflow(tmp_path, PARALLEL)
-    pc = first(program, Op.PARALLEL)
-    spec = program.constants[program.code[pc].b]
-    broken = attrs.evolve(spec, branches=[attrs.evolve(spec.branches[0], start=0)])
-    constants = list(program.constants) + [broken]
-    bad = attrs.evolve(with_code(program, pc, b=len(constants) - 1), constants=constants)
+def test_verify_checks_branch_regions():
+    verify(assemble(FORKED))
     with pytest.raises(VerifyError, match="branch 'users' is not a region"):
-        verify(bad)
+        verify(broken(FORKED, "users@fetch/users.0", "users@prologue.0"))
 
 
 # the codec ------------------------------------------------------------------------------------

@@ -21,9 +21,9 @@ from typing import Any
 import attrs
 
 from vm.isa import ops
-from vm.isa.opcodes import CONST, HALT, OPS, REG, STEP, TARGET, Op
+from vm.isa.opcodes import CONST, HALT, OPCODE_VERSION, OPS, REG, STEP, TARGET, Op
 from vm.isa.ops import Branch, Given, HaltSite
-from vm.isa.program import MAGIC, Header, Instr, Program, StepInfo
+from vm.isa.program import FORMAT_VERSION, MAGIC, Header, Instr, Program, StepInfo
 
 COMPILER = "asm"  # the header's compiler_version, which the text does not show
 _RECORDS = {cls.__name__: cls for cls in (*ops.PAYLOADS, ops.Retry, Branch)}
@@ -84,7 +84,9 @@ class _Cursor:
 class _Assembler:
     def __init__(self, text: str) -> None:
         self.lines = text.split("\n")  # as dis joins them: a JSON string may hold U+2028
-        self.header: dict[str, Any] = {"format_version": 0, "opcode_version": 0,
+        # a listing without header lines is of this format, from no named source
+        self.header: dict[str, Any] = {"format_version": FORMAT_VERSION,
+                                       "opcode_version": OPCODE_VERSION,
                                        "source_name": "", "source_sha256": "",
                                        "program_hash": ""}
         self.files: tuple[str, ...] = ()
