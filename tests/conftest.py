@@ -33,9 +33,12 @@ os.environ.setdefault("PYTHONPYCACHEPREFIX",
 
 
 class Cli:
-    """Runs the real executables with a private state dir and home."""
+    """Runs the real executables with a private state dir and home; `in_process`: their main
+    functions in this process instead (run_in_process), for tests whose subject is not the
+    process itself."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, in_process: bool = False) -> None:
+        self.in_process = in_process
         self.state = tmp_path / "state"
         self.work = tmp_path / "work"
         self.work.mkdir()
@@ -44,6 +47,10 @@ class Cli:
 
     def run(self, *argv: str, exe: str = LOBSTER, stdin: str | None = None,
             env: dict | None = None, check_json: bool = False):
+        if self.in_process:
+            name = {LOBSTER: "lobster", LOBSTERC: "lobsterc"}[exe]
+            return run_in_process([name, *argv], cwd=self.work, env={**self.env, **(env or {})},
+                                  stdin=stdin)
         proc = subprocess.run([exe, *argv], cwd=self.work, env={**self.env, **(env or {})},
                               input=stdin, capture_output=True, text=True, timeout=60,
                               stdin=None if stdin is not None else subprocess.DEVNULL)
@@ -63,6 +70,13 @@ class Cli:
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
     return Cli(tmp_path)
+
+
+@pytest.fixture
+def in_process_cli(tmp_path: Path) -> Cli:
+    """`cli` without processes: a test module whose subject is not the process imports it as
+    `cli` (`from conftest import in_process_cli as cli`)."""
+    return Cli(tmp_path, in_process=True)
 
 
 def pytest_addoption(parser):

@@ -13,6 +13,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conftest import LOBSTERC
+from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
 from lobsterc.syntax import ast
 from lobsterc.load.build import build, load
 from lobsterc.check.checker import check_file

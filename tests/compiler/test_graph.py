@@ -13,6 +13,7 @@ from lobsterc.tools.graph import graph
 from lobsterc.diagnostics import CompileError
 
 from conftest import LOBSTERC
+from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
 
 
 def write(tmp_path: Path, text: str, name: str = "wf.lobster") -> str:

@@ -12,6 +12,7 @@ import pytest
 from lobsterc.tools.plan import pipeline_plan, workflow_plan
 from lobsterc.diagnostics import CompileError
 from lobsterc.frontend import error_fields
+from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
 
 
 def write(tmp_path: Path, text: str, name: str = "wf.lobster") -> str:

@@ -12,6 +12,7 @@ from attrs import evolve
 
 from vm.engine.events import describe, drain
 from vm.service.protocol import Options, handle
+from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
 
 FLAKY = "#!/bin/sh\n[ -f tried ] && { echo ok; exit 0; }\ntouch tried; echo 'not yet' >&2; exit 1\n"
 

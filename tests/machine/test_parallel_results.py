@@ -4,6 +4,8 @@ stdout, and the first branch to fail fails the step with its own message."""
 
 from __future__ import annotations
 
+from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
+
 
 def run(cli, text: str) -> tuple[dict, int]:
     (cli.work / "p.lobster").write_text(text)
