@@ -14,6 +14,7 @@ from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 
 from vm.service.protocol import Options, handle
 from vm.host.store import open_store
+from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
 
 GATE = "exec --json --shell 'echo [1]' | approve --prompt ok"
 OTHER = "exec --json --shell 'echo [2]' | approve --prompt ok | exec --shell 'touch pwned'"

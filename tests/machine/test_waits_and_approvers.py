@@ -12,6 +12,7 @@ import pytest
 
 from vm.host.process import Scope
 from vm.service.protocol import Options, handle
+from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
 
 HOUR_MS = 3_600_000
 

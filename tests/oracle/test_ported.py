@@ -35,7 +35,7 @@ THREADS = max(1, WORKERS // 2)
 def ported(request, tmp_path_factory, pytestconfig):
     """The selected ported tests' verdicts (every worker collects the same items, so they
     agree on the jobs)."""
-    wanted = {item.callspec.id for item in request.session.items
+    wanted = {item.callspec.params["name"] for item in request.session.items
               if item.originalname == "test_ported" and hasattr(item, "callspec")}
     jobs = [(port.name, lambda port=port: judge_port(port, REF)) for port in SELECTED
             if port.name in wanted]

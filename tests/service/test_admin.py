@@ -13,6 +13,7 @@ import time
 
 import pytest
 from conftest import LOBSTER
+from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
 from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 
 from vm.service import admin

@@ -179,7 +179,8 @@ def reported(result: dict) -> tuple[str | None, str | None]:
 def processes(request, tmp_path_factory, pytestconfig):
     """The selected entries that run as real processes, a few at a time across the workers
     (they are mostly waiting on start-up); the in-process ones run in their own test."""
-    wanted = {(item.originalname, item.callspec.id) for item in request.session.items
+    wanted = {(item.originalname, item.callspec.params["entry"]["id"])
+              for item in request.session.items
               if item.path == Path(__file__) and hasattr(item, "callspec")}
     jobs = [(entry["id"], lambda entry=entry: run_entry(entry)) for _, entry in ENTRIES
             if ("test_refused", entry["id"]) in wanted and entry["id"] not in IN_PROCESS

@@ -15,6 +15,7 @@ from vm.core import bounds
 from vm.cli import mcp
 from vm.service.protocol import Options, handle, run
 from vm.host.store import open_store
+from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
 
 GATED = "exec --shell 'touch ran' | approve --prompt 'Go?'"
 HUGE_WEEKS = "99999999999999999999999w"

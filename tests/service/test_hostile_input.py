@@ -9,6 +9,7 @@ import json
 from vm.core import js
 from vm.service import protocol
 from vm.core.schema import first_error, schema_fault
+from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
 
 INPUT = """steps:
   - id: a

@@ -14,6 +14,7 @@ import pytest
 
 from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 from conftest import LOBSTER, Cli
+from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
 
 ROOT = Path(__file__).resolve().parents[2]
 REVIEW = ROOT / "examples" / "review"
