@@ -93,7 +93,8 @@ def _python(code: str) -> subprocess.CompletedProcess:
 
 
 def test_the_driver_is_imported_only_when_a_postgresql_store_is_opened():
-    proc = _python("import sys, vm.service.protocol, vm.host.store; vm.host.store.open_store('/tmp/x', {});"
+    proc = _python("import sys, vm.service.protocol, vm.host.store; "
+                   "vm.host.store.open_store('/tmp/x', {});"
                    "print(sorted(m for m in sys.modules if m.startswith('psycopg')))")
     assert proc.stdout.strip() == "[]", proc.stderr
 

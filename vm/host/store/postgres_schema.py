@@ -10,7 +10,7 @@ step recorded in lobster_meta. Tables live in the first schema of the connection
   lobster_frames(state_key, body, created_at,   parked frames; claimed by a DELETE (no claimant)
                  claimed_at, claimant,          or an UPDATE setting claimed_at (a claim record);
                  expires_at, mac,               expires_at: NULL, never; mac: base.frame_mac
-                 lease_until)                   lease_until: the claim's lease, renewed while it runs
+                 lease_until)                   lease_until: the claim's lease, renewed as it runs
   lobster_records(state_key, state, record,     a claimed checkpoint's record (its state and
                   updated_at)                   history, JSON); a tombstone after it ends
   lobster_approvals(approval_id, state_key)     approval id -> state key
