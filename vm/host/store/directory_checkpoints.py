@@ -1,6 +1,7 @@
-"""The checkpoints of a state directory, all in `<state>/runs/`: parked frames (the frame file
-format below), claims (a rename of the frame file), checkpoint records and approval ids. The
-layout of the whole directory is in vm/host/store/directory.py."""
+"""The checkpoints of a state directory, all in `<state>/runs/`: parked frames (`split_frame_file`
+reads each format of their files), claims (a rename of the frame file), checkpoint records and
+approval ids. The layout of the whole directory, these files' formats included, is in the
+docstring of vm/host/store/directory.py."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ _SEALED_HEAD = len(SEALED_MAGIC) + FRAME_MAC_SIZE + _EXPIRY.size
 
 
 def split_frame_file(data: bytes) -> tuple[bytes | None, float | None, bytes]:
-    """A frame file's (MAC, expiry, frame bytes), in any of its formats (header above)."""
+    """A frame file's (MAC, expiry, frame bytes), in any of its formats (the layout in
+    vm/host/store/directory.py)."""
     expires_at = mac = None
     if data.startswith(SEALED_MAGIC) and len(data) >= _SEALED_HEAD:
         start = len(SEALED_MAGIC)
@@ -40,7 +42,6 @@ def split_frame_file(data: bytes) -> tuple[bytes | None, float | None, bytes]:
         (expires_at,) = _EXPIRY.unpack(data[len(EXPIRY_MAGIC):head])
         data = data[head:]
     return mac, expires_at, data
-
 
 
 class CheckpointFiles:
@@ -58,7 +59,6 @@ class CheckpointFiles:
                     or parse_claim_file_name(entry.name) is not None:
                 count += 1
         return count
-
 
     # frames --------------------------------------------------------------------------------
     def frame_path(self, state_key: str) -> str:
