@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vm.host.process import Scope
+from vm.host.children import Scope
 from vm.service.protocol import Options, handle
 from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
 
