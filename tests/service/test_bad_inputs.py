@@ -1,6 +1,7 @@
 """The bad-input catalogue: every entry of tests/bad_inputs/*.json and every case of
-tests/cases/*.lobster runs its `lobster` or `lobsterc` command line, and must be refused with its exact exit code, error code and message,
-and no traceback anywhere. The format is described in tests/bad_inputs/README.md.
+tests/cases/*.lobster runs its `lobster` or `lobsterc` command line, and must be refused with
+its exact exit code, error code and message, and no traceback anywhere. The formats are
+described in tests/bad_inputs/README.md and tests/cases/README.md.
 
 The entries whose subject is the command line (cli*.json) run as real processes, a few at a
 time across the xdist workers (conftest.SharedBatch); the others run the executables' main
@@ -192,7 +193,8 @@ def processes(request, tmp_path_factory, pytestconfig):
 
 
 def check(entry: dict, result: dict) -> None:
-    shown = f"exit {result['exit']}\nstdout: {result['stdout'][:2000]}\nstderr: {result['stderr'][:2000]}"
+    shown = (f"exit {result['exit']}\nstdout: {result['stdout'][:2000]}\n"
+             f"stderr: {result['stderr'][:2000]}")
     for text in [result["stdout"], result["stderr"], *result["setup"]]:
         assert "Traceback" not in text, shown
     assert not result["ran"], f"a step ran before the refusal (it made `ran`)\n{shown}"

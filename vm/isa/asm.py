@@ -5,9 +5,10 @@ The text names every operand by value, so the assembler rebuilds the pools: step
 payloads become constants, halt site lines become HaltSites, labels (`step.index`,
 `step.end`, `@end`) become code addresses and each `step` block a StepInfo. What the text does
 not show is made up the same way every time: no spans, a register file just large enough,
-halt site ids from their block, a file table of the source alone when the text lists none. A trailing `; file:line` names another file of the
-`; files` line; any other trailing comment is a source snippet, which `assemble_listing` keeps
-as a stand-in source text so that the listing round-trips with its comments too.
+halt site ids from their block, a file table of the source alone when the text lists none,
+the current format when it has no header lines. A trailing `; file:line` names another file of
+the `; files` line; any other trailing comment is a source snippet, which `assemble_listing`
+keeps as a stand-in source text so that the listing round-trips with its comments too.
 """
 
 from __future__ import annotations
@@ -176,13 +177,13 @@ class _Assembler:
         values = []
         for kind in OPS[op].operands:
             cursor.expect(" ")
-            values.append(self._operand(cursor, op, kind, label, pc))
+            values.append(self._operand(cursor, kind, label, pc))
         if cursor.pos < len(cursor.text):
             cursor.expect(_COMMENT)
             self.source_map[pc] = self._location(cursor.text[cursor.pos:])
         return Instr(op, *values)
 
-    def _operand(self, cursor: _Cursor, op: Op, kind: str, label: str, pc: int) -> int:
+    def _operand(self, cursor: _Cursor, kind: str, label: str, pc: int) -> int:
         if kind == REG:
             cursor.expect("r")
             digits = cursor.word()
