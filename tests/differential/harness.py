@@ -20,6 +20,9 @@ from pathlib import Path
 from .normalise import Normaliser
 
 STEP_TIMEOUT_S = 60
+# The environment as the session started: cases run in threads while a test in the same
+# process may swap os.environ for an in-process run (conftest.run_in_process).
+_ENVIRON = dict(os.environ)
 
 
 def build_argv(case: dict, step: dict, seen: list) -> list[str]:
@@ -177,7 +180,7 @@ def run_case(case: dict, command: list[str]) -> list[dict]:
     server = _serve(case["server"]) if case.get("server") else None
     url = f"http://127.0.0.1:{server.server_address[1]}" if server else "<server>"
     norm = Normaliser(root)
-    base = {k: v for k, v in os.environ.items()
+    base = {k: v for k, v in _ENVIRON.items()
             if not k.startswith(("LOBSTER_", "APUS_", "CLAWD_", "OPENCLAW_"))}
     base.update(HOME=str(home), LOBSTER_STATE_DIR=str(state), TZ="UTC",
                 LC_ALL="C.UTF-8", LANG="C.UTF-8")
