@@ -454,12 +454,9 @@ def op_skip_step(run: Run, ins: Instr) -> None:
         run.events.skipped(run.frame.pc - 1, "condition false")
 
 
-def op_halt_approve(run: Run, ins: Instr) -> Parked | None:
-    site = run.program.halts[ins.b]
-    return GATES[type(site)](run, ins, site)
-
-
-def op_halt_input(run: Run, ins: Instr) -> Parked | None:
+def op_halt(run: Run, ins: Instr) -> Parked | None:
+    """HALT_APPROVE and HALT_INPUT: the handler of the site's kind (verify lets each opcode
+    name only its own kinds)."""
     site = run.program.halts[ins.b]
     return GATES[type(site)](run, ins, site)
 
@@ -718,7 +715,7 @@ HANDLERS = {
     Op.STORE_PIPELINE: op_store_pipeline, Op.SET_RESULT: op_set_result,
     Op.INIT_ARGS: op_init_args, Op.COST_LIMIT: op_cost_limit, Op.JUMP: op_jump,
     Op.JUMP_IF_NOT: op_jump_if_not, Op.EVAL_COND: op_eval_cond, Op.SKIP_STEP: op_skip_step,
-    Op.HALT_APPROVE: op_halt_approve, Op.HALT_INPUT: op_halt_input,
+    Op.HALT_APPROVE: op_halt, Op.HALT_INPUT: op_halt,
     Op.LOOP_BEGIN: op_loop_begin, Op.LOOP_NEXT: op_loop_next, Op.CALL: op_call,
     Op.RETURN: op_return, Op.TRY: op_try, Op.END_TRY: op_end_try, Op.PARALLEL: op_parallel,
     Op.END_BRANCH: op_end_branch, Op.END: op_end, Op.END_WORKFLOW: op_end_workflow,
