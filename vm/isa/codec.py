@@ -30,7 +30,8 @@ import msgpack
 from cattrs.preconf.msgpack import make_converter
 
 from vm.isa import ops
-from vm.isa.frame import FRAME_FORMAT, PENDING_KINDS, CallFrame, Frame, LoopFrame, Pending, TryFrame
+from vm.isa.frame import (FRAME_FORMAT, PENDING_KINDS, CallFrame, Frame, LoopFrame, Pending,
+                          TryFrame)
 from vm.isa.program import FORMAT_VERSION, MAGIC, Header, Instr, Program
 
 MAX_BLOB = 64 * 1024 * 1024

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -628,8 +627,8 @@ def _park(program: Program, frame: Frame, options: Options, settings: Settings) 
     store = options.store()
     key = signing_key(store)  # the token and the frame's MAC: one key, read once
     pending = frame.pending
-    state_key = f"{frame.origin}_resume_{secrets.token_hex(16)}"
-    kind = "pipeline-resume" if frame.origin == "pipeline" else "workflow-file"
+    state_key = tokens.new_state_key(frame.origin)
+    kind = tokens.kind_for(frame.origin)
     ttl = settings.checkpoint_ttl_ms or program.checkpoint_ttl_ms or checkpoint_ttl_ms(options)
     if pending.kind == "approval":
         # the id goes into the frame, so it is published before the frame is written
@@ -717,9 +716,9 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
             state_key = store.lookup_approval_id(approval_id)
             if state_key is None:
                 raise RequestError(unknown_approval_id(approval_id), "E503")
-            origin = state_key.split("_", 1)[0]
+            origin = tokens.origin_of(state_key)
         elif state_key:
-            origin = state_key.split("_", 1)[0]
+            origin = tokens.origin_of(state_key)
         else:
             parsed = _checked_token(token, store)
             state_key, origin = parsed.state_key, parsed.origin
