@@ -3,7 +3,7 @@ close; keys that start with `x-` are free (tools add them on purpose). The origi
 unknown keys, so a typo (`timout_ms`, `condtion`, `wen`) silently drops what it meant: a
 deliberate difference (SPEC 9).
 
-The known keys of each object are the workflow format's (lobsterc/workflow.schema.json); maps
+The known keys of each object are the workflow format's (lobsterc.load.fields); maps
 whose keys are the file's own (`args`, `env`, `workflow_args`, a `responseSchema`, `defaults`,
 `items`) are not checked.
 """
@@ -14,34 +14,21 @@ from collections.abc import Iterator
 from typing import Any
 
 from lobsterc.diagnostics import Diagnostic
-from lobsterc.load import Document, Path
+from lobsterc.load import Document, Path, fields
 
 FREE_PREFIX = "x-"
 
 
 
-def _properties(*path: str) -> tuple[str, ...]:
-    """The property names of the schema object at `path` (an object branch of a oneOf too)."""
-    from lobsterc.check.schema import workflow_schema
-
-    node: Any = workflow_schema()
-    for part in path:
-        node = node[part]
-    for branch in node.get("oneOf", ()):
-        if branch.get("type") == "object":
-            node = branch
-    return tuple(node["properties"])
-
-
-TOP = _properties()
-COST_LIMIT = _properties("properties", "cost_limit")
-ARG = _properties("$defs", "arg")
-STEP = _properties("$defs", "step")  # for_each sub-steps too: gates work inside loops here
-APPROVAL = _properties("$defs", "approval")
-INPUT = _properties("$defs", "input")
-RETRY = _properties("$defs", "retry")
-PARALLEL = _properties("$defs", "step", "properties", "parallel")
-BRANCH = _properties("$defs", "branch")
+TOP = fields.WORKFLOW.names
+COST_LIMIT = fields.COST_LIMIT.names
+ARG = fields.ARG.names
+STEP = fields.STEP.names  # for_each sub-steps too: gates work inside loops here
+APPROVAL = fields.APPROVAL.names
+INPUT = fields.INPUT.names
+RETRY = fields.RETRY.names
+PARALLEL = fields.PARALLEL.names
+BRANCH = fields.BRANCH.names
 # a step's objects whose keys are checked, in the order they are reported
 STEP_PARTS = (("approval", APPROVAL), ("input", INPUT), ("retry", RETRY), ("parallel", PARALLEL))
 

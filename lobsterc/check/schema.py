@@ -4,11 +4,10 @@ against it: a compiled predicate says yes or no, jsonschema words the first erro
 from __future__ import annotations
 
 import json
-from importlib import resources
 from typing import Any
 
 from lobsterc.diagnostics import Diagnostic
-from lobsterc.load import Document, Path
+from lobsterc.load import Document, Path, fields
 
 _schema_cache: dict | None = None
 _flat_schema: dict | None = None  # the schema with its references inlined (without_refs)
@@ -17,11 +16,11 @@ _schema_predicate: Any = None  # the flat schema as one predicate (lobsterc.chec
 
 
 def workflow_schema() -> dict:
-    """The workflow file format as a JSON Schema (draft 2020-12); `lobsterc schema` prints it."""
+    """The workflow file format as a JSON Schema (draft 2020-12), made from the field table
+    (lobsterc.load.fields); `lobsterc schema` prints it, lobsterc/workflow.schema.json holds it."""
     global _schema_cache
     if _schema_cache is None:
-        text = (resources.files("lobsterc") / "workflow.schema.json").read_text(encoding="utf-8")
-        _schema_cache = json.loads(text)
+        _schema_cache = fields.workflow_schema()
     return json.loads(json.dumps(_schema_cache))
 
 

@@ -145,3 +145,15 @@ def test_references_with_validating_siblings_are_not_inlined() -> None:
     with pytest.raises(ValueError, match="cannot inline"):
         without_refs({"$defs": {"a": {"type": "string"}}, "properties": {
             "x": {"$ref": "#/$defs/a", "minLength": 1}}})
+
+
+def test_the_schema_file_is_the_field_tables() -> None:
+    """lobsterc/workflow.schema.json is generated from lobsterc.load.fields; after a change to
+    the table, regenerate it with `lobsterc schema > lobsterc/workflow.schema.json`."""
+    import json
+    from importlib import resources
+
+    from lobsterc.load.fields import workflow_schema as generated
+
+    text = (resources.files("lobsterc") / "workflow.schema.json").read_text(encoding="utf-8")
+    assert text == json.dumps(generated(), indent=2, ensure_ascii=False) + "\n"

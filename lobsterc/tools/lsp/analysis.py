@@ -368,29 +368,34 @@ def flag_doc(cmd: Command, name: str) -> str | None:
 
 
 def _key_tables() -> dict[str, tuple[tuple[str, ...], dict]]:
-    """Which keys an object takes, by the key that holds it, with each key's schema node."""
-    from lobsterc.check import keys
-    from lobsterc.check.schema import workflow_schema
+    """Which keys an object takes, by the key that holds it, with each key's schema node (the
+    field table, lobsterc.load.fields)."""
+    from lobsterc.load import fields
 
-    schema = workflow_schema()
-    defs = schema["$defs"]
+    shapes = {shape.name: shape for shape in fields.SHAPES}
 
-    def props(node: dict) -> dict:
-        for branch in node.get("oneOf", ()):
-            if branch.get("type") == "object":
-                node = branch
-        return node.get("properties", {})
+    def node(schema: dict) -> dict:
+        """A field's schema, with what a `$ref` names (its title, description and type)."""
+        ref = schema.get("$ref", "").removeprefix("#/$defs/")
+        if ref not in shapes:
+            return dict(schema)
+        target = fields.shape_schema(shapes[ref])
+        shown = {k: v for k, v in target.items() if k in ("title", "description", "type", "oneOf")}
+        return {**shown, **{k: v for k, v in schema.items() if k != "$ref"}}
+
+    def table(shape: fields.Shape) -> tuple[tuple[str, ...], dict]:
+        return shape.names, {f.name: node(f.schema) for f in shape.fields}
 
     return {
-        "": (keys.TOP, schema["properties"]),
-        "steps": (keys.STEP, props(defs["step"])),
-        "branches": (keys.BRANCH, props(defs["branch"])),
-        "approval": (keys.APPROVAL, props(defs["approval"])),
-        "input": (keys.INPUT, props(defs["input"])),
-        "retry": (keys.RETRY, props(defs["retry"])),
-        "parallel": (keys.PARALLEL, props(defs["step"]["properties"]["parallel"])),
-        "cost_limit": (keys.COST_LIMIT, props(schema["properties"]["cost_limit"])),
-        "args.*": (keys.ARG, props(defs["arg"])),
+        "": table(fields.WORKFLOW),
+        "steps": table(fields.STEP),
+        "branches": table(fields.BRANCH),
+        "approval": table(fields.APPROVAL),
+        "input": table(fields.INPUT),
+        "retry": table(fields.RETRY),
+        "parallel": table(fields.PARALLEL),
+        "cost_limit": table(fields.COST_LIMIT),
+        "args.*": table(fields.ARG),
     }
 
 
