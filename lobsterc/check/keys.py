@@ -11,14 +11,10 @@ whose keys are the file's own (`args`, `env`, `workflow_args`, a `responseSchema
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
-
 from lobsterc.diagnostics import Diagnostic
 from lobsterc.load import Document, Path, fields
 
 FREE_PREFIX = "x-"
-
-
 
 TOP = fields.WORKFLOW.names
 COST_LIMIT = fields.COST_LIMIT.names
@@ -92,22 +88,3 @@ def _object(doc: Document, obj: dict, at: Path, known: tuple[str, ...],
         listing = f"{what} takes: {', '.join(known)} (keys starting with {FREE_PREFIX} are free)"
         yield (Diagnostic("E217", message, doc.key_span_of(*at, key), help=listing), (*at, key))
 
-
-def first_unknown_key(doc: Document) -> Diagnostic | None:
-    for diag, _ in unknown_keys(doc):
-        return diag
-    return None
-
-
-def drop_unknown_keys(doc: Document, data: Any) -> list[Diagnostic]:
-    """Every unknown key's diagnostic; each key is removed from `data` (a copy of doc.data)."""
-    out: list[Diagnostic] = []
-    for diag, path in list(unknown_keys(doc)):
-        out.append(diag)
-        node = data
-        for part in path[:-1]:
-            node = node[part]
-        for key in list(node):
-            if str(key) == path[-1]:
-                del node[key]
-    return out

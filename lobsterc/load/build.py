@@ -16,7 +16,8 @@ from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.syntax.expr import compile_condition
 from lobsterc.load import Document, parse_text, read_text
 from lobsterc.syntax.parse import parse_pipeline
-from lobsterc.check.validate import is_approval, step_kind, validate_all, validated
+from lobsterc.check.problems import lint_problems, validated
+from lobsterc.check.values import is_approval, step_kind
 
 __all__ = ["Loaded", "Library", "load", "build"]
 
@@ -69,7 +70,8 @@ def _load(path: str, real: str, lenient: bool, library: Library,
         if not lenient:
             doc = validated(text, path)
             return Loaded(path, build(doc, library), (), real)
-        diags, problem, doc = validate_all(parse_text(text, path))
+        doc = parse_text(text, path)
+        diags, problem = lint_problems(doc)
     except CompileError as exc:
         return Loaded(path, None, tuple(exc.diagnostics), real)
     if problem is not None:

@@ -251,14 +251,6 @@ def test_the_builder_never_raises(data):
     assert isinstance(wf, ast.Workflow)
 
 
-def test_the_loader_keeps_its_old_names():
-    from lobsterc import workflow_file
-
-    for name in ("WorkflowFile", "is_approval", "is_input", "load_workflow_file", "step_kind",
-                 "load_workflow_text", "validate_workflow", "workflow_schema", "EXTENSIONS"):
-        assert hasattr(workflow_file, name)
-
-
 # `ask` in a workflow pipeline step (as the original: tool mode pauses, the answer is the stage's
 # output; human mode and `--emit` stop the run) ------------------------------------------------
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from lobsterc.check.schema_check import compile_schema
-from lobsterc.check.schema import without_refs, workflow_schema
+from lobsterc.check.types import without_refs, workflow_schema
 
 WORKFLOW = without_refs(workflow_schema())
 WORKFLOW_CHECK = compile_schema(WORKFLOW)

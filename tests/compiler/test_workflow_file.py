@@ -11,15 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lobsterc.diagnostics import CompileError
-from lobsterc.workflow_file import (
-    WorkflowFile,
-    is_approval,
-    is_input,
-    load_workflow_file,
-    load_workflow_text,
-    step_kind,
-    workflow_schema,
-)
+from lobsterc.check.problems import load_checked as load_workflow_file
+from lobsterc.check.problems import validated as load_workflow_text
+from lobsterc.check.values import is_approval, is_input, step_kind
+from lobsterc.load import Document as WorkflowFile
+from lobsterc.load.fields import workflow_schema
 
 CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "cases"
 
@@ -359,7 +355,7 @@ def test_importing_the_loader_stays_light() -> None:
     import sys
 
     code = (
-        "import sys, lobsterc.workflow_file, lobsterc.syntax.expr; "
+        "import sys, lobsterc.check.problems, lobsterc.load.build, lobsterc.syntax.expr; "
         "assert not [m for m in sys.modules if m.split('.')[0] in ('ruamel', 'jsonschema', 'lark')]"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -4,6 +4,7 @@ against it: a compiled predicate says yes or no, jsonschema words the first erro
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from lobsterc.diagnostics import Diagnostic
@@ -22,6 +23,13 @@ def workflow_schema() -> dict:
     if _schema_cache is None:
         _schema_cache = fields.workflow_schema()
     return json.loads(json.dumps(_schema_cache))
+
+
+def type_problems(wf: Document) -> Iterator[Diagnostic]:
+    """The types generator: the document against the JSON Schema of the field table."""
+    problem = schema_diagnostic(wf)
+    if problem is not None:
+        yield problem
 
 
 def schema_diagnostic(wf: Document) -> Diagnostic | None:
