@@ -1,4 +1,5 @@
-"""The compiled schema predicate must give jsonschema's verdict on every instance."""
+"""The compiled schema (lobsterc.check.types) must give jsonschema's verdict and errors on every
+instance; the schema file must be the field table's."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from lobsterc.check.schema_check import compile_schema
-from lobsterc.check.types import without_refs, workflow_schema
+from lobsterc.check.types import compile_schema, without_refs, workflow_schema
 
 WORKFLOW = without_refs(workflow_schema())
 WORKFLOW_CHECK = compile_schema(WORKFLOW)
@@ -40,8 +40,24 @@ _JSONISH = st.recursive(
 )
 
 
+def _words(error) -> str:
+    """jsonschema's message, with a refused oneOf worded by the types its alternatives want."""
+    if error.validator == "oneOf" and error.context:
+        kinds = sorted({str(sub.schema.get("type")) for sub in error.context if "type" in sub.schema})
+        if kinds:
+            return f"{error.instance!r} must be one of the types {', '.join(kinds)}"
+    return error.message
+
+
+def _by_path(errors: list) -> list:
+    return sorted(errors, key=lambda error: repr(error[0]))  # stable: a value's own order stays
+
+
 def _agrees(check, validator, instance) -> None:
     assert check(instance) == validator.is_valid(instance), instance
+    ours = [(path, message) for path, message, _ in check.errors(instance, ())]
+    theirs = [(tuple(e.absolute_path), _words(e)) for e in validator.iter_errors(instance)]
+    assert _by_path(ours) == _by_path(theirs), instance
 
 
 @settings(max_examples=400, deadline=None)
@@ -132,6 +148,7 @@ def test_a_valid_workflow_with_one_value_replaced_or_removed(path, value, remove
 def test_keyword_edge_cases_as_jsonschema_has_them(schema, instance, valid) -> None:
     assert Draft202012Validator(schema).is_valid(instance) is valid
     assert compile_schema(schema)(instance) is valid
+    _agrees(compile_schema(schema), Draft202012Validator(schema), instance)
 
 
 @pytest.mark.parametrize("schema", [{"pattern": "a"}, {"anyOf": []}, {"$ref": "#/x"},
