@@ -11,14 +11,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from lobsterc.diagnostics import Diagnostic
-from lobsterc.load import Document, Path, fields
+from lobsterc.load import Document, Path
+from lobsterc.syntax.ast import ABSENT
 from vm.core import bounds
 from vm.core.js import to_number, truthy
 
 MAX_TIMEOUT_MS = bounds.TIMEOUT_MS.maximum  # a step's timeout_ms: the bound of a run's
-
-ABSENT: Any = fields.ABSENT  # a key that is not there (JavaScript `undefined`)
-
 
 class _Invalid(Exception):
     def __init__(self, message: str, path: Path) -> None:

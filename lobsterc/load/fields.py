@@ -18,9 +18,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from vm.core.js import UNDEFINED
-
-ABSENT: Any = UNDEFINED  # a key the file does not have: the one `undefined` of the code base
+from lobsterc.syntax.ast import ABSENT
 
 
 @frozen

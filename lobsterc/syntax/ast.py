@@ -10,6 +10,7 @@ from typing import Any, Union
 from attrs import field, frozen
 
 from lobsterc.syntax.source import Source, Span
+from vm.core.js import UNDEFINED
 
 
 @frozen
@@ -41,12 +42,9 @@ class Pipeline:
 # lobsterc.check.checker (every diagnostic), lint (W-rules), plan (--dry-run) and graph.
 
 
-class _Absent:
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Any = _Absent()  # a key the file does not have (JavaScript `undefined`)
+# A key the file does not have: JavaScript `undefined`, the one sentinel of the code base for a
+# value that is not there (vm.core.js.UNDEFINED; falsy, and distinct from None, which is `null`).
+ABSENT: Any = UNDEFINED
 
 
 class Loc(tuple):
