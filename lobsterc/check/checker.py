@@ -430,13 +430,10 @@ class _Later:
 
 
 def _check_when(when: ast.When, scope: ChainMap, later: Any) -> Iterator[Diagnostic]:
-    from lobsterc.syntax.expr import compile_condition, tree_refs
+    from lobsterc.syntax.expr import tree_refs
 
     if when.tree is None:
-        try:
-            compile_condition(when.value, when.span)
-        except CompileError as exc:
-            yield from exc.diagnostics
+        yield from when.problems
         return
     for ref, path in tree_refs(when.tree):
         if ref not in scope:
@@ -469,15 +466,9 @@ def check_pipeline_text(sid: str, pipeline: ast.PipelineText,
     to their commands, and no stage halts (E214); each diagnostic placed in the file."""
     text = pipeline.text
     if pipeline.parsed is None:
-        span = pipeline.span
-        from lobsterc.syntax.parse import parse_pipeline
-
-        try:
-            parse_pipeline(text, pipeline.loc.file)
-        except CompileError as exc:
-            for d in exc.diagnostics:
-                yield Diagnostic("E210", f"Workflow step {sid} pipeline parse failed: {d.message}",
-                                 _span_in(span, text, d.span), help=d.help)
+        for d in pipeline.syntax:
+            yield Diagnostic("E210", f"Workflow step {sid} pipeline parse failed: {d.message}",
+                             _span_in(pipeline.span, text, d.span), help=d.help)
         return
     for d in pipeline.problems:
         yield Diagnostic(d.code, d.message, _span_in(pipeline.span, text, d.span), help=d.help)

@@ -193,19 +193,23 @@ class _Builder:
             return ast.PipelineText(text, None, self.loc(*at))
         try:
             parsed = parse_pipeline(text, self.doc.path)
-        except CompileError:
+        except CompileError as exc:
             self.errors += 1
-            return ast.PipelineText(text, None, self.loc(*at))
+            return ast.PipelineText(text, None, self.loc(*at), syntax=tuple(exc.diagnostics))
         bound, problems = check_pipeline(parsed)
         self.errors += sum(problem.severity == "error" for problem in problems)
         return ast.PipelineText(text, parsed, self.loc(*at), tuple(bound), tuple(problems))
 
     def when(self, value: Any, key: str, at: tuple) -> ast.When:
+        loc = self.loc(*at, key)
         try:
-            tree = compile_condition(value, None)
-        except CompileError:
-            tree = None
-        return ast.When(key, value, tree, self.loc(*at, key))
+            return ast.When(key, value, compile_condition(value, None), loc)
+        except CompileError:  # worded again with its place in the file (spans cost a little)
+            try:
+                compile_condition(value, loc.span())
+            except CompileError as exc:
+                return ast.When(key, value, None, loc, tuple(exc.diagnostics))
+            raise
 
     def call(self, step: dict, at: tuple) -> ast.SubWorkflow:
         target = step["workflow"]

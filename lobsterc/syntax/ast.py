@@ -79,12 +79,13 @@ class Loc(tuple):
 @frozen
 class When:
     """A `when` or `condition` value. `tree` is the compiled condition (lobsterc.syntax.expr), None
-    when it does not compile: check reports why."""
+    when it does not compile; `problems` then say why (E212, placed in the file)."""
 
     key: str  # "when" | "condition"
     value: Any
     tree: Any
     loc: Loc  # at the value
+    problems: tuple[Any, ...] = ()  # Diagnostics
 
     @property
     def span(self) -> Span:
@@ -93,16 +94,18 @@ class When:
 
 @frozen
 class PipelineText:
-    """A pipeline written in a workflow file; `parsed` is None when it does not parse. A parsed
-    pipeline's stages are checked once, as it is built: `bound` holds the stages that bind to
-    their commands (lobsterc.check.checker.BoundStage), `problems` the diagnostics of those that do not
-    (their spans relative to `text`)."""
+    """A pipeline written in a workflow file; `parsed` is None when it does not parse, and
+    `syntax` then holds the parser's diagnostics. A parsed pipeline's stages are checked once, as
+    it is built: `bound` holds the stages that bind to their commands
+    (lobsterc.check.checker.BoundStage), `problems` the diagnostics of those that do not. The
+    spans of `syntax` and `problems` are relative to `text`."""
 
     text: str
     parsed: Pipeline | None
     loc: Loc  # at the string value
     bound: tuple[Any, ...] = ()
-    problems: tuple[Any, ...] = ()
+    problems: tuple[Any, ...] = ()  # Diagnostics
+    syntax: tuple[Any, ...] = ()  # Diagnostics
 
     @property
     def span(self) -> Span:
