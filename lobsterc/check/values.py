@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lobsterc.diagnostics import Diagnostic
-from lobsterc.load import Document, Path
+from lobsterc.load import Document, Path, fields
 from lobsterc.syntax.ast import ABSENT
 from vm.core import bounds
 from vm.core.js import to_number, truthy
@@ -123,7 +123,8 @@ def value_problems(wf: Document, *, lenient: bool = False) -> Iterator[Diagnosti
     if not isinstance(steps, list) or not steps:
         yield _diagnostic(wf, "Workflow file requires a non-empty steps array", ("steps",))
         return
-    for check, key in ((_check_cost_limit, "cost_limit"), (_check_checkpoint_ttl, "checkpoint_ttl")):
+    for check, key in ((_check_cost_limit, "cost_limit"),
+                       (_check_checkpoint_ttl, "checkpoint_ttl")):
         try:
             check(_get(data, key))
         except _Invalid as bad:
@@ -296,8 +297,8 @@ def _check_for_each(step: dict, sid: str, at: Path, walk: _Walk) -> None:
         _fail(f"Workflow step {sid} item_var must be a string", *at, "item_var")
     if index_var is not ABSENT and not isinstance(index_var, str):
         _fail(f"Workflow step {sid} index_var must be a string", *at, "index_var")
-    item_var = "item" if item_var is ABSENT else item_var
-    index_var = "index" if index_var is ABSENT else index_var
+    item_var = fields.default(fields.STEP, "item_var") if item_var is ABSENT else item_var
+    index_var = fields.default(fields.STEP, "index_var") if index_var is ABSENT else index_var
     if item_var == index_var:
         _fail(f"Workflow step {sid} item_var and index_var cannot be the same", *at, "index_var")
     sub_ids: set[str] = set()
