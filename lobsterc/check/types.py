@@ -11,7 +11,6 @@ to the same errors on generated documents. Only the keywords the format uses are
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
