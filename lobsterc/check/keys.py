@@ -76,7 +76,7 @@ def _steps(doc: Document, steps: list, at: Path, what: str) -> Iterator[tuple[Di
 
 def _object(doc: Document, obj: dict, at: Path, known: tuple[str, ...],
             what: str) -> Iterator[tuple[Diagnostic, Path]]:
-    from lobsterc.check.checker import did_you_mean
+    from lobsterc.check.stages import did_you_mean
 
     for key in obj:
         if not isinstance(key, str):

@@ -17,12 +17,12 @@ import json
 import os
 from collections.abc import Sequence
 
-from lobsterc.check.checker import check_pipeline
 from lobsterc.check.lint_injection import rule_exec_shell, rule_shell_args, rule_shell_refs
 from lobsterc.check.lint_rules import (LintContext, Rule, StepRef, rule_approvals,
                                        rule_constant_conditions, rule_effects_values,
                                        rule_ignored_schema_keywords, rule_timeouts,
                                        rule_unreachable, rule_unused_args, walk)
+from lobsterc.check.stages import check_pipeline
 from lobsterc.diagnostics import CompileError, Diagnostic, render
 from lobsterc.syntax import ast
 from lobsterc.syntax.source import Source, Span

@@ -9,8 +9,9 @@ from typing import Any
 
 from attrs import frozen
 
-from lobsterc.check.checker import positional_words, sub_span
+from lobsterc.check.checker import sub_span
 from lobsterc.check.lint_rules import LintContext, walk
+from lobsterc.check.stages import positional_words
 from lobsterc.diagnostics import Diagnostic
 from lobsterc.syntax import ast
 from lobsterc.syntax.parse import decode_word_offsets

@@ -10,7 +10,7 @@ from typing import Any
 
 from attrs import define, field, frozen
 
-from lobsterc.check.checker import did_you_mean
+from lobsterc.check.stages import did_you_mean
 from lobsterc.diagnostics import Diagnostic
 from lobsterc.syntax import ast
 from lobsterc.syntax.source import Span

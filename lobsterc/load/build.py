@@ -11,7 +11,8 @@ from attrs import frozen
 
 from lobsterc.syntax import ast
 from lobsterc.syntax.ast import ABSENT, Loc
-from lobsterc.check.checker import MAX_ERRORS, check_pipeline
+from lobsterc.check.checker import MAX_ERRORS
+from lobsterc.check.stages import check_pipeline
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.syntax.expr import compile_condition
 from lobsterc.load import Document, parse_text, read_text

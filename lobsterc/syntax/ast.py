@@ -97,7 +97,7 @@ class PipelineText:
     """A pipeline written in a workflow file; `parsed` is None when it does not parse, and
     `syntax` then holds the parser's diagnostics. A parsed pipeline's stages are checked once, as
     it is built: `bound` holds the stages that bind to their commands
-    (lobsterc.check.checker.BoundStage), `problems` the diagnostics of those that do not. The
+    (lobsterc.check.stages.BoundStage), `problems` the diagnostics of those that do not. The
     spans of `syntax` and `problems` are relative to `text`."""
 
     text: str

@@ -11,7 +11,8 @@ from attrs import define, evolve
 from collections.abc import Iterator
 
 from lobsterc.syntax import ast
-from lobsterc.check.checker import check_pipeline, check_stage, halting_stage
+from lobsterc.check.checker import halting_stage
+from lobsterc.check.stages import check_pipeline, check_stage
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.syntax.parse import parse_pipeline
 from lobsterc.syntax.source import Span
