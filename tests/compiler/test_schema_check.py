@@ -11,20 +11,15 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from lobsterc.check.types import compile_schema, without_refs, workflow_schema
+from lobsterc.load.fields import SHAPES
 
 WORKFLOW = without_refs(workflow_schema())
 WORKFLOW_CHECK = compile_schema(WORKFLOW)
 WORKFLOW_VALIDATOR = Draft202012Validator(WORKFLOW)
 
-# the values the workflow schema cares about: its field names and enum members, plus odd numbers
-_KEYS = st.sampled_from([
-    "name", "description", "args", "env", "cwd", "steps", "cost_limit", "id", "run", "command",
-    "pipeline", "workflow", "workflow_args", "parallel", "wait", "branches", "timeout_ms",
-    "for_each", "item_var", "index_var", "batch_size", "pause_ms", "approval", "input", "prompt",
-    "responseSchema", "defaults", "stdin", "when", "condition", "retry", "max", "backoff",
-    "delay_ms", "max_delay_ms", "jitter", "on_error", "default", "items", "preview",
-    "initiated_by", "required_approver", "require_different_approver", "effects", "x",
-])
+# the values the workflow schema cares about: its field names (the field table) and enum members,
+# plus odd numbers
+_KEYS = st.sampled_from(sorted({f.name for shape in SHAPES for f in shape.fields} | {"x"}))
 _SCALARS = (
     st.none()
     | st.booleans()
