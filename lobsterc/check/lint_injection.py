@@ -15,8 +15,8 @@ from lobsterc.check.stages import positional_words
 from lobsterc.diagnostics import Diagnostic
 from lobsterc.syntax import ast
 from lobsterc.syntax.parse import decode_word_offsets
-from lobsterc.syntax.shellwords import (INTERPRETERS, command_start, here_documents,
-                                        program_name, program_texts, split_commands)
+from lobsterc.syntax.interpreters import INTERPRETERS, program_name, program_texts
+from lobsterc.syntax.shellwords import command_start, here_documents, split_commands
 from lobsterc.syntax.source import Source, Span
 from vm.engine.refs import ARG, REF, env_name
 
