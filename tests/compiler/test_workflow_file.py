@@ -499,3 +499,26 @@ def test_response_schema_is_checked_in_the_dialect_answers_are_validated_in() ->
     # draft-07 (vm.core.schema), as at resume: tuple `items` is valid there (2020-12 would refuse it)
     ok = S + "    input: {prompt: p, responseSchema: {type: array, items: [{type: string}]}}\n"
     assert load_workflow_text(ok, "wf.lobster").data["steps"][0]["input"]["responseSchema"]["items"]
+
+
+def test_every_problem_is_listed_and_the_first_is_the_one_a_load_reports() -> None:
+    from lobsterc.check.problems import first_problem, iter_problems
+    from lobsterc.load import parse_text
+
+    text = ("steps:\n  - id: a\n    run: x\n    timout_ms: 5\n  - id: b\n    run: y\n"
+            "    on_error: maybe\n  - id: c\n    run: z\n    retry: {max: 0}\n"
+            "  - id: d\n    run: w\n    effects: write\n    env: {A: 1}\n")
+    doc = parse_text(text, "wf.lobster")
+    problems = [(d.code, d.message, d.span.line) for d in iter_problems(doc)]
+    assert problems == [
+        ("E217", "Workflow step a has unknown key: timout_ms (did you mean 'timeout_ms'?)", 4),
+        ("E210", 'Workflow step b on_error must be "stop", "continue", or "skip_rest"', 7),
+        ("E210", "Workflow step c retry.max must be a positive integer", 10),
+        ("E210", "Workflow file is invalid at $.steps[1].on_error: 'maybe' is not one of "
+                 "['stop', 'continue', 'skip_rest']", 7),
+        ("E210", "Workflow file is invalid at $.steps[2].retry.max: 0 is less than the minimum "
+                 "of 1", 10),
+        ("E210", "Workflow file is invalid at $.steps[3].env.A: 1 is not of type 'string'", 14),
+    ]
+    assert first_problem(doc).message == problems[0][1]
+    assert error_of(text)[0] == problems[0][1]
