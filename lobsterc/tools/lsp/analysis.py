@@ -15,6 +15,7 @@ from typing import Any
 
 from attrs import frozen
 
+from lobsterc.load.fields import STEP, default
 from lobsterc.syntax.source import Span
 from vm.service.frontend import WORKFLOW_EXTENSIONS
 from vm.engine.refs import REF
@@ -124,7 +125,8 @@ def _steps(doc: Any, lines: list[str], items: list, at: tuple, path: str) -> Ite
         loop_vars: tuple[str, ...] = ()
         if kind == "for_each" and isinstance(item.get("steps"), list):
             children = list(_steps(doc, lines, item["steps"], (*where, "steps"), path))
-            loop_vars = (str(item.get("item_var") or "item"), str(item.get("index_var") or "index"))
+            loop_vars = tuple(str(item.get(name) or default(STEP, name))
+                              for name in ("item_var", "index_var"))
         par = item.get("parallel")
         if isinstance(par, dict) and isinstance(par.get("branches"), list):
             children = [StepDef(b.id, "branch", b.id_range, b.range, b.summary,
