@@ -30,8 +30,21 @@ def key_problems(doc: Document) -> Iterator[Diagnostic]:
 
 
 def iter_problems(doc: Document) -> Iterator[Diagnostic]:
-    """Every problem of a parsed workflow file, keys, then values, then types."""
-    return chain(key_problems(doc), value_problems(doc), type_problems(doc))
+    """Every problem of a parsed workflow file: keys, then values, then the types of the values
+    the rules have not already reported (a value the reference refuses is not reported twice)."""
+    yield from key_problems(doc)
+    reported = set()
+    for problem in value_problems(doc):
+        reported.add(_place(problem))
+        yield problem
+    for problem in type_problems(doc):
+        if _place(problem) not in reported:
+            yield problem
+
+
+def _place(problem: Diagnostic) -> tuple[int, int] | None:
+    span = problem.span
+    return None if span is None else (span.line, span.col)
 
 
 def first_problem(doc: Document) -> Diagnostic | None:
