@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from lobsterc.syntax import ast
-from lobsterc.check.checker import BoundStage, check_pipeline
+from lobsterc.check.stages import BoundStage, check_pipeline
 from lobsterc.diagnostics import CompileError
 from lobsterc.syntax.parse import parse_pipeline
 from lobsterc.syntax.source import Source, Span

@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 from lobsterc.syntax import ast
+from lobsterc.load.fields import COST_LIMIT, STEP, default
 from lobsterc.syntax.ast import ABSENT
 from lobsterc.check.checker import check_file, refusal
 from lobsterc.generate.codegen import Emitter, emit_stage
@@ -48,8 +49,8 @@ def compile_workflow_files(path: str, *, text: str | None = None
     em.emit(Op.INIT_ARGS, em.const(dict(wf.defaults)), span=wf.loc.span("args"))
     limit = wf.cost_limit
     if limit is not None:
-        em.emit(Op.COST_LIMIT, em.const({"max_usd": limit["max_usd"],
-                                         "action": limit.get("action", "warn")}),
+        action = limit.get("action", default(COST_LIMIT, "action"))
+        em.emit(Op.COST_LIMIT, em.const({"max_usd": limit["max_usd"], "action": action}),
                 span=wf.loc.span("cost_limit"))
     compiler.workflow(wf, prefix="")
     em.emit(Op.END_WORKFLOW, span=wf.loc.span())
@@ -177,7 +178,7 @@ class _Compiler:
         if policy.retry is None and policy.timeout_ms is ABSENT and policy.on_error is ABSENT:
             return None
         rule = policy.retry
-        on_error = "stop" if policy.on_error is ABSENT else policy.on_error
+        on_error = default(STEP, "on_error") if policy.on_error is ABSENT else policy.on_error
         return Policy(on_error, _given(policy.timeout_ms), None if rule is None else Retry(
             rule.max, rule.backoff, rule.delay_ms, rule.max_delay_ms, rule.jitter))
 

@@ -154,7 +154,7 @@ def _lint_stdin(ns) -> int:
 def cmd_graph(ns) -> int:
     """The same text as `lobster graph`; a bad file is reported with its source line."""
     from lobsterc.tools.graph import FORMATS, parse_args_json, render_graph
-    from lobsterc.workflow_file import load_workflow_file
+    from lobsterc.check.problems import load_checked
     if ns.format not in FORMATS:
         sys.stderr.write(f"graph --format must be one of: {', '.join(FORMATS)}\n")
         return 2
@@ -164,7 +164,7 @@ def cmd_graph(ns) -> int:
         sys.stderr.write(f"{exc}\n")
         return 2
     try:
-        wf = load_workflow_file(ns.file)
+        wf = load_checked(ns.file)
     except CompileError as exc:
         return _report(exc, _read(ns.file), ns.file)
     sys.stdout.write(render_graph(wf, ns.format, args))
@@ -174,7 +174,7 @@ def cmd_graph(ns) -> int:
 def cmd_schema(ns) -> int:
     import json
 
-    from lobsterc.workflow_file import workflow_schema
+    from lobsterc.load.fields import workflow_schema
 
     sys.stdout.write(json.dumps(workflow_schema(), indent=2, ensure_ascii=False) + "\n")
     return 0

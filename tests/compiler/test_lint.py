@@ -70,6 +70,18 @@ def test_duplicate_ids_are_all_reported_and_lint_goes_on(tmp_path):
     ]
 
 
+def test_a_repeated_step_keeps_its_own_id_in_later_findings(tmp_path):
+    # lint reads the file as written: no copy with the repeat renamed to a~N
+    path = write(tmp_path, "steps:\n  - id: a\n    run: echo 1\n  - id: a\n    run: echo 2\n"
+                           "    on_error: maybe\n")
+    assert [(f[0], f[2]) for f in found(path)] == [
+        ("E210", "Duplicate workflow step id: a"),
+        ("E210", 'Workflow step a on_error must be "stop", "continue", or "skip_rest"'),
+    ]
+    path = write(tmp_path, "steps:\n  - id: a\n    run: echo 1\n  - id: a\n    run: echo 2\n")
+    assert [f[2] for f in only(path, "W302")] == ["shell step a has no timeout_ms"] * 2
+
+
 def test_invalid_json_schema_points_at_the_keyword(tmp_path):
     path = write(tmp_path, "steps:\n  - id: ask\n    input:\n      prompt: Why?\n"
                            "      responseSchema:\n        type: object\n        required: yes\n")
