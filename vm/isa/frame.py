@@ -84,6 +84,8 @@ class Frame:
     cwd: str = "."
     mode: str = "tool"
     origin: str = "pipeline"  # "pipeline" | "workflow": which resume wording applies
+    source_dir: str = ""  # the main file's directory (vm.core.source.file_name form), from
+    # which Program.files are named; "" for an inline pipeline (and in frames saved before it)
     pending: Pending | None = None
     loops: list[LoopFrame] = field(factory=list)  # innermost last
     calls: list[CallFrame] = field(factory=list)  # innermost last
