@@ -265,3 +265,16 @@ def test_the_cli_names_files_resolved_in_tool_and_human_mode(tree):
         f"{child}:5:10: error[T410]: workflow command failed (4): exit 4",
         "  5 |     run: exit 4",
         "    |          ^^^^^^"]
+
+
+def test_a_compiled_program_run_from_its_lbc_names_files_from_there(tree):
+    """`lobsterc compile` writes the .lbc beside its source; a run of it resolves the
+    program's file names against the .lbc's real directory."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOBSTER_")}
+    env.update(LOBSTER_STATE_DIR=str(tree / "state"), HOME=str(tree))
+    subprocess.run([LOBSTERC, "compile", "link/flows/main.lobster"], cwd=tree, env=env,
+                   check=True, capture_output=True)
+    proc = subprocess.run([LOBSTER, "run", "--mode", "tool", str(tree / "link" / "flows" /
+                                                                 "main.lbc")],
+                          cwd=tree / "real" / "lib", env=env, capture_output=True, text=True)
+    assert where(json.loads(proc.stdout)) == (real(tree, "lib/child.lobster"), 5, 10)
