@@ -278,3 +278,14 @@ def test_a_compiled_program_run_from_its_lbc_names_files_from_there(tree):
                                                                  "main.lbc")],
                           cwd=tree / "real" / "lib", env=env, capture_output=True, text=True)
     assert where(json.loads(proc.stdout)) == (real(tree, "lib/child.lobster"), 5, 10)
+
+
+def test_a_pipeline_file_is_named_resolved_by_lint_compile_and_dis(tree):
+    """A file of pipeline text (`.pipeline`) too; its program keeps its bare name."""
+    (tree / "real" / "flows" / "p.pipeline").write_text("json | sortt\n", encoding="utf-8")
+    shown = real(tree, "flows/p.pipeline")
+    for argv in (["lint"], ["compile"], ["dis"]):
+        proc = subprocess.run([LOBSTERC, *argv, "link/flows/p.pipeline"], cwd=tree,
+                              capture_output=True, text=True)
+        assert (proc.stdout + proc.stderr).startswith(
+            f"{shown}:1:8: error[E201]: Unknown command: sortt\n  1 | json | sortt\n"), argv
