@@ -289,3 +289,22 @@ def test_a_pipeline_file_is_named_resolved_by_lint_compile_and_dis(tree):
                               capture_output=True, text=True)
         assert (proc.stdout + proc.stderr).startswith(
             f"{shown}:1:8: error[E201]: Unknown command: sortt\n  1 | json | sortt\n"), argv
+
+
+def test_a_run_moved_onto_a_file_elsewhere_names_files_from_there(tree):
+    """`lobster migrate --to` a version in another directory: the moved run's traps name
+    that version's files."""
+    from vm.service.migrate import migrate
+
+    v2 = tree / "real" / "v2"
+    v2.mkdir()
+    (v2 / "gate.lobster").write_text(GATE.replace("../lib/child.lobster", "child2.lobster"),
+                                     encoding="utf-8")
+    (v2 / "child2.lobster").write_text("steps:\n  - id: boom\n    run: exit 4\n",
+                                       encoding="utf-8")
+    halted = run(tree, "link/flows/gate.lobster")
+    approval = halted["requiresApproval"]["approvalId"]
+    [moved] = migrate(options(tree), str(tree / "link" / "v2" / "gate.lobster"), ident=approval)
+    assert moved.status == "migrated", moved
+    done = resume(options(tree), Decision(approve=True), approval_id=approval)
+    assert where(done) == (real(tree, "v2/child2.lobster"), 3, 10)
