@@ -131,6 +131,18 @@ def test_a_frame_without_the_main_directory_keeps_file_table_names(tree):
     assert (failed.file, failed.span[:2]) == ("../lib/child.lobster", (5, 10))
 
 
+def test_a_frame_saved_before_source_dir_still_loads(tree):
+    import msgpack
+
+    program = compile_workflow(str(tree / "real" / "flows" / "main.lobster"))
+    frame = machine.new_frame(program, cwd=str(tree), mode="tool", source=str(tree / "link" /
+                                                                          "flows" / "main.lobster"))
+    assert frame.source_dir == real(tree, "flows")
+    raw = msgpack.unpackb(codec.dump_frame(frame))
+    del raw["source_dir"]
+    assert codec.load_frame(msgpack.packb(raw), program).source_dir == ""
+
+
 def test_inline_pipelines_keep_their_name(tree):
     assert where(run(tree, "exec --shell 'exit 3'")) == ("<pipeline>", 1, 1)
 

@@ -8,6 +8,7 @@ FRAME_FORMAT changelog:
   1  first format: loops / calls / tries as loose maps; tries held a monotonic deadline.
   2  typed stack records (LoopFrame, CallFrame, TryFrame) that name their LOOP_BEGIN /
      CALL / TRY pc; a try keeps `remaining_ms`, never a clock reading.
+     Later, additively (no new number): `source_dir`; a frame without it reads as "".
 """
 
 from typing import Any
