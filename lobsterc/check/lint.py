@@ -78,6 +78,7 @@ def _lint_pipeline(path: str, require_approval: bool, strict: bool,
                    text: str | None = None) -> list[Diagnostic]:
     from lobsterc.generate.codegen import compile_pipeline
     from lobsterc.syntax.parse import parse_pipeline
+    from vm.core.source import file_name
 
     if text is None:
         with open(path, encoding="utf-8") as fh:
@@ -93,14 +94,15 @@ def _lint_pipeline(path: str, require_approval: bool, strict: bool,
                                                    s.end_line + lead, s.end_col),
                           d.help, d.severity)
 
+    name = file_name(path)  # as every location names a file
     try:
-        parsed = parse_pipeline(body, path)
+        parsed = parse_pipeline(body, name)
     except CompileError as exc:
         return [place(d) for d in exc.diagnostics]
     _, diags = check_pipeline(parsed)
     if diags:
         return [place(d) for d in diags]
-    ctx = LintContext(path, program=compile_pipeline(body, path),
+    ctx = LintContext(name, program=compile_pipeline(body, name),
                       require_approval=require_approval, strict=strict)
     return [place(d) for d in rule_approvals(ctx)]
 

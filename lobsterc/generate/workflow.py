@@ -44,7 +44,8 @@ def compile_workflow_files(path: str, *, text: str | None = None
     wf = loaded.workflow
     em = Emitter()
     em.registers = 2
-    em.enter_file(os.path.basename(path))
+    main = os.path.basename(loaded.real)  # the file table names files from the real directory
+    em.enter_file(main)
     compiler = _Compiler(em, [loaded.real])
     em.emit(Op.INIT_ARGS, em.const(dict(wf.defaults)), span=wf.loc.span("args"))
     limit = wf.cost_limit
@@ -57,7 +58,7 @@ def compile_workflow_files(path: str, *, text: str | None = None
     compiler.emit_regions()
     compiler.emit_branches()
     files = [loaded.real] + [chain[-1] for _, _, _, chain in compiler.regions]
-    return em.program(os.path.basename(path), wf.source.text, wf.checkpoint_ttl_ms), files
+    return em.program(main, wf.source.text, wf.checkpoint_ttl_ms), files
 
 
 def _given(value: Any) -> Any:
@@ -100,7 +101,9 @@ class _Compiler:
             self.em.patch(pc, starts[region])
 
     def file_name(self, path: str) -> str:
-        """A sub-workflow's name in the file table: its path from the main file's directory."""
+        """A sub-workflow's name in the file table: its path from the main file's real
+        directory (relative, so that a program holds no absolute path; a run names it in
+        full from that directory, vm.core.source.located)."""
         base = os.path.dirname(self.chain[0])
         return os.path.relpath(path, base).replace(os.sep, "/")
 

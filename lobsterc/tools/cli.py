@@ -15,6 +15,7 @@ from pathlib import Path
 
 from lobsterc.diagnostics import CompileError, render
 from lobsterc.syntax.source import Source
+from vm.core.source import file_name
 from vm.isa import codec
 from vm.isa.dis import disassemble
 from vm.service.frontend import WORKFLOW_EXTENSIONS
@@ -34,13 +35,13 @@ def compile_target(target: str) -> tuple[Program, str | None]:
         return compile_workflow(target), text
     from lobsterc.generate.codegen import compile_pipeline
 
-    return compile_pipeline(text.strip("\n"), path.name), text.strip("\n")
+    return compile_pipeline(text.strip("\n"), path.name, path=target), text.strip("\n")
 
 
 def _report(exc: CompileError, text: str | None, name: str) -> int:
     for diag in exc.diagnostics:
         source = None
-        if text is not None and diag.span is not None and diag.span.source in (name, Path(name).name):
+        if text is not None and diag.span is not None and diag.span.source == file_name(name):
             body = text if Path(name).suffix.lower() in WORKFLOW_EXTENSIONS else text.strip("\n")
             source = Source(diag.span.source, body)
         sys.stderr.write(render(diag, source) + "\n")

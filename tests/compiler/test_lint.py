@@ -228,8 +228,8 @@ def test_text_format_renders_line_caret_and_help(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "steps:\n  - id: a\n    pipeline: sortt\n")
     assert main(["lint", "flow.lobster"]) == 1
-    assert capsys.readouterr().out == (
-        "flow.lobster:3:15: error[E201]: Unknown command: sortt\n"
+    assert capsys.readouterr().out == (  # the file named absolute and resolved
+        f"{tmp_path.resolve() / 'flow.lobster'}:3:15: error[E201]: Unknown command: sortt\n"
         "  3 |     pipeline: sortt\n"
         "    |               ^^^^^\n"
         "  help: did you mean 'sort'?\n"
@@ -242,7 +242,8 @@ def test_json_format(tmp_path, capsys, monkeypatch):
     write(tmp_path, "steps:\n  - id: a\n    approval: true\n", "clean.lobster")
     assert main(["lint", "--format", "json", "flow.lobster", "clean.lobster"]) == 1
     assert json.loads(capsys.readouterr().out) == [{
-        "file": "flow.lobster", "line": 3, "column": 15, "endLine": 3, "endColumn": 20,
+        "file": str(tmp_path.resolve() / "flow.lobster"), "line": 3, "column": 15, "endLine": 3,
+        "endColumn": 20,
         "severity": "error", "code": "E201", "message": "Unknown command: sortt",
         "help": "did you mean 'sort'?"}]
 

@@ -23,6 +23,7 @@ from lobsterc.diagnostics import Diagnostic
 from lobsterc.tools.lsp import analysis, fixes
 from lobsterc.tools.lsp import completion as answers
 from vm import __version__
+from vm.core.source import file_name
 
 DEBOUNCE_S = 0.3
 STEPS_KEY = re.compile(r"""^\s*["']?steps["']?\s*:""", re.M)
@@ -122,7 +123,8 @@ def lint(ls: LobsterServer, uri: str, text: str) -> list[Diagnostic]:
             and not STEPS_KEY.search(text):
         return []
     found = lint_file(path, text=text, require_approval=ls.require_approval, strict=ls.strict)
-    return [d if d.span is None or d.span.source == path else _in_caller(d, path, text)
+    own = (path, file_name(path))  # spans name files absolute and resolved
+    return [d if d.span is None or d.span.source in own else _in_caller(d, path, text)
             for d in found]
 
 
