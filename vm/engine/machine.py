@@ -5,6 +5,7 @@ The interpreter itself is vm/engine/interp.py; a run ends Finished, Parked or Fa
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -12,8 +13,9 @@ from typing import Any
 
 from attrs import define, field
 
+from vm.core.source import file_name
 from vm.host.commands import Context
-from vm.isa.frame import FRAME_FORMAT, Frame
+from vm.isa.frame import FRAME_FORMAT, Frame, PipelineAskWait, StepApprovalWait, StepInputWait
 from vm.engine.interp import VMBug, approval_pending, execute, input_pending
 from vm.engine.outcome import Failed, Finished, Outcome, Parked
 from vm.isa.program import Program
@@ -37,12 +39,16 @@ class Host:
     cost_warned: set = field(factory=set)  # model ids warned about as unpriced, in this process
 
 
-def new_frame(program: Program, *, cwd: str, mode: str, args: dict | None = None) -> Frame:
+def new_frame(program: Program, *, cwd: str, mode: str, args: dict | None = None,
+              source: str | None = None) -> Frame:
     """A frame at pc 0. The caller's environment is not part of it: a resumed run sees the
-    environment of the process that resumes it, and no secret of the first is written."""
+    environment of the process that resumes it, and no secret of the first is written.
+    `source`: the path of the file the program was compiled from (or of its .lbc, which
+    `lobsterc compile` writes beside it); the run's locations name files from its directory."""
+    source_dir = os.path.dirname(file_name(source)) if source else ""
     return Frame(format=FRAME_FORMAT, program_hash=program.hash, run_id=secrets.token_hex(16),
                  created_at=time.time(), registers=[[] for _ in range(program.registers)],
-                 args=dict(args or {}), cwd=cwd, mode=mode)
+                 args=dict(args or {}), cwd=cwd, mode=mode, source_dir=source_dir)
 
 
 def run(program: Program, frame: Frame, host: Host, *, budget: int | None = None) -> Outcome:
@@ -57,18 +63,18 @@ def apply_decision(frame: Frame, answer: Any, approved_by: str | None = None) ->
     pending = frame.pending
     if pending is None:
         raise VMBug("apply_decision on a frame that is not parked")
-    if pending.step:
+    if isinstance(pending, StepApprovalWait):
         result = dict(frame.results.get(pending.step) or {"id": pending.step})
-        if pending.kind == "input":
-            result = {"id": pending.step, "subject": pending.subject, "response": answer}
-            frame.last_step = pending.step
-        else:
-            result["approved"] = True
-            if pending.identity.get("initiatedBy") is not None:
-                result["initiatedBy"] = pending.identity["initiatedBy"]
-            if approved_by:
-                result["approvedBy"] = approved_by
+        result["approved"] = True
+        if pending.approvers.initiated_by is not None:
+            result["initiatedBy"] = pending.approvers.initiated_by
+        if approved_by:
+            result["approvedBy"] = approved_by
         frame.results[pending.step] = result
-    elif pending.kind == "input":
+    elif isinstance(pending, StepInputWait):
+        frame.results[pending.step] = {"id": pending.step, "subject": pending.subject,
+                                       "response": answer}
+        frame.last_step = pending.step
+    elif isinstance(pending, PipelineAskWait):
         frame.registers[pending.register] = [answer]
     frame.pending = None
