@@ -76,10 +76,9 @@ HAND = """\
 @prologue
   prologue.0   INIT_ARGS      {}
 step ok
-  ok.0         SET_RESULT     ok null
-  ok.1         HALT_APPROVE   r0 approval prompt="Go?" preview=false limit=5 schema=- \
-subject=false emit=false step="ok" items=- preview_text=- initiated_by=- required_approver=- \
-require_different_approver=- defaults=- stdin=-
+  ok.0         SET_RESULT     ok StepValue{stdin=- gated=true}
+  ok.1         HALT_APPROVE   r0 StepApproval{prompt="Go?" step="ok" items=- preview=- \
+approvers={initiated_by=- required_approver=- require_different_approver=-}}
   ok.2         JUMP           -> ok.end
 @end
   end.0        END_WORKFLOW
@@ -120,12 +119,14 @@ _POLICY = st.builds(ops.Policy, st.sampled_from(["stop", "continue", "skip_rest"
                                           st.integers(0, 9999), st.integers(0, 99999),
                                           st.booleans()))
 _SHELL = st.builds(ops.Shell, _TEXT, st.none() | _JSON, _ENV, _MAYBE_TEXT)
-_HALT = st.builds(
-    ops.HaltSite, st.just(""), st.sampled_from(["approval", "input"]), _TEXT,
-    preview=st.booleans(), limit=st.integers(0, 50), schema=st.none() | _JSON,
-    subject=st.booleans(), emit=st.booleans(), step=_TEXT, items=_GIVEN,
-    preview_text=_GIVEN, initiated_by=_MAYBE_TEXT, required_approver=_MAYBE_TEXT,
-    require_different_approver=st.none() | st.booleans(), defaults=_GIVEN, stdin=_GIVEN)
+_APPROVERS = st.builds(ops.ApproverRules, _MAYBE_TEXT, _MAYBE_TEXT, st.none() | st.booleans())
+_HALT = st.one_of(  # every gate kind, its id set by the step it is drawn for
+    st.builds(ops.PipelineApprove, st.just(""), _TEXT, st.booleans(), st.integers(0, 50),
+              st.booleans()),
+    st.builds(ops.PipelineAsk, st.just(""), _TEXT, st.none() | _JSON, st.booleans(),
+              st.booleans(), _MAYBE_TEXT),
+    st.builds(ops.StepApproval, st.just(""), _TEXT, _TEXT, _GIVEN, _GIVEN, _APPROVERS),
+    st.builds(ops.StepInput, st.just(""), _TEXT, _TEXT, st.none() | _JSON, _GIVEN, _GIVEN))
 _STAGE = st.builds(ops.Stage, _IDS, st.dictionaries(_IDS, _JSON, max_size=2),
                    st.lists(_TEXT, max_size=2), st.booleans())
 _EXEC = st.builds(ops.Exec, st.booleans(), _MAYBE_TEXT,
@@ -161,7 +162,8 @@ def programs(draw):
             elif shape == "gate":
                 halts.append(attrs.evolve(draw(_HALT), id=step_id))
                 op = Op.HALT_APPROVE if halts[-1].kind == "approval" else Op.HALT_INPUT
-                code += [(Op.SET_RESULT, s, const(draw(_JSON)), 0),
+                code += [(Op.SET_RESULT, s, const(ops.StepValue(draw(st.none() | _JSON),
+                                                                 draw(st.booleans()))), 0),
                          (op, 0, len(halts) - 1, 0)]
             elif shape == "cond":
                 code += [(Op.EVAL_COND, 1, const(draw(_JSON)), 0),

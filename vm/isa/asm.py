@@ -28,6 +28,7 @@ from vm.isa.program import FORMAT_VERSION, MAGIC, Header, Instr, Program, StepIn
 
 COMPILER = "asm"  # the header's compiler_version, which the text does not show
 _RECORDS = {cls.__name__: cls for cls in (*ops.PAYLOADS, ops.Retry, Branch)}
+_GATES = {cls.__name__: cls for cls in ops.HALT_SITES}
 _COMMENT = "    ; "
 _MNEMONIC_WIDTH = max(len(op.name) for op in Op)  # as dis pads them
 _DECODER = json.JSONDecoder()
@@ -258,11 +259,12 @@ class _Assembler:
 
 # records and gates: `{field=value ...}` in the order of the class's fields --------------------
 
-def record(cursor: _Cursor, cls: type, label_pc, skip: tuple[str, ...] = ()) -> Any:
+def record(cursor: _Cursor, cls: type, label_pc, skip: tuple[str, ...] = (), **given) -> Any:
+    """`{field=value ...}`: the fields of `cls` but those in `skip` (`given` sets them)."""
     cursor.expect("{")
     values = _fields(cursor, cls, label_pc, skip)
     cursor.expect("}")
-    return cls(**values)
+    return cls(**values, **given)
 
 
 def _fields(cursor: _Cursor, cls: type, label_pc, skip: tuple[str, ...]) -> dict[str, Any]:
@@ -323,13 +325,15 @@ def _branches(cursor: _Cursor, label_pc) -> list[Branch]:
 
 
 def gate(cursor: _Cursor, label: str, label_pc) -> HaltSite:
-    """A halt site line, `KIND field=value ...` (every field but id and kind, in order); the
-    site's id, which the text does not show, is the block it is in (`plan` for `plan.3`), as
-    the compiler names a site by its step."""
-    kind = cursor.word()
-    cursor.expect(" ")
-    values = _fields(cursor, HaltSite, label_pc, skip=("id", "kind"))
-    return HaltSite(id=label.rpartition(".")[0], kind=kind, **values)
+    """A halt site, `Kind{field=value ...}` (one of ops.HALT_SITES, every field but its id);
+    the id, which the text does not show, is the block the gate is in (`plan` for `plan.3`):
+    the label of the step it is in, as the compiler names a gate."""
+    name = re.match(r"[A-Z][A-Za-z]*(?=\{)", cursor.text[cursor.pos:])
+    cls = _GATES.get(name[0]) if name else None
+    if cls is None:
+        raise cursor.fail("expected a gate: " + " or ".join(sorted(_GATES)))
+    cursor.pos += len(name[0])
+    return record(cursor, cls, label_pc, skip=("id",), id=label.rpartition(".")[0])
 
 
 __all__ = ["AsmError", "assemble", "assemble_listing"]
