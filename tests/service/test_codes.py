@@ -10,7 +10,7 @@ from vm.core.codes import CODES, envelope_type
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = re.compile(r"[EWT]\d{3}")
-TABLE = ROOT / "vm" / "codes.py"
+TABLE = ROOT / "vm" / "core" / "codes.py"
 
 
 def used_codes() -> dict[str, list[str]]:

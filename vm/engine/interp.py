@@ -88,7 +88,7 @@ class Run:
         chosen = refs.substitute_args(cwd, self.frame.args)
         if chosen == cwd:
             return os.path.join(base, cwd)
-        from vm.service.protocol import RequestError, contained_cwd  # the one rule for every cwd
+        from vm.host.workdir import WorkdirRefused as RequestError, contained_cwd  # the one rule
 
         try:
             return contained_cwd(chosen, base)
