@@ -13,8 +13,8 @@ from vm.core import js
 from vm.host.commands.base import Args, CommandError, Context
 from vm.core.js import UNDEFINED
 
-__all__ = ["dedupe", "group_by", "head", "map_items", "pick", "render_json", "render_table",
-           "sort", "where"]
+__all__ = ["WHERE_RE", "dedupe", "group_by", "head", "map_items", "pick", "render_json",
+           "render_table", "sort", "where"]
 
 _LINE = r"[^\n\r\u2028\u2029]"
 WHERE_RE = re.compile(
