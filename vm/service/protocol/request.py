@@ -175,9 +175,9 @@ def _resume_request(request: dict, options: Options, scope: Scope) -> dict:
 
 def parse_response_json(text: Any, name: str) -> Any:
     """The answer to an input request, given as JSON text (`responseJson`, `--response-json`)."""
-    if not isinstance(text, str):
-        raise RequestError(f"{name} must be valid JSON")
     try:
+        if not isinstance(text, str):
+            raise ValueError(text)
         value = js.json_loads(text)
     except js.JSONTooDeep:
         raise too_deep(name) from None
