@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from vm import __version__
 from vm.cli.common import print_json
-from vm.service.protocol.envelope import PROTOCOL_VERSION, RequestError, error_envelope, \
-    ok_envelope
+from vm.service.protocol.envelope import (PROTOCOL_VERSION, RequestError, error_envelope,
+                                          ok_envelope)
 from vm.service.protocol.options import Options
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from vm.isa.frame import Pending
 from vm.service.frontend import WORKFLOW_EXTENSIONS
 from vm.service.protocol.envelope import RequestError, exit_code, ok_envelope
 from vm.service.protocol.options import Options
-from vm.service.protocol.running import compiler, compile_refused, is_workflow_path, \
-    parse_args_json, run
+from vm.service.protocol.running import (compile_refused, compiler, is_workflow_path,
+                                         parse_args_json, run)
 
 if TYPE_CHECKING:
     from vm.service.frontend import Frontend

@@ -15,7 +15,8 @@ from vm.host.workdir import WorkdirRefused, contained_cwd
 from vm.isa.program import Program
 from vm.service.protocol.envelope import (RequestError, check_unicode, internal_error,
                                           too_deep, unknown_field)
-from vm.service.protocol.options import DEFAULT_MAX_STDOUT_BYTES, DEFAULT_TIMEOUT_MS, Options, Settings
+from vm.service.protocol.options import (DEFAULT_MAX_STDOUT_BYTES, DEFAULT_TIMEOUT_MS, Options,
+                                         Settings)
 from vm.service.protocol.resuming import Decision, resume_settled
 from vm.service.protocol.running import compile_source, is_workflow_path, run_settled
 
