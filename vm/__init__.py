@@ -48,7 +48,7 @@ _EXPORTS = {
     "handle": "vm.service.protocol.request", "run": "vm.service.protocol.running",
     "resume": "vm.service.protocol.resuming", "Options": "vm.service.protocol.options",
     "Decision": "vm.service.protocol.resuming", "RequestError": "vm.service.protocol.envelope",
-    "Scope": "vm.host.process", "open_store": "vm.host.store", "StateStore": "vm.host.store",
+    "Scope": "vm.host.children", "open_store": "vm.host.store", "StateStore": "vm.host.store",
     "history": "vm.service.admin",
 }
 

@@ -13,7 +13,7 @@ from attrs import evolve, field, frozen
 
 from vm.core import bounds
 from vm.host.commands import Context
-from vm.host.process import Scope
+from vm.host.children import Scope
 from vm.host.store import StateStore, lifecycle, open_store
 from vm.service.protocol.envelope import RequestError
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 from attrs import evolve
 
 from vm.core import bounds, js
-from vm.host.process import Scope
+from vm.host.children import Scope
 from vm.host.workdir import WorkdirRefused, contained_cwd
 from vm.isa.program import Program
 from vm.service.protocol.envelope import (RequestError, check_unicode, internal_error,

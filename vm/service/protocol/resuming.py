@@ -11,7 +11,7 @@ from attrs import define, evolve
 
 from vm.engine import machine
 from vm.host import token as tokens
-from vm.host.process import Scope
+from vm.host.children import Scope
 from vm.host.store import StoreError, lifecycle
 from vm.isa.frame import Frame
 from vm.isa.program import Program

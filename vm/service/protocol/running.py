@@ -11,7 +11,7 @@ from attrs import evolve
 
 from vm.core import js
 from vm.engine import machine
-from vm.host.process import Scope
+from vm.host.children import Scope
 from vm.host.store import StoreError
 from vm.isa.frame import Frame
 from vm.isa.program import Program
