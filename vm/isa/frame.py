@@ -8,6 +8,7 @@ FRAME_FORMAT changelog:
   1  first format: loops / calls / tries as loose maps; tries held a monotonic deadline.
   2  typed stack records (LoopFrame, CallFrame, TryFrame) that name their LOOP_BEGIN /
      CALL / TRY pc; a try keeps `remaining_ms`, never a clock reading.
+     Later, additively (no new number): `source_dir`; a frame without it reads as "".
 """
 
 from typing import Any
@@ -84,6 +85,8 @@ class Frame:
     cwd: str = "."
     mode: str = "tool"
     origin: str = "pipeline"  # "pipeline" | "workflow": which resume wording applies
+    source_dir: str = ""  # the main file's directory (vm.core.source.file_name form), from
+    # which Program.files are named; "" for an inline pipeline (and in frames saved before it)
     pending: Pending | None = None
     loops: list[LoopFrame] = field(factory=list)  # innermost last
     calls: list[CallFrame] = field(factory=list)  # innermost last

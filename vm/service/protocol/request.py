@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 from attrs import evolve
 
 from vm.core import bounds, js
+from vm.core.source import file_name, located
 from vm.host.children import Scope
 from vm.host.workdir import WorkdirRefused, contained_cwd
 from vm.isa.program import Program
@@ -143,8 +144,9 @@ def _contained_workflow(path: str, options: Options, settings: Settings) -> Prog
 
     contain(path)
     program = compile_source(path, options, settings.cwd, workflow=True)
-    for name in program.files[1:]:  # named from the main file's directory
-        contain(os.path.normpath(os.path.join(os.path.dirname(path), name)))
+    main_dir = os.path.dirname(file_name(os.path.join(settings.cwd, path)))
+    for name in program.files[1:]:  # named from the main file's real directory
+        contain(located(main_dir, name))
     return program
 
 

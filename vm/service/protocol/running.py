@@ -127,7 +127,9 @@ def run_settled(pipeline: str, options: Options, settings: Settings, scope: Scop
             program = compile_source(pipeline, options, settings.cwd, workflow=workflow)
         if program.halts:  # it may park: its key is checked before anything runs
             signing_key(options.store())
-        frame = machine.new_frame(program, cwd=settings.cwd, mode=settings.mode, args=args)
+        frame = machine.new_frame(program, cwd=settings.cwd, mode=settings.mode, args=args,
+                                  source=os.path.join(settings.cwd, pipeline.strip())
+                                  if workflow else None)
         frame.origin = "workflow" if workflow else "pipeline"
         return drive(program, frame, options, settings, scope)
     except RequestError as exc:
