@@ -3,7 +3,6 @@ and the envelope that hands out its token (and approval id) returned."""
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -12,7 +11,8 @@ from vm.core import js
 from vm.host import token as tokens
 from vm.host.store import StateStore
 from vm.isa import codec
-from vm.isa.frame import Frame
+from vm.isa.frame import Frame, StepApprovalWait, StepInputWait
+from vm.isa.ops import ApproverRules
 from vm.isa.program import Program
 from vm.service.protocol.envelope import RequestError, ok_envelope, store_unwritable
 from vm.service.protocol.options import Options, Settings, checkpoint_ttl_ms
@@ -44,8 +44,8 @@ def park(program: Program, frame: Frame, options: Options, settings: Settings) -
     store = options.store()
     key = signing_key(store)  # the token and the frame's MAC: one key, read once
     pending = frame.pending
-    state_key = f"{frame.origin}_resume_{secrets.token_hex(16)}"
-    kind = "pipeline-resume" if frame.origin == "pipeline" else "workflow-file"
+    state_key = tokens.new_state_key(frame.origin)
+    kind = tokens.kind_for(frame.origin)
     ttl = settings.checkpoint_ttl_ms or program.checkpoint_ttl_ms or checkpoint_ttl_ms(options)
     if pending.kind == "approval":
         # the id goes into the frame, so it is published before the frame is written
@@ -77,18 +77,34 @@ def _halt_envelope(pending, token: str) -> dict:
                                    "items": pending.items}
         if pending.preview is not None:
             request["preview"] = pending.preview
-        request.update(pending.identity)
+        if isinstance(pending, StepApprovalWait):
+            request.update(approver_fields(pending.approvers))
         request["resumeToken"] = token
         if pending.approval_id:
             request["approvalId"] = pending.approval_id
         return ok_envelope("needs_approval", [], approval=request)
     request = {"type": "input_request", "prompt": pending.prompt, "responseSchema": pending.schema}
-    if pending.has_defaults:
-        request["defaults"] = pending.defaults
-    if pending.has_subject:
+    if isinstance(pending, StepInputWait):
+        if pending.has_defaults:
+            request["defaults"] = pending.defaults
+        if pending.has_subject:
+            request["subject"] = pending.subject
+    elif pending.subject is not None:  # an `ask` stage's items, when it attaches them
         request["subject"] = pending.subject
     request["resumeToken"] = token
     return ok_envelope("needs_input", [], input_request=request)
+
+
+def approver_fields(rules: ApproverRules) -> dict[str, Any]:
+    """The approver rules in force, as an approval request shows them."""
+    fields: dict[str, Any] = {}
+    if rules.initiated_by:
+        fields["initiatedBy"] = rules.initiated_by
+    if rules.required_approver:
+        fields["requiredApprover"] = rules.required_approver
+    if rules.require_different_approver:
+        fields["requireDifferentApprover"] = True
+    return fields
 
 
 def _cap_subject(envelope: dict, env: Mapping[str, str], frame: Frame) -> dict:

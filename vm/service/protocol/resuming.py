@@ -13,7 +13,8 @@ from vm.engine import machine
 from vm.host import token as tokens
 from vm.host.children import Scope
 from vm.host.store import StoreError, lifecycle
-from vm.isa.frame import Frame
+from vm.isa.frame import Frame, StepApprovalWait
+from vm.isa.ops import ApproverRules
 from vm.isa.program import Program
 from vm.service.protocol.checkpoint import (cancel_parked, checked_token, load, not_authentic,
                                             refuse_expired, unparked)
@@ -70,9 +71,9 @@ def resume_settled(options: Options, settings: Settings, scope: Scope, decision:
             state_key = store.lookup_approval_id(approval_id)
             if state_key is None:
                 raise unknown_approval_id(approval_id)
-            origin = state_key.split("_", 1)[0]
+            origin = tokens.origin_of(state_key)
         elif state_key:
-            origin = state_key.split("_", 1)[0]
+            origin = tokens.origin_of(state_key)
         else:
             parsed = checked_token(token, store)
             state_key, origin = parsed.state_key, parsed.origin
@@ -195,10 +196,9 @@ def _check_decision(frame: Frame, program: Program, decision: Decision,
     problem = first_error(pending.schema, decision.response)
     if problem is not None:
         where, message = problem
-        # an `ask` stage inside a workflow `pipeline:` step is named by that step (its halt
-        # site's id is `STEP:STAGE`), as the original names it
-        step = pending.step or (program.halts[pending.halt].id.partition(":")[0] if workflow
-                                else "")
+        # an `ask` stage inside a workflow `pipeline:` step is named by that step, as the
+        # original names it
+        step = program.halts[pending.halt].step or ""
         what = f"Workflow input step {step}" if step else "pipeline input"
         raise RequestError(f"{what} response failed schema validation at {where}: {message}",
                            "E512")
@@ -207,19 +207,19 @@ def _check_decision(frame: Frame, program: Program, decision: Decision,
 
 def _check_approver(pending, env: Mapping[str, str]) -> str | None:
     approved_by = _approver(env)
-    identity = pending.identity
-    required, different = identity.get("requiredApprover"), identity.get("requireDifferentApprover")
+    rules = pending.approvers if isinstance(pending, StepApprovalWait) else ApproverRules()
+    required, different = rules.required_approver, rules.require_different_approver
+    initiated = rules.initiated_by
     who = f"Workflow step {pending.step} approval"
     if (required or different) and not approved_by:
         raise RequestError(f"{who} requires approver identity; set LOBSTER_APPROVAL_APPROVED_BY",
                            "E513")
     if required and approved_by != required:
         raise RequestError(f"{who} requires approver '{required}', got '{approved_by}'", "E513")
-    if different and not identity.get("initiatedBy"):  # fail closed: anyone could be the initiator
+    if different and not initiated:  # fail closed: anyone could be the initiator
         raise RequestError(f"{who} requires an approver other than its initiator, but no "
                            "initiator was recorded (set LOBSTER_APPROVAL_INITIATED_BY or "
                            "initiated_by when running); refused", "E513")
-    if different and approved_by == identity.get("initiatedBy"):
-        raise RequestError(f"{who} must be granted by someone other than "
-                           f"'{identity.get('initiatedBy')}'", "E513")
+    if different and approved_by == initiated:
+        raise RequestError(f"{who} must be granted by someone other than '{initiated}'", "E513")
     return approved_by
