@@ -15,12 +15,14 @@ from vm.engine import refs, steps
 from vm.host.commands import COMMANDS, Args, CommandError, Context
 from vm.host.commands.exec_cmd import process_code, run_exec
 from vm.core.condition import MISSING, evaluate
+from vm.isa.cost import CostLimit
 from vm.isa.frame import CallFrame, Frame, LoopFrame, Pending, TryFrame
 from vm.isa.opcodes import Op
-from vm.isa.ops import Branch, HaltSite, Loop, Parallel, Policy, Retry
+from vm.isa.ops import HaltSite, Loop, Parallel, Policy, Retry
 from vm.engine.outcome import Failed, Finished, Outcome, Parked
 from vm.host.process import CommandNotFound, ProcessError, env_output_cap, run_process, shell_argv
 from vm.isa.program import Instr, Program
+from vm.isa.regions import Region, regions_of
 
 SUBJECT_LIMIT = 2000
 TRUE_WORDS = ("1", "true", "yes", "on")
@@ -106,31 +108,37 @@ class Run:
     def stdin(self, reference: Any) -> Any:
         return refs.resolve_input(reference, self.frame.args, self.frame.results)
 
-    def record(self, step: str, result: dict, done: bool = True) -> None:
+    def record(self, step: str, result: dict, done: bool = True, bill: bool = True) -> None:
+        """Store a step's result; bill it (`bill`, and not in a parallel branch: the parent
+        bills a branch's result as it joins it) and check the cost limit."""
         self.frame.results[step] = result
         self.frame.last_step = step
-        if self.frame.origin == "workflow" or "limit" in self.frame.cost:
-            self.bill(step, result)
+        if self.billing():
+            if bill:
+                self.bill(step, result)
+            self.check_cost_limit()
         if done and self.events is not None:
             self.events.finished(step)
 
-    def bill(self, step: str, result: dict) -> None:
-        """Add the step's LLM usage to the run's ledger; warn or stop at the cost limit."""
-        from vm.isa import cost
+    def billing(self) -> bool:
+        frame = self.frame
+        return not self.branch and (frame.origin == "workflow" or frame.cost.limit is not None)
 
-        ledger = self.frame.cost.setdefault("ledger", {})
+    def bill(self, step: str, result: dict) -> None:
+        """Add the step's LLM usage to the run's ledger (warnings go to the log)."""
         value = result.get("json")
         items = value if isinstance(value, list) else [] if value is None else [value]
-        for warning in cost.bill(ledger, step, items, self.host.ctx.env, self.host.cost_warned):
+        for warning in self.frame.cost.bill(step, items, self.host.ctx.env,
+                                            self.host.cost_warned):
             self.host.log(warning + "\n")
-        self.check_cost_limit()
 
     def check_cost_limit(self) -> None:
-        """The workflow's cost_limit against the spend so far: a warning, or a stop."""
-        from vm.isa import cost
-
-        error, warning = cost.check_limit(self.frame.cost.get("ledger", {}),
-                                          self.frame.cost.get("limit"))
+        """The workflow's cost_limit against the spend so far: a warning, or a stop. Inside a
+        sub-workflow nothing is checked: its spend counts against the caller's limit when the
+        calling step ends (as the original, where a composed run's spend is the caller's)."""
+        if self.frame.calls:
+            return
+        error, warning = self.frame.cost.check()
         if warning:
             self.host.log(warning + "\n")
         if error:
@@ -217,9 +225,10 @@ class Run:
             _restore_caller(frame, call)
             frame.pc = call.site + 1
             step = self.K[self.program.code[call.site].a]
-            self.record(step, steps.call_result(step, output))
+            # its output was billed as the sub-workflow's own step: only the limit is checked
+            self.record(step, steps.call_result(step, output), bill=False)
             return None
-        if "limit" in frame.cost:
+        if frame.cost.limit is not None:
             self.check_cost_limit()  # once more as the run ends, as the original
         return Finished(output)
 
@@ -430,7 +439,7 @@ def op_init_args(run: Run, ins: Instr) -> None:
 
 
 def op_cost_limit(run: Run, ins: Instr) -> None:
-    run.frame.cost = {"limit": run.K[ins.a], "ledger": run.frame.cost.get("ledger", {})}
+    run.frame.cost.limit = CostLimit.of(run.K[ins.a])
 
 
 # control --------------------------------------------------------------------------------------
@@ -637,34 +646,39 @@ def op_parallel(run: Run, ins: Instr) -> None:
         deadline = own if deadline is None else min(deadline, own)
     scope = run.ctx.scope.child()  # the branches' children: `wait: any` stops only these
     host = evolve(run.host, ctx=evolve(run.ctx, deadline=deadline, scope=scope))
-    with ThreadPoolExecutor(max_workers=len(spec.branches)) as pool:
-        futures = {pool.submit(_run_branch, run, branch, host): branch.id
-                   for branch in spec.branches}
+    regions = regions_of(run.program).regions(frame.pc - 1)
+    with ThreadPoolExecutor(max_workers=max(len(regions), 1)) as pool:
+        futures = {pool.submit(_run_branch, run, region, host): region.name
+                   for region in regions}
         if spec.wait == "any":
             done, pending = wait(futures, return_when=FIRST_COMPLETED)
             if pending:
                 scope.cancel()  # the losers' children; nothing outside this step
             winner = next(iter(done))
             result = _branch_outcome(winner, step, spec, prefix="")
-            frame.results[futures[winner]] = result
+            _join(run, {futures[winner]: result})  # a loser is neither kept nor billed
             # the winner's JSON under its id (nothing when it printed none), its own stdout
             won = {futures[winner]: result["json"]} if "json" in result else {}
             run.record(step, {"id": step, "json": won, "stdout": result.get("stdout", "")})
             return
         results = {branch_id: _branch_outcome(future, step, spec)
                    for future, branch_id in futures.items()}
-    frame.results.update(results)
+    _join(run, results)
     merged = {bid: r["json"] for bid, r in results.items() if "json" in r}  # JSON branches only
     run.record(step, {"id": step, "json": merged, "stdout": js.json_compact(merged)})
 
 
-def _run_branch(run: Run, branch: Branch, host) -> dict:
-    parent = run.frame
-    frame = Frame(format=parent.format, program_hash=parent.program_hash, run_id=parent.run_id,
-                  created_at=parent.created_at, pc=branch.start,
-                  registers=[[] for _ in parent.registers], results=dict(parent.results),
-                  args=parent.args, env=parent.env, cwd=parent.cwd, mode=parent.mode,
-                  origin=parent.origin)
+def _join(run: Run, results: dict[str, dict]) -> None:
+    """Branch results back into the frame, each billed under its branch id in declaration
+    order; the limit is checked once, as the parallel step itself is recorded."""
+    run.frame.join(results)
+    if run.billing():
+        for branch_id, result in results.items():
+            run.bill(branch_id, result)
+
+
+def _run_branch(run: Run, region: Region, host) -> dict:
+    frame = run.frame.fork(region.start)
     outcome = execute(run.program, frame, host, branch=True)
     if isinstance(outcome, Failed):
         raise CommandError(outcome.message, code=outcome.code)
@@ -672,7 +686,7 @@ def _run_branch(run: Run, branch: Branch, host) -> dict:
         # an `ask` stage of a branch's pipeline: a branch cannot pause (as in the original)
         raise CommandError("requestInput is not supported in this pipeline context")
     if not isinstance(outcome, Finished):
-        raise VMBug(f"parallel branch {branch.id} parked")
+        raise VMBug(f"parallel branch {region.name} parked")
     return outcome.output
 
 

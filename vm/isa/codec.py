@@ -8,7 +8,7 @@
   Const  := Value | {"$type": <payload class name>, field: value, ...}
           | {"$type": "json", "value": map}        (a plain map that has a "$type" key)
   frame  := map {format, program_hash, pc, registers: [Value], results: {str: Value},
-                 loops: [LoopFrame], calls: [CallFrame], tries: [TryFrame], ...}
+                 loops: [LoopFrame], calls: [CallFrame], tries: [TryFrame], cost: Ledger, ...}
 
 msgpack with no ext types and no object hooks: a blob is data, never code. Decoding treats
 every blob as untrusted: size, unpack (any exception -> LoadError), magic/format, structure,
@@ -28,6 +28,7 @@ import msgpack
 from cattrs.preconf.msgpack import make_converter
 
 from vm.isa import ops
+from vm.isa.cost import Charge, CostLimit, Ledger
 from vm.isa.frame import FRAME_FORMAT, CallFrame, Frame, LoopFrame, TryFrame
 from vm.isa.program import FORMAT_VERSION, MAGIC, Header, Instr, Program
 
@@ -112,7 +113,7 @@ def _plain(value: Any) -> Any:
 
 
 for _cls in (*ops.PAYLOADS, ops.Retry, ops.Branch, ops.Given, ops.HaltSite, LoopFrame, CallFrame,
-             TryFrame):
+             TryFrame, Ledger, CostLimit, Charge):
     _register_record(_cls)
 
 

@@ -8,13 +8,17 @@ FRAME_FORMAT changelog:
   1  first format: loops / calls / tries as loose maps; tries held a monotonic deadline.
   2  typed stack records (LoopFrame, CallFrame, TryFrame) that name their LOOP_BEGIN /
      CALL / TRY pc; a try keeps `remaining_ms`, never a clock reading.
+  3  the cost ledger is a typed record (vm/isa/cost.py: Ledger with its CostLimit and one
+     Charge per billed item) instead of a loose {limit, ledger} map.
 """
 
 from typing import Any
 
 from attrs import define, field
 
-FRAME_FORMAT = 2
+from vm.isa.cost import Ledger
+
+FRAME_FORMAT = 3
 
 
 @define
@@ -92,5 +96,22 @@ class Frame:
     capture: list[str] | None = None  # renderer output of the running pipeline step
     stage_env: dict[str, str] | None = None  # env and cwd of the running pipeline step
     stage_cwd: str | None = None
-    cost: dict[str, Any] = field(factory=dict)
+    cost: Ledger = field(factory=Ledger)
     steps_run: int = 0
+
+    def fork(self, pc: int) -> "Frame":
+        """The frame of a parallel branch whose region starts at `pc`. It inherits the run's
+        identity, a copy of the results (what the branch records stays its own until `join`),
+        the args, env, cwd, mode and origin; it gets registers of its own, no stacks (a branch
+        enters no loop, call or policy of its parent) and an empty ledger without a limit: a
+        branch bills nothing itself, the parent bills the result each branch returns as it
+        joins them, in the order the branches are declared (as the original)."""
+        return Frame(format=self.format, program_hash=self.program_hash, run_id=self.run_id,
+                     created_at=self.created_at, pc=pc,
+                     registers=[[] for _ in self.registers], results=dict(self.results),
+                     args=self.args, env=self.env, cwd=self.cwd, mode=self.mode,
+                     origin=self.origin)
+
+    def join(self, results: dict[str, Any]) -> None:
+        """Take the results of finished branches (branch id -> result) back into this frame."""
+        self.results.update(results)
