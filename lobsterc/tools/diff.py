@@ -289,7 +289,8 @@ def build_model(program: Program, name: str, *, marks: Mapping[str, str] | None 
                 model.effects.setdefault((step.id, "marked write"),
                                          Effect(step.id, "marked write", "effects: write",
                                                 work[0]))
-    for pc, ins in enumerate(program.code):
+    prologue = min((step.first_pc for step in program.steps), default=len(program.code))
+    for ins in program.code[:prologue]:  # the main workflow's (a sub-workflow's heads its region)
         if ins.op == Op.INIT_ARGS:
             model.defaults = program.constants[ins.a]
         elif ins.op == Op.COST_LIMIT:

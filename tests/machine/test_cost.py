@@ -175,3 +175,32 @@ def test_a_sub_workflow_spend_counts_against_the_caller_once_as_its_step_ends(tm
     env, _ = run_workflow(tmp_path, "stop", [{"id": "sub", "workflow": "c.json"}],
                           **{"c.json": child})
     assert env["error"]["message"] == STOPPED
+
+
+def test_a_sub_workflow_is_held_to_its_own_limit_and_its_caller_to_the_callers(tmp_path):
+    """As the original: the sub-workflow checks its own cost_limit after its steps and as it
+    ends; the caller sees the spend once the `workflow:` step ends."""
+    child = {"cost_limit": {"max_usd": 0.1, "action": "warn"},
+             "steps": [{"id": "ask", "run": SPEND}]}
+    env, logged = run_workflow(tmp_path, "warn", [{"id": "sub", "workflow": "c.json"}],
+                               **{"c.json": child})
+    assert env["output"] == ["done\n"]
+    assert logged == ["[WARN] Cost $0.3500 exceeds limit $0.10\n"] * 2 + [WARNED] * 3
+    child["steps"].append({"id": "last", "run": "echo x"})
+    child["cost_limit"]["action"] = "stop"
+    env, _ = run_workflow(tmp_path, "warn", [{"id": "sub", "workflow": "c.json"}],
+                          **{"c.json": child})
+    assert env["error"]["message"] == "Cost limit exceeded: $0.3500 > $0.10 limit"
+
+
+def test_the_spend_of_a_sub_workflow_parked_at_a_gate_survives_the_pause(tmp_path):
+    """The caller's ledger waits in the call record of the saved frame."""
+    child = {"steps": [{"id": "ask", "run": SPEND},
+                       {"id": "gate", "approval": "go on?", "run": "echo x"}]}
+    halted, _ = run_workflow(tmp_path, "stop", [{"id": "sub", "workflow": "c.json"}],
+                             **{"c.json": child})
+    assert halted["status"] == "needs_approval"
+    done = handle({"action": "resume", "token": halted["requiresApproval"]["resumeToken"],
+                   "approve": True},
+                  Options(cwd=str(tmp_path), state_dir=str(tmp_path / "s")))
+    assert done["error"]["message"] == STOPPED

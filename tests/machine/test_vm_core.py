@@ -24,6 +24,7 @@ from vm.isa.ops import Exec
 from vm.isa.program import Instr
 from vm.service.protocol import Decision, Options, handle, resume
 from vm.core.source import Source, render_trap
+from vm.isa.regions import regions_of
 from vm.isa.verify import VerifyError, verify, verify_frame
 
 
@@ -345,6 +346,19 @@ def test_labels_fit_and_regions_have_their_own_names(tmp_path):
             assert mnemonic in Op.__members__, line
     assert any(line.split()[0] == f"{long_id}/(return).0" for line in lines if line[:2] == "  ")
     assert "branches=[users@fetch/users.0, orders@fetch/orders.0]" in listing
+
+
+def test_a_sub_workflow_cost_limit_heads_its_region_under_its_own_label(tmp_path):
+    child = "cost_limit: {max_usd: 1, action: stop}\n" + SUB
+    text = "steps:\n  - id: call\n    workflow: child.lobster\n"
+    listing = disassemble(workflow(tmp_path, text, **{"child.lobster": child}))
+    lines = listing.splitlines()
+    enter = lines.index("@enter call")
+    assert lines[enter + 1].split()[:2] == ["call/(enter).0", "COST_LIMIT"]
+    assert lines[enter + 2] == "step call/inner"
+    structure = regions_of(workflow(tmp_path, text, **{"child.lobster": child}))
+    (region,) = [r for rs in structure.entered.values() for r in rs]
+    assert region.kind == "call" and region.name == "call"
 
 
 def test_parallel_branches_are_code_regions(tmp_path):

@@ -15,7 +15,7 @@ from vm.engine import refs, steps
 from vm.host.commands import COMMANDS, Args, CommandError, Context
 from vm.host.commands.exec_cmd import process_code, run_exec
 from vm.core.condition import MISSING, evaluate
-from vm.isa.cost import CostLimit
+from vm.isa.cost import CostLimit, Ledger
 from vm.isa.frame import CallFrame, Frame, LoopFrame, Pending, TryFrame
 from vm.isa.opcodes import Op
 from vm.isa.ops import HaltSite, Loop, Parallel, Policy, Retry
@@ -133,11 +133,9 @@ class Run:
             self.host.log(warning + "\n")
 
     def check_cost_limit(self) -> None:
-        """The workflow's cost_limit against the spend so far: a warning, or a stop. Inside a
-        sub-workflow nothing is checked: its spend counts against the caller's limit when the
-        calling step ends (as the original, where a composed run's spend is the caller's)."""
-        if self.frame.calls:
-            return
+        """The current workflow's cost_limit against its spend so far: a warning, or a stop.
+        A sub-workflow is held to its own limit; its spend counts against the caller's when
+        the calling step ends (see `restore_caller`)."""
         error, warning = self.frame.cost.check()
         if warning:
             self.host.log(warning + "\n")
@@ -210,7 +208,7 @@ class Run:
         """Drop loops and calls entered since the policy began."""
         frame = self.frame
         while len(frame.calls) > entry.calls:
-            _restore_caller(frame, frame.calls.pop())
+            self.restore_caller(frame.calls.pop())
         while len(frame.loops) > entry.loops:
             loop = frame.loops.pop()
             _restore_scope(frame, loop, self.K[self.program.code[loop.site].b])
@@ -221,16 +219,27 @@ class Run:
         frame = self.frame
         output = steps.output_of(frame.results.get(frame.last_step))
         if frame.calls:
+            if frame.cost.limit is not None:
+                self.check_cost_limit()  # the sub-workflow's own limit, as it ends
             call = frame.calls.pop()
-            _restore_caller(frame, call)
+            step = self.restore_caller(call)
             frame.pc = call.site + 1
-            step = self.K[self.program.code[call.site].a]
-            # its output was billed as the sub-workflow's own step: only the limit is checked
+            # its output was billed in the sub-workflow: only the caller's limit is checked
             self.record(step, steps.call_result(step, output), bill=False)
             return None
         if frame.cost.limit is not None:
             self.check_cost_limit()  # once more as the run ends, as the original
         return Finished(output)
+
+    def restore_caller(self, call: CallFrame) -> str:
+        """Back to the caller's scope; the sub-workflow's spend (finished or failed) becomes
+        the spend of the calling step, whose id this returns."""
+        frame = self.frame
+        step = self.K[self.program.code[call.site].a]
+        call.cost.absorb(step, frame.cost)
+        frame.results, frame.args, frame.env = call.results, call.args, call.env
+        frame.last_step, frame.cost = call.last_step, call.cost
+        return step
 
     # gates -----------------------------------------------------------------------------------
     def approval_pending(self, site: HaltSite, halt: int) -> Pending:
@@ -568,18 +577,14 @@ def op_call(run: Run, ins: Instr) -> None:
     overlay = {**frame.env, **refs.injected_env(frame.args),
                **{k: run.render(v) for k, v in spec.env.items()}}
     frame.calls.append(CallFrame(site=frame.pc - 1, results=frame.results, args=frame.args,
-                                 env=frame.env, last_step=frame.last_step))
+                                 env=frame.env, last_step=frame.last_step, cost=frame.cost))
     frame.results, frame.args, frame.env, frame.last_step = {}, args, overlay, None
+    frame.cost = Ledger()  # its own cost_limit, if it has one, is its first instruction
     frame.pc = ins.c
 
 
 def op_return(run: Run, ins: Instr) -> None:
     run.finish_workflow()
-
-
-def _restore_caller(frame: Frame, call: CallFrame) -> None:
-    frame.results, frame.args, frame.env = call.results, call.args, call.env
-    frame.last_step = call.last_step
 
 
 # policies -------------------------------------------------------------------------------------

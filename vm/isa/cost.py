@@ -174,6 +174,15 @@ class Ledger:
                             Charge(step_id, model, tokens_in, tokens_out, round(cost, 6)))
         return warnings
 
+    def absorb(self, step_id: str, other: "Ledger") -> None:
+        """Take the charges of a sub-workflow's ledger as the spend of its `workflow:` step."""
+        for charge in other.charges:
+            self.input_tokens += charge.input_tokens
+            self.output_tokens += charge.output_tokens
+            self.cost_usd = round(self.cost_usd + charge.cost_usd, 6)
+            self.charges = (*self.charges, Charge(step_id, charge.model, charge.input_tokens,
+                                                  charge.output_tokens, charge.cost_usd))
+
     def check(self) -> tuple[str | None, str | None]:
         """(error, warning) of the limit against the spend so far (see `check_limit`)."""
         return check_limit(self.cost_usd, self.limit)

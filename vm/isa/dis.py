@@ -84,7 +84,13 @@ def _blocks(program: Program, index: _Index) -> tuple[list[str], list[str | None
         step = index.step_at(pc)
         for region in regions:
             if region.kind == "call":
-                if owner[region.end] is None and step is not None:
+                if step is None:
+                    continue
+                at = region.start  # what runs before its first step (its own cost_limit)
+                while at < region.end and owner[at] is None:
+                    owner[at] = (f"@enter {step.id}", f"{step.id}/(enter)")
+                    at += 1
+                if owner[region.end] is None:
                     owner[region.end] = (f"@return {step.id}", f"{step.id}/(return)")
                 continue
             prefix = f"{step.id}/" if step is not None else ""

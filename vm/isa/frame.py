@@ -9,7 +9,8 @@ FRAME_FORMAT changelog:
   2  typed stack records (LoopFrame, CallFrame, TryFrame) that name their LOOP_BEGIN /
      CALL / TRY pc; a try keeps `remaining_ms`, never a clock reading.
   3  the cost ledger is a typed record (vm/isa/cost.py: Ledger with its CostLimit and one
-     Charge per billed item) instead of a loose {limit, ledger} map.
+     Charge per billed item) instead of a loose {limit, ledger} map; a CallFrame keeps the
+     caller's ledger while the sub-workflow bills one of its own.
 """
 
 from typing import Any
@@ -61,6 +62,7 @@ class CallFrame:
     args: dict[str, Any]
     env: dict[str, str]
     last_step: str | None = None
+    cost: Ledger = field(factory=Ledger)  # the caller's; its `workflow:` step takes the spend
 
 
 @define
