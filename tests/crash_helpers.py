@@ -263,7 +263,8 @@ def check_files(state: Path) -> None:
     from vm.isa import codec
     from vm.host.store.base import STATE_KEY
     from vm.host.store.claims import parse_claim_file_name
-    from vm.host.store.directory import Store, split_frame_file
+    from vm.host.store.directory import Store
+    from vm.host.store.directory_checkpoints import split_frame_file
     from vm.host.store.lifecycle import decode_record
 
     store = Store(str(state))

@@ -108,7 +108,7 @@ def pg_server():
     try:
         yield url
     finally:
-        from vm.host.store.postgres import close_pools
+        from vm.host.store.postgres_pool import close_pools
 
         close_pools()
         stop(directory)
@@ -124,7 +124,7 @@ def pg_url(pg_server):
     """A URL whose tables live in a fresh schema of their own, dropped afterwards."""
     import psycopg
 
-    from vm.host.store.postgres import close_pools
+    from vm.host.store.postgres_pool import close_pools
 
     schema = f"lobster_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_server, autocommit=True) as conn:

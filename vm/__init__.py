@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "handle": "vm.service.protocol", "run": "vm.service.protocol", "resume": "vm.service.protocol",
     "Options": "vm.service.protocol", "Decision": "vm.service.protocol", "RequestError": "vm.service.protocol",
-    "Scope": "vm.host.process", "open_store": "vm.host.store", "StateStore": "vm.host.store",
+    "Scope": "vm.host.children", "open_store": "vm.host.store", "StateStore": "vm.host.store",
     "history": "vm.service.admin",
 }
 

@@ -24,8 +24,8 @@ from lobsterc.syntax import ast
 from lobsterc.check.checker import check_pipeline, did_you_mean, positional_words, sub_span
 from lobsterc.diagnostics import CompileError, Diagnostic, render
 from lobsterc.syntax.parse import decode_word_offsets
-from lobsterc.syntax.shellwords import (INTERPRETERS, command_start, here_documents,
-                                  program_name, program_texts, split_commands)
+from lobsterc.syntax.interpreters import INTERPRETERS, program_name, program_texts
+from lobsterc.syntax.shellwords import command_start, here_documents, split_commands
 from lobsterc.syntax.source import Source, Span
 from vm.core import js
 from vm.service.frontend import WORKFLOW_EXTENSIONS

@@ -182,7 +182,7 @@ def cmd_schema(ns) -> int:
 
 def cmd_diff(ns) -> int:
     """`lobsterc diff`: the safety diff of two versions (lobsterc.tools.diff)."""
-    from lobsterc.tools.diff import run_diff
+    from lobsterc.tools.diff.command import run_diff
 
     return run_diff(ns.files, rev=ns.rev, fmt=ns.format, accept=tuple(ns.accept or ()))
 

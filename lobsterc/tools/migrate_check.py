@@ -10,7 +10,8 @@ A move is sound when all three hold:
 3. every step result that the new program reads after the gate is in the frame (with the
    reference's path present in it), is produced after the gate, or is a loop variable.
 Then `pc_map` places the frame's pcs (the next pc, loop, call and try sites) in the new
-program. The safety diff (lobsterc.tools.diff) of the two programs says what changes after the gate.
+program. The safety diff (lobsterc.tools.diff) of the two programs says what changes after the
+gate.
 """
 
 from __future__ import annotations
@@ -18,16 +19,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from lobsterc.tools.diff import (build_model, compare, plain, render_text, reviewed_ids,
-                           step_facts, step_pcs)
 from lobsterc.check.effects import Cfg, step_labels
+from lobsterc.tools.diff.compare import compare
+from lobsterc.tools.diff.model import build_model, plain, step_facts, step_pcs
+from lobsterc.tools.diff.render import render_text
+from lobsterc.tools.diff.versions import reviewed_ids
 from vm.core import js
+from vm.engine.refs import REF, lookup
 from vm.isa.frame import Frame
-from vm.service.frontend import WORKFLOW_EXTENSIONS
-from vm.service.migrate import MigrationCheck
 from vm.isa.opcodes import CONST, HALT, OPS, STEP, Op
 from vm.isa.program import Program
-from vm.engine.refs import REF, lookup
+from vm.service.frontend import WORKFLOW_EXTENSIONS
+from vm.service.migrate import MigrationCheck
 
 
 def _halt_pc(program: Program, index: int) -> int | None:

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lobsterc.tools.diff import RULES, Where
+from lobsterc.tools.diff.model import Where
+from lobsterc.tools.diff.rules import RULES
 from vm import __version__
 from vm.core.codes import CODES
 

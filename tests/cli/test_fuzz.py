@@ -37,7 +37,7 @@ from vm.core.codes import CODES, envelope_type
 from vm.host.commands.base import CommandError
 from vm.host.commands.template import render_plain, render_template
 from vm.service.protocol import REQUEST_FIELDS, Options, handle
-from vm.host.store.directory import split_frame_file
+from vm.host.store.directory_checkpoints import split_frame_file
 
 EXAMPLES = int(os.environ.get("LOBSTER_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,

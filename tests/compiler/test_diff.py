@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from lobsterc.tools.cli import main
-from lobsterc.tools.diff import compare, load_version, schema_at_least
+from lobsterc.tools.diff.compare import compare
+from lobsterc.tools.diff.schemas import schema_at_least
+from lobsterc.tools.diff.versions import load_version
 from lobsterc.syntax.expr import compile_condition, condition_text
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lobsterc.check.lint import lint_file
-from lobsterc.syntax.shellwords import program_texts, split_commands
+from lobsterc.syntax.interpreters import program_texts
+from lobsterc.syntax.shellwords import split_commands
 
 ARG, OUT, JSON = "${name}", "$a.stdout", "$a.json"
 

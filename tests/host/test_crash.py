@@ -198,7 +198,7 @@ def test_a_resume_cancelled_at_any_step_loses_no_checkpoint(location, tmp_path, 
     is in doubt with the reason and the step, or finished with its successor parked; no step
     runs twice, and the life ends when the rest is resumed."""
     from vm.service import admin
-    from vm.host.process import Scope
+    from vm.host.children import Scope
     from vm.service.protocol import Decision, Options, handle, resume
     from vm.host.store import lifecycle
 

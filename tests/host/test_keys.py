@@ -35,7 +35,7 @@ def _lose_every_key(location: str) -> None:
     if location.startswith("postgresql://"):
         import psycopg
 
-        from vm.host.store.postgres import close_pools
+        from vm.host.store.postgres_pool import close_pools
 
         with psycopg.connect(location, autocommit=True) as conn:
             conn.execute("DELETE FROM lobster_keys")
@@ -193,13 +193,13 @@ def test_gc_retires_an_old_key_once_its_checkpoints_are_gone(options, location, 
 def test_a_store_of_schema_version_3_keeps_its_key_through_the_migration(pg_url):
     import psycopg
 
-    from vm.host.store import postgres
+    from vm.host.store import postgres_schema
 
     key = os.urandom(32)
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("CREATE TABLE lobster_meta (version integer PRIMARY KEY,"
                      " applied_at timestamptz NOT NULL DEFAULT now())")
-        for version, step in enumerate(postgres.MIGRATIONS[:3], start=1):
+        for version, step in enumerate(postgres_schema.MIGRATIONS[:3], start=1):
             for statement in step:
                 conn.execute(statement)
             conn.execute("INSERT INTO lobster_meta (version) VALUES (%s)", (version,))
@@ -212,7 +212,7 @@ def _lose_newest_key(location: str) -> None:
     if location.startswith("postgresql://"):
         import psycopg
 
-        from vm.host.store.postgres import close_pools
+        from vm.host.store.postgres_pool import close_pools
 
         with psycopg.connect(location, autocommit=True) as conn:
             conn.execute("DELETE FROM lobster_keys WHERE id = (SELECT max(id) FROM lobster_keys)")
@@ -241,7 +241,7 @@ def test_a_lost_newest_key_is_reported_not_replaced(options, location, tmp_path)
 def test_a_short_key_row_is_refused_on_postgres(pg_url, tmp_path):
     import psycopg
 
-    from vm.host.store.postgres import close_pools
+    from vm.host.store.postgres_pool import close_pools
 
     options = Options(cwd=str(tmp_path), state_dir=pg_url, env={})
     parked = handle({"action": "run", "pipeline": GATED}, options)

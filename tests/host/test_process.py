@@ -1,4 +1,4 @@
-"""Tests of vm.host.process with real child processes (no mocks)."""
+"""Tests of vm.host.process and vm.host.children with real child processes (no mocks)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from vm.host.children import Scope, kill_all, live_groups
 from vm.host.process import (
     Cancelled,
     CommandNotFound,
@@ -19,9 +20,6 @@ from vm.host.process import (
     ProcessError,
     ProcessResult,
     ProcessTimeout,
-    Scope,
-    kill_all,
-    live_groups,
     run_process,
     shell_argv,
 )

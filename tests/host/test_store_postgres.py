@@ -24,7 +24,8 @@ def _search_path_tables(url: str) -> dict[str, int]:
 
 
 def test_the_store_creates_its_schema_once_and_records_the_version(pg_url):
-    from vm.host.store.postgres import SCHEMA_VERSION, close_pools
+    from vm.host.store.postgres_pool import close_pools
+    from vm.host.store.postgres_schema import SCHEMA_VERSION
 
     open_store(pg_url, {}).set_value("a", 1)
     close_pools()
@@ -54,13 +55,13 @@ def test_processes_opening_a_new_database_at_once_migrate_it_once(pg_url):
     for child in children:
         child.join(timeout=120)
         assert child.exitcode == 0
-    from vm.host.store.postgres import SCHEMA_VERSION
+    from vm.host.store.postgres_schema import SCHEMA_VERSION
 
     assert _search_path_tables(pg_url)["versions"] == list(range(1, SCHEMA_VERSION + 1))
 
 
 def test_a_schema_newer_than_this_lobster_is_refused(pg_url):
-    from vm.host.store.postgres import close_pools
+    from vm.host.store.postgres_pool import close_pools
 
     open_store(pg_url, {})
     close_pools()
@@ -92,7 +93,8 @@ def _python(code: str) -> subprocess.CompletedProcess:
 
 
 def test_the_driver_is_imported_only_when_a_postgresql_store_is_opened():
-    proc = _python("import sys, vm.service.protocol, vm.host.store; vm.host.store.open_store('/tmp/x', {});"
+    proc = _python("import sys, vm.service.protocol, vm.host.store; "
+                   "vm.host.store.open_store('/tmp/x', {});"
                    "print(sorted(m for m in sys.modules if m.startswith('psycopg')))")
     assert proc.stdout.strip() == "[]", proc.stderr
 

@@ -16,7 +16,7 @@ import pytest
 import lobsterc.frontend
 from lobsterc.diagnostics import CompileError
 from vm.service import frontend as vm_frontend
-from vm.host.process import Scope
+from vm.host.children import Scope
 from vm.service.protocol import DEFAULT_MAX_STDOUT_BYTES, DEFAULT_TIMEOUT_MS, Options, Settings, handle
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vm.host.process import Scope
+from vm.host.children import Scope
 from vm.service.protocol import Options, handle
 
 HOUR_MS = 3_600_000

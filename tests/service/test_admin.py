@@ -383,7 +383,7 @@ def test_gc_keeps_the_temp_file_of_a_save_still_in_progress(cli):
     tmp = cli.state / "runs" / ".x.frame.0123456789ab.tmp"
     tmp.write_bytes(b"half")
     writer = subprocess.Popen(  # a writer mid-save: the temp file open and locked, as
-        [sys.executable, "-c",  # vm.host.store.directory.atomic_write holds it
+        [sys.executable, "-c",  # vm.host.store.files.atomic_write holds it
          "import fcntl, os, sys, time\n"
          "fd = os.open(sys.argv[1], os.O_WRONLY)\n"
          "fcntl.flock(fd, fcntl.LOCK_EX)\n"

@@ -388,7 +388,8 @@ def test_pooled_connections_after_a_postgresql_restart():
 
     pytest.importorskip("psycopg")
     from tests import pg_server
-    from vm.host.store.postgres import POOL_MAX, PostgresStore, close_pools
+    from vm.host.store.postgres import PostgresStore
+    from vm.host.store.postgres_pool import POOL_MAX, close_pools
 
     import tempfile
 
@@ -531,7 +532,8 @@ def test_a_statement_on_a_dead_connection_is_retried_once_but_never_the_claim(pg
 
     from tests.pg_server import with_search_path
     from vm.host.store.base import StoreError
-    from vm.host.store.postgres import PostgresStore, close_pools
+    from vm.host.store.postgres import PostgresStore
+    from vm.host.store.postgres_pool import close_pools
 
     host = dict(part.split("=", 1) for part in pg_server.split("?", 1)[1].split("&")).get("host")
     if not host or not os.path.exists(f"{host}/.s.PGSQL.5432"):

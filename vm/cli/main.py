@@ -954,7 +954,7 @@ def _install_signal_handlers() -> None:
     so a checkpoint is either whole or absent."""
 
     def stop(signum, _frame):
-        from vm.host.process import defer_while_spawning, kill_all, wait_for_spawns
+        from vm.host.children import defer_while_spawning, kill_all, wait_for_spawns
         from vm.host.store.lifecycle import abandon_all
 
         if defer_while_spawning(lambda: stop(signum, None)):

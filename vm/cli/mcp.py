@@ -246,7 +246,7 @@ async def serve(options: protocol.Options) -> None:
     from mcp.shared.exceptions import MCPError
     from mcp.shared.message import SessionMessage
 
-    from vm.host.process import Scope
+    from vm.host.children import Scope
 
     tools = [types.Tool(name=name, description=text, input_schema=input_schema(action))
              for name, (action, text) in TOOLS.items()]

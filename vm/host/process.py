@@ -1,16 +1,10 @@
-"""Child-process runner (POSIX): spawn in a fresh session, feed stdin, capture output with
-caps and an absolute deadline, and kill whole process groups on timeout or cancellation.
-Each run cancels its own children through a `Scope`; `kill_all` is for the signal handler.
+"""Running one child process (POSIX): spawn it in a fresh session, feed its stdin, capture
+its output with caps and an absolute deadline, and report how it ended. Which children are live,
+and how a run, a timeout or a signal kills them, is vm/host/children.py.
 
 A child's step ends when the child itself has exited and its output reached EOF; a process
 it left in the background that still holds the output pipes gets EOF_GRACE_S, then is
-killed (the original waits for it, up to the timeout). Every child inherits a marker: the
-write end of a pipe of its own that nothing reads (one more open file descriptor, nothing in
-its environment), passed on to what it starts. A kill reaches the process group and, on Linux,
-every process that still holds the marker (found in /proc/*/fd), even one that left the
-session with `setsid`. A process that closes its inherited descriptors and leaves the session
-is not found; nor are the children of a lobster run inside a step (it closes the marker for
-its own children, and kills those itself).
+killed (the original waits for it, up to the timeout).
 """
 
 from __future__ import annotations
@@ -18,14 +12,14 @@ from __future__ import annotations
 import errno
 import os
 import selectors
-import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from attrs import frozen
+
+from vm.host.children import Child, Scope, kill_child, release_child, spawn_child
 
 __all__ = [
     "Cancelled",
@@ -34,9 +28,6 @@ __all__ = [
     "ProcessError",
     "ProcessResult",
     "ProcessTimeout",
-    "Scope",
-    "kill_all",
-    "live_groups",
     "run_process",
     "shell_argv",
 ]
@@ -124,171 +115,6 @@ class Cancelled(ProcessError):
         super().__init__(message)
 
 
-# --------------------------------------------------------------------------- live registry
-
-
-class _Child:
-    """One live child process group, as known to `kill_all` and to the scopes it runs in;
-    `marker` is the inode of the pipe it and its heirs hold (0: none), kept alive by
-    `marker_fd`, its read end, until the child is done."""
-
-    __slots__ = ("pgid", "marker", "marker_fd", "cancelled")
-
-    def __init__(self, pgid: int, marker: int = 0, marker_fd: int = -1) -> None:
-        self.pgid = pgid
-        self.marker = marker
-        self.marker_fd = marker_fd
-        self.cancelled = False
-
-
-def _marked(marker: int) -> list[int]:
-    """The pids holding the pipe whose inode is `marker` (Linux /proc; [] elsewhere)."""
-    wanted = f"pipe:[{marker}]"
-    found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            fds = os.listdir(f"/proc/{entry}/fd")
-        except OSError:  # gone, or another user's
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"/proc/{entry}/fd/{fd}") == wanted:
-                    found.append(int(entry))
-                    break
-            except OSError:
-                continue
-    return found
-
-
-def _kill_child(child: _Child, sig: int = signal.SIGKILL) -> None:
-    """Kill the child's process group, then every process still holding its marker (those
-    that left the group with setsid), a few passes in case one forks meanwhile."""
-    _killpg(child.pgid, sig)
-    if not child.marker:
-        return
-    me = os.getpid()
-    for _ in range(3):
-        pids = [pid for pid in _marked(child.marker) if pid != me]
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-
-# RLock: kill_all may run from a signal handler on the thread that is spawning.
-_lock = threading.RLock()
-_live: dict[int, _Child] = {}
-_kill_generation = 0
-# Threads between forking a child and registering it in _live (a kill there would miss it),
-# and what a signal handler deferred until the interrupted thread's child is registered.
-_spawning: dict[int, int] = {}
-_deferred: list[Callable[[], Any]] = []
-
-
-def defer_while_spawning(action: Callable[[], Any]) -> bool:
-    """For a signal handler: when it interrupted this thread between forking a child and
-    registering it, `action` is kept and runs as soon as the child is registered (so a
-    kill_all in it reaches that child), and True is returned; otherwise False."""
-    if _spawning.get(threading.get_ident()):
-        _deferred.append(action)
-        return True
-    return False
-
-
-def wait_for_spawns(timeout: float = 1.0) -> None:
-    """For a signal handler about to exit: wait (briefly) until no other thread is between
-    forking a child and registering it, so that a kill_all after this reaches every child."""
-    me, deadline = threading.get_ident(), time.monotonic() + timeout
-    while any(n for ident, n in list(_spawning.items()) if ident != me) \
-            and time.monotonic() < deadline:
-        time.sleep(0.005)
-
-
-class Scope:
-    """The children of one run (or of one part of it, such as a parallel step's branches).
-
-    `cancel()` kills the process group of every child live in this scope or in a scope made
-    from it by `child()`, and makes every later `run_process` in them raise Cancelled at once.
-    Other scopes are untouched: concurrent runs in one process never cancel each other.
-    `listener` (else the nearest enclosing scope's) hears each child's stderr lines and exit:
-    an object with `stderr_line(text)` and `exited(code, stdout_bytes, stderr_bytes)`.
-    """
-
-    __slots__ = ("parent", "cancelled", "_live", "listener")
-
-    def __init__(self, parent: Scope | None = None, listener: Any = None) -> None:
-        self.parent = parent
-        self.cancelled = False
-        self._live: dict[int, _Child] = {}
-        self.listener = listener
-
-    def child(self) -> Scope:
-        """A nested scope: cancelled with this one, or on its own."""
-        return Scope(self)
-
-    def cancel(self, sig: int = signal.SIGKILL) -> None:
-        """Kill (with `sig`) every child running in this scope and its nested ones; later
-        children in them are refused."""
-        with _lock:
-            self.cancelled = True
-            children = list(self._live.values())
-            for child in children:
-                child.cancelled = True
-        for child in children:
-            _killpg(child.pgid, sig)
-
-    def heard_by(self) -> Any:
-        """The listener of this scope's children (their stderr lines and exits): its own, or
-        the nearest enclosing scope's; None when no one listens."""
-        scope: Scope | None = self
-        while scope is not None:
-            if scope.listener is not None:
-                return scope.listener
-            scope = scope.parent
-        return None
-
-    def _chain(self) -> list[Scope]:
-        scopes, scope = [], self
-        while scope is not None:
-            scopes.append(scope)
-            scope = scope.parent
-        return scopes
-
-
-def live_groups() -> list[int]:
-    """Process-group ids of the children currently running (for diagnostics and tests)."""
-    with _lock:
-        return list(_live)
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def kill_all(sig: int = signal.SIGKILL) -> None:
-    """Send `sig` to every live child's process group; their `run_process` raise Cancelled."""
-    global _kill_generation
-    with _lock:
-        _kill_generation += 1
-        children = list(_live.values())
-        for child in children:
-            child.cancelled = True
-    for child in children:
-        _kill_child(child, sig)
-
-
 # --------------------------------------------------------------------------- running
 
 
@@ -370,50 +196,24 @@ def run_process(
     if deadline is not None and time.monotonic() >= deadline:
         raise ProcessTimeout()
 
-    scopes = scope._chain() if scope is not None else []
     listener = scope.heard_by() if scope is not None else None
-    with _lock:
-        if any(s.cancelled for s in scopes):
-            raise Cancelled()
-        generation = _kill_generation
-        mark_read, mark_write = os.pipe()  # the marker: the child and its heirs hold mark_write
-        me = threading.get_ident()
-        _spawning[me] = _spawning.get(me, 0) + 1
-        try:
-            try:
-                proc = _spawn(argv, stdin_pipe=stdin is not None, cwd=cwd, env=env,
-                              shell=shell, marker=mark_write)
-            except BaseException:
-                os.close(mark_read)
-                raise
-            finally:
-                os.close(mark_write)
-            child = _Child(proc.pid, os.fstat(mark_read).st_ino, mark_read)  # pgid == pid
-            _live[child.pgid] = child
-            for s in scopes:
-                s._live[child.pgid] = child
-            if _kill_generation != generation:  # kill_all ran while we were spawning
-                child.cancelled = True
-        finally:
-            _spawning[me] -= 1
-            if not _spawning[me]:
-                del _spawning[me]
-                if _deferred:  # a signal came while the child was unregistered: act on it now
-                    actions = list(_deferred)
-                    _deferred.clear()
-                    for action in actions:
-                        action()
+    started = spawn_child(scope, lambda marker: _spawn(
+        argv, stdin_pipe=stdin is not None, cwd=cwd, env=env, shell=shell, marker=marker))
+    if started is None:
+        raise Cancelled()
+    proc, child = started
     finished = False
     try:
         if child.cancelled:
-            _kill_child(child)
+            kill_child(child)
             raise Cancelled()
         try:
             stdout, stderr = _communicate(proc, child, stdin, deadline, max_output_bytes,
                                           None if listener is None else _LineSplitter(listener))
         except OutputLimitExceeded as exc:
             if env_cap is not None and max_output_bytes == env_cap:  # the variable's cap hit
-                raise OutputLimitExceeded(exc.stream, f"Process output exceeded {env_cap} bytes") from None
+                message = f"Process output exceeded {env_cap} bytes"
+                raise OutputLimitExceeded(exc.stream, message) from None
             raise
         returncode = _wait(proc, child, deadline)
         finished = True
@@ -425,7 +225,7 @@ def run_process(
         return result
     finally:
         if not finished:
-            _kill_child(child)
+            kill_child(child)
             _close_pipes(proc)
             try:
                 proc.wait()
@@ -433,11 +233,7 @@ def run_process(
                 pass
         else:
             _close_pipes(proc)
-        with _lock:
-            _live.pop(child.pgid, None)
-            for s in scopes:
-                s._live.pop(child.pgid, None)
-        os.close(child.marker_fd)
+        release_child(child, scope)
 
 
 def _tell(call: Callable[..., Any], *args: Any) -> None:
@@ -478,7 +274,7 @@ def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
                 pass
 
 
-def _wait(proc: subprocess.Popen[bytes], child: _Child, deadline: float | None) -> int:
+def _wait(proc: subprocess.Popen[bytes], child: Child, deadline: float | None) -> int:
     if deadline is None:
         return proc.wait()
     try:
@@ -491,7 +287,7 @@ def _wait(proc: subprocess.Popen[bytes], child: _Child, deadline: float | None) 
 
 def _communicate(
     proc: subprocess.Popen[bytes],
-    child: _Child,
+    child: Child,
     stdin: bytes | None,
     deadline: float | None,
     limit: int | None,
@@ -548,7 +344,7 @@ def _communicate(
                 if exited_at is None and exit_fd is None and proc.poll() is not None:
                     exited_at = now
                 if exited_at is not None and now - exited_at >= EOF_GRACE_S:
-                    _kill_child(child)  # what it left behind holds the pipes: the step is over
+                    kill_child(child)  # what it left behind holds the pipes: the step is over
                     break
                 timeout = None
                 if deadline is not None:
@@ -587,7 +383,7 @@ def _communicate(
                         continue
                     sizes[fd] += len(data)
                     if limit is not None and sizes[fd] > limit:
-                        _kill_child(child)
+                        kill_child(child)
                         raise OutputLimitExceeded(names[fd])
                     chunks[fd].append(data)
                     if lines is not None and fd == err_fd:

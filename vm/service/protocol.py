@@ -23,7 +23,7 @@ from vm.isa.codec import LoadError
 from vm.host.commands import Context
 from vm.isa.frame import Frame
 from vm.service.frontend import WORKFLOW_EXTENSIONS
-from vm.host.process import Scope
+from vm.host.children import Scope
 from vm.isa.program import Program
 from vm.host.store import StateStore, StoreError, lifecycle, open_store
 from vm.host.store.base import SigningKeyError, approval_id_form

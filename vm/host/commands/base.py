@@ -12,7 +12,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from vm.host.process import Scope
+from vm.host.children import Scope
 
 
 class CommandError(Exception):

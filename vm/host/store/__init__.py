@@ -8,8 +8,9 @@ import os
 from collections.abc import Mapping
 
 from vm.host.store.base import (CacheEntry, Parked, StateStore, StoreError, default_state_dir,
-                           value_file_name)
-from vm.host.store.directory import Store, atomic_write, make_private_dirs
+                                value_file_name)
+from vm.host.store.directory import Store
+from vm.host.store.files import atomic_write, make_private_dirs
 
 __all__ = ["CacheEntry", "Claimant", "ClaimRecord", "Parked", "StateStore", "Store",
            "StoreError", "atomic_write", "default_state_dir", "is_postgres_url",

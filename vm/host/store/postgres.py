@@ -1,31 +1,11 @@
-"""The PostgreSQL store (psycopg 3, one connection pool per URL per process). The schema is
-`MIGRATIONS`: the store applies the missing steps itself, under an advisory lock, and records
-each in lobster_meta. Tables live in the first schema of the connection's search_path.
+"""The PostgreSQL store: a StateStore in the tables of vm/host/store/postgres_schema.py, reached
+through the per-URL pool of vm/host/store/postgres_pool.py.
 
-  lobster_meta(version)                         one row per migration step applied
-  lobster_keys(id, key, created_at)             the signing key set: the highest id signs,
-                                                every row verifies; id 1 is made by the first
-                                                insert (none while frames exist), each
-                                                rotation adds max(id) + 1; gc retires old ones
-  lobster_programs(hash, body, used_at)         compiled programs (msgpack); used_at: last saved
-  lobster_frames(state_key, body, created_at,   parked frames; claimed by a DELETE (no claimant)
-                 claimed_at, claimant,          or an UPDATE setting claimed_at (a claim record);
-                 expires_at, mac,               expires_at: NULL, never; mac: base.frame_mac
-                 lease_until)                   lease_until: the claim's lease, renewed while it runs
-  lobster_records(state_key, state, record,     a claimed checkpoint's record (its state and
-                  updated_at)                   history, JSON); a tombstone after it ends
-  lobster_approvals(approval_id, state_key)     approval id -> state key
-  lobster_values(key, value)                    state.* values (JSON text, key normalised)
-  lobster_cache(kind, key, value, created_at)   cache entries (hints)
-
-A pooled connection is checked as it is taken from the pool, without a round trip: one whose
-socket has input while idle (a server that shut down or restarted sends its last words and
-closes) is closed and replaced. A statement that still fails because its connection broke has
-the pool test its idle connections (one round trip each, on this path only) and is run once
-more, except the claim: its first attempt may have committed with the answer lost, and a
-second would then find the frame claimed and report a claim that happened as none; that
-failure is a store error, and a claim that was made reads as in doubt (with a claim record;
-a claim by DELETE, without one, is gone: the claim record exists for that).
+A statement whose connection broke is run once more on a tested connection, except the claim:
+its first attempt may have committed with the answer lost, and a second would then find the
+frame claimed and report a claim that happened as none; that failure is a store error, and a
+claim that was made reads as in doubt (with a claim record; a claim by DELETE, without one, is
+gone: the claim record exists for that).
 
 Frames, claims, values and the key are committed durably. Approval ids and programs are
 committed with synchronous_commit off: the frame's durable commit that follows flushes the WAL
@@ -37,247 +17,46 @@ frame is gone (a lookup then finds no frame), or a finished claim as in doubt, n
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import select
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from vm.host.store.base import (KEY_BYTES, STATE_KEY, CacheEntry, KeyInfo, Parked, StoreError,
-                           approval_id_form, cache_name, check_key, frame_mac, key_id,
-                           lost_key_error, value_json, value_name)
+                                approval_id_form, cache_name, check_key, frame_mac, key_id,
+                                lost_key_error, value_json, value_name)
 from vm.host.store.claims import Claimant, ClaimRecord
+from vm.host.store.postgres_pool import shared_backend
 
-try:
-    import psycopg
-    import psycopg_pool
-except ImportError:  # the optional extra is not installed
-    psycopg = None  # type: ignore[assignment]
-
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (  # 1
-        "CREATE TABLE lobster_key (id smallint PRIMARY KEY CHECK (id = 1), key bytea NOT NULL)",
-        "CREATE TABLE lobster_programs (hash text PRIMARY KEY, body bytea NOT NULL)",
-        "CREATE TABLE lobster_frames (state_key text PRIMARY KEY, body bytea NOT NULL,"
-        " created_at timestamptz NOT NULL DEFAULT now(), claimed_at timestamptz, claimant jsonb)",
-        "CREATE INDEX lobster_frames_claimed ON lobster_frames (claimed_at)"
-        " WHERE claimed_at IS NOT NULL",
-        "CREATE TABLE lobster_approvals (approval_id text PRIMARY KEY, state_key text NOT NULL,"
-        " created_at timestamptz NOT NULL DEFAULT now())",
-        "CREATE TABLE lobster_values (key text PRIMARY KEY, value text NOT NULL,"
-        " updated_at timestamptz NOT NULL DEFAULT now())",
-        "CREATE TABLE lobster_cache (kind text NOT NULL, key text NOT NULL, value bytea NOT NULL,"
-        " created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (kind, key))",
-    ),
-    (  # 2: checkpoint expiry; when a program was last saved (for gc)
-        "ALTER TABLE lobster_frames ADD COLUMN expires_at timestamptz",
-        "ALTER TABLE lobster_programs ADD COLUMN used_at timestamptz NOT NULL DEFAULT now()",
-    ),
-    (  # 3: each frame's MAC (base.frame_mac); NULL: written before, never authentic
-        "ALTER TABLE lobster_frames ADD COLUMN mac bytea",
-    ),
-    (  # 4: a key set (rotation) instead of one key; the key of version 3 is key 1
-        "CREATE TABLE lobster_keys (id integer PRIMARY KEY CHECK (id >= 1), key bytea NOT NULL,"
-        " created_at timestamptz NOT NULL DEFAULT now())",
-        "INSERT INTO lobster_keys (id, key) SELECT 1, key FROM lobster_key",
-        "DROP TABLE lobster_key",
-    ),
-    (  # 5: a claim's lease, and each claimed checkpoint's record (vm/host/store/lifecycle.py)
-        "ALTER TABLE lobster_frames ADD COLUMN lease_until timestamptz",
-        "CREATE TABLE lobster_records (state_key text PRIMARY KEY, state text NOT NULL,"
-        " record jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())",
-    ),
-)
-SCHEMA_VERSION = len(MIGRATIONS)
-_MIGRATION_LOCK = 0x6C6F6273746572  # "lobster"
-POOL_MAX = 8
-POOL_TIMEOUT = 10.0  # seconds to wait for a free connection
-CONNECT_TIMEOUT = 10  # seconds
-KEY_REFRESH_S = 60  # a process re-reads the signing key this often (vm/service/admin.py KEY_RETIRE_S)
+KEY_REFRESH_S = 60  # a process re-reads the signing key this often (admin.py KEY_RETIRE_S)
 _LAZY = "SELECT set_config('synchronous_commit', 'off', true)"
-
-
-def redacted(url: str) -> str:
-    """The URL without its password, for messages."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return url.split("://", 1)[0] + "://(unreadable URL)"
-    netloc = parts.netloc
-    if password is not None:
-        netloc = netloc.rsplit("@", 1)[1]
-        netloc = f"{parts.username}@{netloc}" if parts.username else netloc
-    query = "&".join(p for p in parts.query.split("&") if not p.startswith("password="))
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-class _Backend:
-    """What every store of one URL shares in this process: the pool and the signing key."""
-
-    def __init__(self, url: str) -> None:
-        self.location = redacted(url)
-        try:
-            with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
-                _migrate(conn)  # connecting first gives a bad URL its libpq message at once
-        except psycopg.Error as exc:
-            raise _error(self.location, exc) from None
-        self.pool = psycopg_pool.ConnectionPool(
-            url, min_size=1, max_size=POOL_MAX, timeout=POOL_TIMEOUT, open=True,
-            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT,
-                    "prepare_threshold": 0},  # a fixed set of statements: prepare each at once
-            name=f"lobster-store-{os.getpid()}")
-        self.key: tuple[bytes, float] | None = None  # the signing key, when it was read
-
-
-def _stale(conn: Any) -> bool:
-    """Whether a connection just taken from the pool is unusable, without a round trip: an
-    idle connection has nothing to read, so a readable socket means it was closed (or the
-    server sent its parting FATAL)."""
-    if conn.closed or conn.broken:
-        return True
-    try:
-        readable, _, _ = select.select([conn.fileno()], [], [], 0)
-    except (OSError, ValueError):
-        return True
-    return bool(readable)
-
-
-_BACKENDS: dict[tuple[int, str], _Backend] = {}
-_BACKENDS_LOCK = threading.Lock()
-
-
-def _backend(url: str) -> _Backend:
-    if psycopg is None:
-        raise StoreError("the PostgreSQL store needs psycopg: pip install 'lobster[postgres]'")
-    ident = (os.getpid(), url)  # a forked child opens its own pool
-    backend = _BACKENDS.get(ident)
-    if backend is None:
-        with _BACKENDS_LOCK:
-            backend = _BACKENDS.get(ident)
-            if backend is None:
-                backend = _BACKENDS[ident] = _Backend(url)
-    return backend
-
-
-def close_pools() -> None:
-    """Close every pool this process opened (an embedding host shutting down; tests)."""
-    with _BACKENDS_LOCK:
-        backends = [b for (pid, _), b in _BACKENDS.items() if pid == os.getpid()]
-        _BACKENDS.clear()
-    for backend in backends:
-        backend.pool.close()
-
-
-def _error(location: str, exc: Exception) -> StoreError:
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return StoreError(f"PostgreSQL store {location}: {message}")
-
-
-def _migrate(conn: Any) -> None:
-    try:
-        version = conn.execute("SELECT max(version) FROM lobster_meta").fetchone()[0] or 0
-    except psycopg.errors.UndefinedTable:
-        version = 0
-    if version == SCHEMA_VERSION:
-        return
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        conn.execute("CREATE TABLE IF NOT EXISTS lobster_meta (version integer PRIMARY KEY,"
-                     " applied_at timestamptz NOT NULL DEFAULT now())")
-        version = conn.execute("SELECT max(version) FROM lobster_meta").fetchone()[0] or 0
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"the store's schema is version {version}, newer than this "
-                             f"lobster knows ({SCHEMA_VERSION})")
-        for step in range(version, SCHEMA_VERSION):
-            for statement in MIGRATIONS[step]:
-                conn.execute(statement)
-            conn.execute("INSERT INTO lobster_meta (version) VALUES (%s)", (step + 1,))
 
 
 class PostgresStore:
     """A StateStore in a PostgreSQL database, named by a postgresql:// or postgres:// URL."""
 
     def __init__(self, url: str) -> None:
-        self._backend = _backend(url)
+        self._backend = shared_backend(url)
         self.location = self._backend.location
 
-    def _getconn(self) -> Any:
-        """A pooled connection that is not stale: each stale one is closed, so that the pool
-        discards it (the pool's own check would back off for seconds between them)."""
-        pool = self._backend.pool
-        for _ in range(POOL_MAX):
-            conn = pool.getconn()
-            if not _stale(conn):
-                return conn
-            conn.close()
-            pool.putconn(conn)
-        return pool.getconn()
-
-    def _tested_conn(self) -> Any:
-        """For a retry: a pooled connection that answered a round trip (after a restart or a
-        cut, every connection the pool held may be as dead as the one that failed)."""
-        pool = self._backend.pool
-        for _ in range(POOL_MAX):
-            conn = self._getconn()
-            try:
-                conn.execute("SELECT 1")
-                return conn
-            except psycopg.OperationalError:
-                pool.putconn(conn)  # broken: discarded there
-        return self._getconn()
-
-    @contextmanager
-    def _connection(self) -> Iterator[Any]:
-        pool = self._backend.pool
-        try:
-            conn = self._getconn()
-            try:
-                yield conn
-            finally:
-                pool.putconn(conn)  # a broken one is discarded there
-        except psycopg.Error as exc:
-            raise _error(self.location, exc) from None
-
-    def _run(self, sql: str, params: tuple, retry: bool) -> tuple | None:
-        """One statement, its first row (or None). `retry`: run it once more on a fresh
-        connection when the connection broke under it (every statement but the claim)."""
-        pool = self._backend.pool
-        for attempt in (1, 2):
-            try:
-                conn = self._getconn() if attempt == 1 else self._tested_conn()
-                try:
-                    cursor = conn.execute(sql, params)
-                    return cursor.fetchone() if cursor.description else None
-                except psycopg.OperationalError:
-                    if not (conn.broken or conn.closed):
-                        raise
-                    pool.check()  # its other idle connections may be as dead: test each
-                    if not retry or attempt == 2:
-                        raise
-                finally:
-                    pool.putconn(conn)  # a broken one is discarded there
-            except psycopg.Error as exc:
-                raise _error(self.location, exc) from None
-        return None  # not reached: the second attempt returns or raises
+    def _connection(self) -> AbstractContextManager[Any]:
+        return self._backend.connection()
 
     def _one(self, sql: str, params: tuple = ()) -> tuple | None:
-        return self._run(sql, params, retry=True)
+        """One statement, its first row (or None); run once more if its connection broke."""
+        return self._backend.run(sql, params, retry=True)
 
     def _once(self, sql: str, params: tuple = ()) -> tuple | None:
         """A claim statement: never run twice (its first attempt may have committed with the
         answer lost, and a second would report a claim that happened as not found)."""
-        return self._run(sql, params, retry=False)
+        return self._backend.run(sql, params, retry=False)
 
     def _lazy(self, sql: str, params: tuple = ()) -> tuple | None:
         """Run a statement that reads the one-row `lazy` (FROM/USING lazy), whose evaluation
         turns synchronous_commit off for this statement's transaction: any row it changes came
         through that join, so a commit that writes is never waited for. One round trip."""
-        return self._run(f"WITH lazy AS ({_LAZY}) {sql}", params, retry=True)
+        return self._backend.run(f"WITH lazy AS ({_LAZY}) {sql}", params, retry=True)
 
     # signing keys --------------------------------------------------------------------------
     def _key_rows(self) -> list[tuple[int, bytes, float]]:
