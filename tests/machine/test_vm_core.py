@@ -126,6 +126,20 @@ def test_a_sealed_program_with_a_bad_pairing_is_refused_at_load(tmp_path):
         codec.load_program(codec.dump_program(bad))
 
 
+def test_the_structure_is_found_once_and_kept_with_its_program(tmp_path):
+    program = workflow(tmp_path, LOOPED, **{"child.lobster": SUB})
+    verify(program)
+    structure = regions_of(program)
+    assert regions_of(program) is structure  # dis, effects and the machine read this one
+    (call,) = structure.regions(first(program, Op.CALL))
+    assert program.code[call.end].op == Op.RETURN and structure.exits[call.end] == call.entry + 1
+    loop = first(program, Op.LOOP_BEGIN)
+    assert program.code[structure.loops[loop]].op == Op.LOOP_NEXT
+    assert program.code[structure.tries[first(program, Op.TRY)]].op == Op.END_TRY
+    assert not structure.problems
+    assert regions_of(attrs.evolve(program)) is not structure  # another program, its own
+
+
 def test_verify_checks_branch_regions(tmp_path):
     program = workflow(tmp_path, PARALLEL)
     pc = first(program, Op.PARALLEL)
