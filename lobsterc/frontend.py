@@ -68,9 +68,9 @@ def graph_formats() -> tuple[str, ...]:
 
 def graph(path: str, fmt: str, args: dict) -> str:
     from lobsterc.tools.graph import render_graph
-    from lobsterc.workflow_file import load_workflow_file
+    from lobsterc.check.problems import load_checked
 
-    return render_graph(load_workflow_file(path), fmt, args)
+    return render_graph(load_checked(path), fmt, args)
 
 
 def check_migration(old: Program, new: Program, frame: Any, accept: tuple[str, ...] = (),

@@ -1,246 +1,24 @@
-"""The one checker. Pipelines: every stage against the command signatures (names, flags,
-arguments); `check_pipeline` binds each stage to its command and parsed Args. Workflow files:
-`check_workflow` walks the AST of a loaded file and the files it calls and yields every
-diagnostic: the compiler refuses on any error, lint adds its warnings, plan and graph read the
-same nodes. Each check is a small generator of Diagnostics.
+"""The checker of workflow files: `check_workflow` walks the AST of a loaded file and the files
+it calls and yields every diagnostic: step references (E211), conditions (E212), result fields
+(E218), pipelines (their stages bound by lobsterc.check.stages, placed in the file), gates in
+pipelines (E214) and `workflow:` calls. The compiler refuses on any error, lint adds its
+warnings, plan and graph read the same nodes. Each check is a small generator of Diagnostics.
 """
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections import ChainMap
 from collections.abc import Iterator
 from typing import Any
 
-from attrs import frozen
-
-from lobsterc.syntax import ast
+from lobsterc.check.stages import BoundStage, did_you_mean
 from lobsterc.diagnostics import CompileError, Diagnostic
+from lobsterc.syntax import ast
 from lobsterc.syntax.source import Span
-from vm.host.commands import COMMANDS, Args, Command
 from vm.engine.refs import WHOLE_REF
-
-
-
-@frozen
-class BoundStage:
-    stage: ast.Stage
-    command: Command
-    args: Args
-
-
-def did_you_mean(word: str, choices) -> str | None:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else None
-
-
-def bind(stage: ast.Stage, cmd: Command) -> tuple[Args, list[Diagnostic]]:
-    """Parse a stage's words into flags and positionals by the command's signature."""
-    flags: dict = {}
-    positionals: list[str] = []
-    diags: list[Diagnostic] = []
-    words = stage.words
-    i = 0
-    while i < len(words):
-        word = words[i]
-        i += 1
-        if cmd.rest_after_first_positional and positionals:
-            positionals.append(word.text)
-            continue
-        if not word.text.startswith("--"):
-            positionals.append(word.text)
-            continue
-        name, eq, value = word.text[2:].partition("=")
-        flag = cmd.flag(name)
-        if flag is None:
-            names = [f"--{f.name}" for f in cmd.flags] + [f"--{a}" for f in cmd.flags for a in f.aliases]
-            diags.append(Diagnostic(
-                "E202", f"Unknown flag --{name} for {stage.name.text}", word.span,
-                help=did_you_mean(f"--{name}", names) or _flag_list(cmd)))
-            if not eq and i < len(words) and not words[i].text.startswith("--"):
-                i += 1  # an unknown flag's value is not a positional
-            continue
-        if flag.kind == "bool":
-            # `--flag=VALUE` is on unless VALUE is empty, as in the original (its parser keeps
-            # the text and its commands test it for truth: `--json=false` is on)
-            flags[flag.name] = not eq or value != ""
-        elif eq:
-            flags[flag.name] = value
-        elif i < len(words) and not words[i].text.startswith("--"):
-            flags[flag.name] = words[i].text
-            i += 1
-        else:
-            flags[flag.name] = True
-    return Args(flags=flags, positionals=tuple(positionals)), diags
-
-
-def _flag_list(cmd: Command) -> str:
-    if not cmd.flags:
-        return f"{cmd.name} takes no flags"
-    return f"{cmd.name} takes " + ", ".join(f"--{f.name}" for f in cmd.flags)
-
-
-def check_stage(stage: ast.Stage) -> Iterator[Diagnostic | BoundStage]:
-    name = stage.name.text
-    cmd = COMMANDS.get(name)
-    if cmd is None:
-        yield Diagnostic("E201", f"Unknown command: {name}", stage.name.span,
-                         help=did_you_mean(name, COMMANDS))
-        return
-    args, diags = bind(stage, cmd)
-    yield from diags
-    if diags:
-        return
-    problem = cmd.check(args) if cmd.check else None
-    if problem:
-        yield Diagnostic("E203", problem, stage.span)
-        return
-    extra = list(stray_words(stage, cmd, args))
-    yield from extra
-    values = list(check_values(stage, cmd, args))
-    yield from values
-    if extra or values:
-        return
-    yield BoundStage(stage, cmd, args)
-
-
-# Commands that read one positional (the rest would be ignored): where, pick, state.*,
-# diff.last. A command whose signature has no positionals reads none.
-_ONE_POSITIONAL = frozenset({"where", "pick", "state.get", "state.set", "diff.last"})
-
-
-def positional_words(stage: ast.Stage, cmd: Command) -> list[ast.Word]:
-    """The stage's words that bind() made positionals (not flags nor their values)."""
-    out: list[ast.Word] = []
-    words = stage.words
-    i = 0
-    while i < len(words):
-        word = words[i]
-        i += 1
-        if not word.text.startswith("--"):
-            out.append(word)
-            continue
-        name, eq, _ = word.text[2:].partition("=")
-        flag = cmd.flag(name)
-        if flag is not None and flag.kind != "bool" and not eq and i < len(words) \
-                and not words[i].text.startswith("--"):
-            i += 1
-    return out
-
-
-def stray_words(stage: ast.Stage, cmd: Command, args: Args) -> Iterator[Diagnostic]:
-    """E205: positional words a command never reads (the original ignores them, so `head 2`
-    and `sort -r` silently do something else than meant: a deliberate difference)."""
-    if cmd.rest_after_first_positional or not args.positionals:
-        return
-    words = positional_words(stage, cmd)
-    name = stage.name.text
-    if cmd.lowering == "exec":
-        if isinstance(args.get("shell"), str) and words:
-            yield Diagnostic("E205", f"exec --shell takes no other words (got {words[0].text})",
-                             words[0].span,
-                             help="quote the whole shell line as the --shell value")
-        return
-    if not cmd.positionals:
-        yield Diagnostic("E205", f"{name} takes no positional arguments (got {words[0].text})",
-                         words[0].span, help=_flag_list(cmd))
-    elif cmd.name in _ONE_POSITIONAL and len(words) > 1:
-        yield Diagnostic("E205", f"{name} takes one positional argument (got {words[1].text} "
-                         "after it)", words[1].span,
-                         help=f"quote it as one word: {name} '{' '.join(w.text for w in words)}'")
-
-
-def _templated(value: Any) -> bool:
-    """A value a workflow file fills in at run time (`${arg}`, `$step.path`): not checkable."""
-    return isinstance(value, str) and "$" in value
-
-
-def _flag_word(stage: ast.Stage, cmd: Command, flag: str) -> Span:
-    for word in stage.words:
-        name = word.text[2:].partition("=")[0]
-        if word.text.startswith("--") and cmd.flag(name) is not None \
-                and cmd.flag(name).name == flag:
-            return word.span
-    return stage.span
-
-
-def check_values(stage: ast.Stage, cmd: Command, args: Args) -> Iterator[Diagnostic]:
-    """E204: flag and positional values that can be checked before anything runs, with the
-    message the command would fail with at run time."""
-    from vm.core import js
-
-    name = cmd.name
-    if name == "head":
-        n = args.get("n")
-        if isinstance(n, str) and not _templated(n):
-            value = js.to_number(n)
-            if value != value or value in (float("inf"),) or value < 0:
-                yield Diagnostic("E204", "head --n must be a non-negative number",
-                                 _flag_word(stage, cmd, "n"), help="e.g. head --n 5")
-    elif name == "where" and args.positionals and not _templated(args.positionals[0]):
-        from vm.host.commands.data import _WHERE_RE
-
-        expr = args.positionals[0]
-        if _WHERE_RE.match(expr) is None:
-            words = positional_words(stage, cmd)
-            yield Diagnostic("E204", f"Invalid where expression: {expr}",
-                             words[0].span if words else stage.span,
-                             help="write field OP value as one word, e.g. where 'a=1' "
-                                  "(OP: = == != < <= > >=)")
-    elif cmd.lowering == "stage" and name in ("llm.invoke", "llm_task.invoke"):
-        provider = args.get("provider")
-        flag = cmd.flag("provider")
-        if isinstance(provider, str) and provider and not _templated(provider) \
-                and provider.lower() not in flag.choices:
-            yield Diagnostic("E204", f"Unsupported llm provider: {provider.lower()}",
-                             _flag_word(stage, cmd, "provider"),
-                             help=did_you_mean(provider.lower(), flag.choices)
-                             or f"--provider takes {', '.join(flag.choices)}")
-        for key in ("temperature", "max-output-tokens"):
-            raw = args.get(key)
-            if isinstance(raw, str) and not _templated(raw):
-                value = js.to_number(raw) if raw.strip() else float("nan")
-                if value != value or value in (float("inf"), float("-inf")):
-                    yield Diagnostic("E204", f"{name} --{key} must be a number",
-                                     _flag_word(stage, cmd, key))
-        for key, want, what in (("artifacts-json", list, "array"),
-                                ("metadata-json", dict, "object"),
-                                ("output-schema", dict, "object")):
-            raw = args.get(key)
-            if isinstance(raw, str) and raw and not _templated(raw):
-                try:
-                    value = js.json_loads(raw)
-                except ValueError:
-                    value = None
-                if not isinstance(value, want):
-                    yield Diagnostic("E204", f"{name} --{key} must be a JSON {what}",
-                                     _flag_word(stage, cmd, key))
-    elif cmd.flag("args-json") is not None:
-        raw = args.get("args-json")
-        if isinstance(raw, str) and not _templated(raw):
-            import json
-
-            try:
-                json.loads(raw)
-            except ValueError:
-                yield Diagnostic("E204", f"{name} --args-json must be valid JSON",
-                                 _flag_word(stage, cmd, "args-json"))
-
-
-def check_pipeline(pipeline: ast.Pipeline) -> tuple[list[BoundStage], list[Diagnostic]]:
-    """Every stage bound to its command, and the diagnostics of the stages that do not bind."""
-    bound: list[BoundStage] = []
-    diags: list[Diagnostic] = []
-    for stage in pipeline.stages:
-        for result in check_stage(stage):
-            (bound if isinstance(result, BoundStage) else diags).append(result)
-    return bound, diags
-
-
-# ---------------------------------------------------------------------------------------------
-# workflow files
+from vm.host.commands import Command
 
 
 # Errors reported for one workflow file and its callees; checking stops there (each error may
@@ -430,13 +208,10 @@ class _Later:
 
 
 def _check_when(when: ast.When, scope: ChainMap, later: Any) -> Iterator[Diagnostic]:
-    from lobsterc.syntax.expr import compile_condition, tree_refs
+    from lobsterc.syntax.expr import tree_refs
 
     if when.tree is None:
-        try:
-            compile_condition(when.value, when.span)
-        except CompileError as exc:
-            yield from exc.diagnostics
+        yield from when.problems
         return
     for ref, path in tree_refs(when.tree):
         if ref not in scope:
@@ -469,15 +244,9 @@ def check_pipeline_text(sid: str, pipeline: ast.PipelineText,
     to their commands, and no stage halts (E214); each diagnostic placed in the file."""
     text = pipeline.text
     if pipeline.parsed is None:
-        span = pipeline.span
-        from lobsterc.syntax.parse import parse_pipeline
-
-        try:
-            parse_pipeline(text, pipeline.loc.file)
-        except CompileError as exc:
-            for d in exc.diagnostics:
-                yield Diagnostic("E210", f"Workflow step {sid} pipeline parse failed: {d.message}",
-                                 _span_in(span, text, d.span), help=d.help)
+        for d in pipeline.syntax:
+            yield Diagnostic("E210", f"Workflow step {sid} pipeline parse failed: {d.message}",
+                             _span_in(pipeline.span, text, d.span), help=d.help)
         return
     for d in pipeline.problems:
         yield Diagnostic(d.code, d.message, _span_in(pipeline.span, text, d.span), help=d.help)

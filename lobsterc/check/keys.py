@@ -3,7 +3,7 @@ close; keys that start with `x-` are free (tools add them on purpose). The origi
 unknown keys, so a typo (`timout_ms`, `condtion`, `wen`) silently drops what it meant: a
 deliberate difference (SPEC 9).
 
-The known keys of each object are the workflow format's (lobsterc/workflow.schema.json); maps
+The known keys of each object are the workflow format's (lobsterc.load.fields); maps
 whose keys are the file's own (`args`, `env`, `workflow_args`, a `responseSchema`, `defaults`,
 `items`) are not checked.
 """
@@ -11,37 +11,20 @@ whose keys are the file's own (`args`, `env`, `workflow_args`, a `responseSchema
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
-
 from lobsterc.diagnostics import Diagnostic
-from lobsterc.load import Document, Path
+from lobsterc.load import Document, Path, fields
 
 FREE_PREFIX = "x-"
 
-
-
-def _properties(*path: str) -> tuple[str, ...]:
-    """The property names of the schema object at `path` (an object branch of a oneOf too)."""
-    from lobsterc.check.schema import workflow_schema
-
-    node: Any = workflow_schema()
-    for part in path:
-        node = node[part]
-    for branch in node.get("oneOf", ()):
-        if branch.get("type") == "object":
-            node = branch
-    return tuple(node["properties"])
-
-
-TOP = _properties()
-COST_LIMIT = _properties("properties", "cost_limit")
-ARG = _properties("$defs", "arg")
-STEP = _properties("$defs", "step")  # for_each sub-steps too: gates work inside loops here
-APPROVAL = _properties("$defs", "approval")
-INPUT = _properties("$defs", "input")
-RETRY = _properties("$defs", "retry")
-PARALLEL = _properties("$defs", "step", "properties", "parallel")
-BRANCH = _properties("$defs", "branch")
+TOP = fields.WORKFLOW.names
+COST_LIMIT = fields.COST_LIMIT.names
+ARG = fields.ARG.names
+STEP = fields.STEP.names  # for_each sub-steps too: gates work inside loops here
+APPROVAL = fields.APPROVAL.names
+INPUT = fields.INPUT.names
+RETRY = fields.RETRY.names
+PARALLEL = fields.PARALLEL.names
+BRANCH = fields.BRANCH.names
 # a step's objects whose keys are checked, in the order they are reported
 STEP_PARTS = (("approval", APPROVAL), ("input", INPUT), ("retry", RETRY), ("parallel", PARALLEL))
 
@@ -93,7 +76,7 @@ def _steps(doc: Document, steps: list, at: Path, what: str) -> Iterator[tuple[Di
 
 def _object(doc: Document, obj: dict, at: Path, known: tuple[str, ...],
             what: str) -> Iterator[tuple[Diagnostic, Path]]:
-    from lobsterc.check.checker import did_you_mean
+    from lobsterc.check.stages import did_you_mean
 
     for key in obj:
         if not isinstance(key, str):
@@ -105,22 +88,3 @@ def _object(doc: Document, obj: dict, at: Path, known: tuple[str, ...],
         listing = f"{what} takes: {', '.join(known)} (keys starting with {FREE_PREFIX} are free)"
         yield (Diagnostic("E217", message, doc.key_span_of(*at, key), help=listing), (*at, key))
 
-
-def first_unknown_key(doc: Document) -> Diagnostic | None:
-    for diag, _ in unknown_keys(doc):
-        return diag
-    return None
-
-
-def drop_unknown_keys(doc: Document, data: Any) -> list[Diagnostic]:
-    """Every unknown key's diagnostic; each key is removed from `data` (a copy of doc.data)."""
-    out: list[Diagnostic] = []
-    for diag, path in list(unknown_keys(doc)):
-        out.append(diag)
-        node = data
-        for part in path[:-1]:
-            node = node[part]
-        for key in list(node):
-            if str(key) == path[-1]:
-                del node[key]
-    return out

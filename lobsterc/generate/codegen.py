@@ -7,12 +7,13 @@ import json
 from typing import Any
 
 from lobsterc.syntax import ast
-from lobsterc.check.checker import BoundStage, check_pipeline
+from lobsterc.check.stages import BoundStage, check_pipeline
 from lobsterc.diagnostics import CompileError
 from lobsterc.syntax.parse import parse_pipeline
 from lobsterc.syntax.source import Source, Span
 from vm import __version__
 from vm.core import js
+from vm.core.source import file_name
 from vm.isa.codec import seal
 from vm.isa.opcodes import OPCODE_VERSION, OPS, Op
 from vm.isa.ops import Exec, HaltSite, Stage
@@ -102,12 +103,16 @@ def _span(span: Span | None) -> tuple[int, int, int, int] | None:
     return (span.line, span.col, span.end_line, span.end_col) if span else None
 
 
-def compile_pipeline(text: str, name: str = "<pipeline>") -> Program:
-    """Pipeline text -> sealed Program. Raises CompileError with every diagnostic found."""
-    pipeline = parse_pipeline(text, name)
+def compile_pipeline(text: str, name: str = "<pipeline>", *, path: str | None = None
+                     ) -> Program:
+    """Pipeline text -> sealed Program. Raises CompileError with every diagnostic found.
+    `name` names the program (its header and file table); diagnostics name `path`, the file
+    the text was read from, as every location names a file (vm.core.source.file_name)."""
+    shown = file_name(path) if path is not None else name
+    pipeline = parse_pipeline(text, shown)
     bound, diags = check_pipeline(pipeline)
     if diags:
-        raise CompileError(diags, Source(name, text))
+        raise CompileError(diags, Source(shown, text))
     em = Emitter()
     em.enter_file(name)
     for index, item in enumerate(bound, start=1):

@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 from lobsterc.syntax import ast
+from lobsterc.load.fields import COST_LIMIT, STEP, default
 from lobsterc.syntax.ast import ABSENT
 from lobsterc.check.checker import check_file, refusal
 from lobsterc.generate.codegen import Emitter, emit_stage
@@ -43,7 +44,8 @@ def compile_workflow_files(path: str, *, text: str | None = None
     wf = loaded.workflow
     em = Emitter()
     em.registers = 2
-    em.enter_file(os.path.basename(path))
+    main = os.path.basename(loaded.real)  # the file table names files from the real directory
+    em.enter_file(main)
     compiler = _Compiler(em, [loaded.real])
     em.emit(Op.INIT_ARGS, em.const(dict(wf.defaults)), span=wf.loc.span("args"))
     _cost_limit(em, wf)
@@ -52,15 +54,15 @@ def compile_workflow_files(path: str, *, text: str | None = None
     compiler.emit_regions()
     compiler.emit_branches()
     files = [loaded.real] + [chain[-1] for _, _, _, chain in compiler.regions]
-    return em.program(os.path.basename(path), wf.source.text, wf.checkpoint_ttl_ms), files
+    return em.program(main, wf.source.text, wf.checkpoint_ttl_ms), files
 
 
 def _cost_limit(em: Emitter, wf: ast.Workflow) -> None:
     """COST_LIMIT of a workflow that sets `cost_limit` (a sub-workflow's heads its region)."""
     limit = wf.cost_limit
     if limit is not None:
-        em.emit(Op.COST_LIMIT, em.const({"max_usd": limit["max_usd"],
-                                         "action": limit.get("action", "warn")}),
+        action = limit.get("action", default(COST_LIMIT, "action"))
+        em.emit(Op.COST_LIMIT, em.const({"max_usd": limit["max_usd"], "action": action}),
                 span=wf.loc.span("cost_limit"))
 
 
@@ -105,7 +107,9 @@ class _Compiler:
             self.em.patch(pc, starts[region])
 
     def file_name(self, path: str) -> str:
-        """A sub-workflow's name in the file table: its path from the main file's directory."""
+        """A sub-workflow's name in the file table: its path from the main file's real
+        directory (relative, so that a program holds no absolute path; a run names it in
+        full from that directory, vm.core.source.located)."""
         base = os.path.dirname(self.chain[0])
         return os.path.relpath(path, base).replace(os.sep, "/")
 
@@ -179,7 +183,7 @@ class _Compiler:
         if policy.retry is None and policy.timeout_ms is ABSENT and policy.on_error is ABSENT:
             return None
         rule = policy.retry
-        on_error = "stop" if policy.on_error is ABSENT else policy.on_error
+        on_error = default(STEP, "on_error") if policy.on_error is ABSENT else policy.on_error
         return Policy(on_error, _given(policy.timeout_ms), None if rule is None else Retry(
             rule.max, rule.backoff, rule.delay_ms, rule.max_delay_ms, rule.jitter))
 

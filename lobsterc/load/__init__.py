@@ -8,6 +8,7 @@ import os
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.load.document import MAX_WORKFLOW_BYTES, Document, OffsetSpans, Path
 from lobsterc.syntax.source import Source
+from vm.core.source import file_name
 from vm.service.frontend import WORKFLOW_EXTENSIONS as EXTENSIONS
 
 __all__ = ["Document", "OffsetSpans", "Path", "EXTENSIONS", "load_document", "parse_text", "read_text"]
@@ -43,8 +44,10 @@ def load_document(path: str) -> Document:
 
 def parse_text(text: str, name: str) -> Document:
     """Parse workflow text; `name` (a path) picks the format: .json is JSON, anything else
-    YAML 1.2. Raises CompileError (E210) on a syntax error."""
-    source = Source(name, text)
+    YAML 1.2. Raises CompileError (E210) on a syntax error. Spans name the file in the one
+    form of every location (vm.core.source.file_name); the Document keeps `name` as given,
+    since messages that follow the original build paths from it."""
+    source = Source(file_name(name), text)
     if name.lower().endswith(".json"):
         from lobsterc.load.json_text import parse_json
 

@@ -11,12 +11,15 @@ from attrs import frozen
 
 from lobsterc.syntax import ast
 from lobsterc.syntax.ast import ABSENT, Loc
-from lobsterc.check.checker import MAX_ERRORS, check_pipeline
+from lobsterc.check.checker import MAX_ERRORS
+from lobsterc.check.stages import check_pipeline
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.syntax.expr import compile_condition
 from lobsterc.load import Document, parse_text, read_text
+from lobsterc.load.fields import PARALLEL, RETRY, STEP, Shape, default
 from lobsterc.syntax.parse import parse_pipeline
-from lobsterc.check.validate import is_approval, step_kind, validate_all, validated
+from lobsterc.check.problems import lint_problems, validated
+from lobsterc.check.values import is_approval, step_kind
 
 __all__ = ["Loaded", "Library", "load", "build"]
 
@@ -69,7 +72,8 @@ def _load(path: str, real: str, lenient: bool, library: Library,
         if not lenient:
             doc = validated(text, path)
             return Loaded(path, build(doc, library), (), real)
-        diags, problem, doc = validate_all(parse_text(text, path))
+        doc = parse_text(text, path)
+        diags, problem = lint_problems(doc)
     except CompileError as exc:
         return Loaded(path, None, tuple(exc.diagnostics), real)
     if problem is not None:
@@ -84,6 +88,13 @@ def build(doc: Document, library: Library | None = None) -> ast.Workflow:
 
 def _get(value: Any, key: str, default: Any = None) -> Any:
     return value.get(key, default) if isinstance(value, dict) else default
+
+
+def _field(value: Any, shape: Shape, name: str) -> Any:
+    """A field of an object as written, else its default in the field table (ABSENT: none)."""
+    if isinstance(value, dict) and name in value:
+        return value[name]
+    return default(shape, name)
 
 
 def _strings_of(mapping: Any) -> dict[str, str]:
@@ -166,9 +177,10 @@ class _Builder:
             return self.parallel(step["parallel"], (*at, "parallel"))
         if kind == "for_each":
             return ast.ForEach(
-                source=step["for_each"], item_var=step.get("item_var", "item"),
-                index_var=step.get("index_var", "index"), batch_size=step.get("batch_size", 1),
-                pause_ms=step.get("pause_ms", 0),
+                source=step["for_each"], item_var=_field(step, STEP, "item_var"),
+                index_var=_field(step, STEP, "index_var"),
+                batch_size=_field(step, STEP, "batch_size"),
+                pause_ms=_field(step, STEP, "pause_ms"),
                 steps=self.steps(_get(step, "steps", []), (*at, "steps")),
                 loc=self.loc(*at, "for_each"))
         if kind == "input":
@@ -191,19 +203,23 @@ class _Builder:
             return ast.PipelineText(text, None, self.loc(*at))
         try:
             parsed = parse_pipeline(text, self.doc.path)
-        except CompileError:
+        except CompileError as exc:
             self.errors += 1
-            return ast.PipelineText(text, None, self.loc(*at))
+            return ast.PipelineText(text, None, self.loc(*at), syntax=tuple(exc.diagnostics))
         bound, problems = check_pipeline(parsed)
         self.errors += sum(problem.severity == "error" for problem in problems)
         return ast.PipelineText(text, parsed, self.loc(*at), tuple(bound), tuple(problems))
 
     def when(self, value: Any, key: str, at: tuple) -> ast.When:
+        loc = self.loc(*at, key)
         try:
-            tree = compile_condition(value, None)
-        except CompileError:
-            tree = None
-        return ast.When(key, value, tree, self.loc(*at, key))
+            return ast.When(key, value, compile_condition(value, None), loc)
+        except CompileError:  # worded again with its place in the file (spans cost a little)
+            try:
+                compile_condition(value, loc.span())
+            except CompileError as exc:
+                return ast.When(key, value, None, loc, tuple(exc.diagnostics))
+            raise
 
     def call(self, step: dict, at: tuple) -> ast.SubWorkflow:
         target = step["workflow"]
@@ -229,7 +245,8 @@ class _Builder:
                 pipeline=self.pipeline(pipeline, (*where, "pipeline")) if is_pipeline else None,
                 stdin=branch.get("stdin", ABSENT), env=_strings_of(branch.get("env")),
                 cwd=_str_or_none(branch.get("cwd")), loc=self.loc(*where)))
-        return ast.Parallel(wait=_get(par, "wait", "all"), timeout_ms=_get(par, "timeout_ms", ABSENT),
+        return ast.Parallel(wait=_field(par, PARALLEL, "wait"),
+                            timeout_ms=_field(par, PARALLEL, "timeout_ms"),
                             branches=tuple(branches), loc=self.loc(*at))
 
     def approval(self, sid: str, value: Any, at: tuple) -> ast.Approval:
@@ -260,6 +277,7 @@ class _Builder:
         return ast.Policy(
             timeout_ms=step.get("timeout_ms", ABSENT), on_error=step.get("on_error", ABSENT),
             retry=None if retry is None else ast.Retry(
-                max=retry.get("max", 1), backoff=retry.get("backoff", "fixed"),
-                delay_ms=retry.get("delay_ms", 1000), max_delay_ms=retry.get("max_delay_ms", 30000),
-                jitter=retry.get("jitter", False) is True))
+                max=_field(retry, RETRY, "max"), backoff=_field(retry, RETRY, "backoff"),
+                delay_ms=_field(retry, RETRY, "delay_ms"),
+                max_delay_ms=_field(retry, RETRY, "max_delay_ms"),
+                jitter=_field(retry, RETRY, "jitter") is True))

@@ -9,7 +9,9 @@ from typing import Any, Union
 
 from attrs import field, frozen
 
+from lobsterc.diagnostics import Diagnostic
 from lobsterc.syntax.source import Source, Span
+from vm.core.js import UNDEFINED
 
 
 @frozen
@@ -41,12 +43,11 @@ class Pipeline:
 # lobsterc.check.checker (every diagnostic), lint (W-rules), plan (--dry-run) and graph.
 
 
-class _Absent:
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Any = _Absent()  # a key the file does not have (JavaScript `undefined`)
+# A key the file does not have: JavaScript `undefined`, the one sentinel of the code base for a
+# value that is not there (vm.core.js.UNDEFINED; falsy, and distinct from None, which is `null`).
+ABSENT: Any = UNDEFINED
+Absent = type(UNDEFINED)  # the type of ABSENT, for the fields that may be left out
+Number = Union[int, float]  # a JSON number (1 and 1.0 alike)
 
 
 class Loc(tuple):
@@ -81,12 +82,13 @@ class Loc(tuple):
 @frozen
 class When:
     """A `when` or `condition` value. `tree` is the compiled condition (lobsterc.syntax.expr), None
-    when it does not compile: check reports why."""
+    when it does not compile; `problems` then say why (E212, placed in the file)."""
 
     key: str  # "when" | "condition"
-    value: Any
-    tree: Any
+    value: Any  # as written: a boolean, a string, null...
+    tree: list | None  # ["cmp", op, left, right], ... (lobsterc.syntax.expr.compile_condition)
     loc: Loc  # at the value
+    problems: tuple[Diagnostic, ...] = ()
 
     @property
     def span(self) -> Span:
@@ -95,16 +97,18 @@ class When:
 
 @frozen
 class PipelineText:
-    """A pipeline written in a workflow file; `parsed` is None when it does not parse. A parsed
-    pipeline's stages are checked once, as it is built: `bound` holds the stages that bind to
-    their commands (lobsterc.check.checker.BoundStage), `problems` the diagnostics of those that do not
-    (their spans relative to `text`)."""
+    """A pipeline written in a workflow file; `parsed` is None when it does not parse, and
+    `syntax` then holds the parser's diagnostics. A parsed pipeline's stages are checked once, as
+    it is built: `bound` holds the stages that bind to their commands
+    (lobsterc.check.stages.BoundStage), `problems` the diagnostics of those that do not. The
+    spans of `syntax` and `problems` are relative to `text`."""
 
     text: str
     parsed: Pipeline | None
     loc: Loc  # at the string value
-    bound: tuple[Any, ...] = ()
-    problems: tuple[Any, ...] = ()
+    bound: tuple[Any, ...] = ()  # lobsterc.check.stages.BoundStage (a layer above this one)
+    problems: tuple[Diagnostic, ...] = ()
+    syntax: tuple[Diagnostic, ...] = ()
 
     @property
     def span(self) -> Span:
@@ -150,7 +154,7 @@ class Branch:
 @frozen
 class Parallel:
     wait: str
-    timeout_ms: Any  # ABSENT without one
+    timeout_ms: Number | Absent
     branches: tuple[Branch, ...]
     loc: Loc  # at the `parallel` value
     tag = "parallel"
@@ -161,8 +165,8 @@ class ForEach:
     source: str
     item_var: str
     index_var: str
-    batch_size: Any
-    pause_ms: Any
+    batch_size: Number
+    pause_ms: Number
     steps: tuple[Step, ...]
     loc: Loc  # at the `for_each` value
     tag = "for_each"
@@ -171,8 +175,8 @@ class ForEach:
 @frozen
 class InputGate:
     prompt: str
-    schema: Any  # responseSchema; None without one
-    defaults: Any  # ABSENT without them
+    schema: dict | None  # responseSchema; None without one
+    defaults: Any  # any JSON value; ABSENT without them
     loc: Loc  # at the `input` value
     tag = "input"
 
@@ -196,19 +200,21 @@ class Approval:
 
 @frozen
 class Retry:
-    max: Any = 1
-    backoff: Any = "fixed"
-    delay_ms: Any = 1000
-    max_delay_ms: Any = 30000
-    jitter: bool = False
+    """A step's retry, its defaults filled in from the field table (lobsterc.load.fields)."""
+
+    max: Number
+    backoff: str
+    delay_ms: Number
+    max_delay_ms: Number
+    jitter: bool
 
 
 @frozen
 class Policy:
     """timeout_ms, retry and on_error of a step, as written (ABSENT where not)."""
 
-    timeout_ms: Any
-    on_error: Any
+    timeout_ms: Number | Absent
+    on_error: str | Absent
     retry: Retry | None
 
 
@@ -219,13 +225,13 @@ StepKind = Union[Shell, PipelineStep, SubWorkflow, Parallel, ForEach, InputGate,
 class Step:
     id: str
     kind: StepKind
-    stdin: Any  # ABSENT without one
+    stdin: Any  # any JSON value; ABSENT without one
     when: When | None
     approval: Approval | None
     policy: Policy | None  # None when the step sets none of timeout_ms, retry, on_error
     env: Mapping[str, str]
     cwd: str | None
-    effects: Any  # ABSENT without one
+    effects: Any  # as written (lint warns about other values than write, read, none); ABSENT
     loc: Loc  # at the step
 
     @property
@@ -240,8 +246,8 @@ class Workflow:
     file of one load), keyed by real path."""
 
     path: str
-    name: Any
-    description: Any
+    name: str | None | Absent
+    description: str | None | Absent
     args: Mapping[str, Any]  # as written (an empty dict without args)
     defaults: Mapping[str, Any]  # arg name -> default, for the args that have one
     env: Mapping[str, str]

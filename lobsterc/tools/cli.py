@@ -15,6 +15,7 @@ from pathlib import Path
 
 from lobsterc.diagnostics import CompileError, render
 from lobsterc.syntax.source import Source
+from vm.core.source import file_name
 from vm.isa import codec
 from vm.isa.dis import disassemble
 from vm.service.frontend import WORKFLOW_EXTENSIONS
@@ -34,13 +35,13 @@ def compile_target(target: str) -> tuple[Program, str | None]:
         return compile_workflow(target), text
     from lobsterc.generate.codegen import compile_pipeline
 
-    return compile_pipeline(text.strip("\n"), path.name), text.strip("\n")
+    return compile_pipeline(text.strip("\n"), path.name, path=target), text.strip("\n")
 
 
 def _report(exc: CompileError, text: str | None, name: str) -> int:
     for diag in exc.diagnostics:
         source = None
-        if text is not None and diag.span is not None and diag.span.source in (name, Path(name).name):
+        if text is not None and diag.span is not None and diag.span.source == file_name(name):
             body = text if Path(name).suffix.lower() in WORKFLOW_EXTENSIONS else text.strip("\n")
             source = Source(diag.span.source, body)
         sys.stderr.write(render(diag, source) + "\n")
@@ -154,7 +155,7 @@ def _lint_stdin(ns) -> int:
 def cmd_graph(ns) -> int:
     """The same text as `lobster graph`; a bad file is reported with its source line."""
     from lobsterc.tools.graph import FORMATS, parse_args_json, render_graph
-    from lobsterc.workflow_file import load_workflow_file
+    from lobsterc.check.problems import load_checked
     if ns.format not in FORMATS:
         sys.stderr.write(f"graph --format must be one of: {', '.join(FORMATS)}\n")
         return 2
@@ -164,7 +165,7 @@ def cmd_graph(ns) -> int:
         sys.stderr.write(f"{exc}\n")
         return 2
     try:
-        wf = load_workflow_file(ns.file)
+        wf = load_checked(ns.file)
     except CompileError as exc:
         return _report(exc, _read(ns.file), ns.file)
     sys.stdout.write(render_graph(wf, ns.format, args))
@@ -174,7 +175,7 @@ def cmd_graph(ns) -> int:
 def cmd_schema(ns) -> int:
     import json
 
-    from lobsterc.workflow_file import workflow_schema
+    from lobsterc.load.fields import workflow_schema
 
     sys.stdout.write(json.dumps(workflow_schema(), indent=2, ensure_ascii=False) + "\n")
     return 0

@@ -11,8 +11,10 @@ from attrs import define, evolve
 from collections.abc import Iterator
 
 from lobsterc.syntax import ast
-from lobsterc.check.checker import check_pipeline, check_stage, halting_stage
+from lobsterc.check.checker import halting_stage
+from lobsterc.check.stages import check_pipeline, check_stage
 from lobsterc.diagnostics import CompileError, Diagnostic
+from lobsterc.load.fields import STEP, default
 from lobsterc.syntax.parse import parse_pipeline
 from lobsterc.syntax.source import Span
 from vm.core import js
@@ -351,7 +353,7 @@ class _Planner:
             text, results) else ""
         self.lines.append(f"{pad}for_each: {text}{note}")
         self.lines.append(f"{pad}item_var: {loop.item_var}, index_var: {loop.index_var}")
-        if loop.batch_size not in (ast.ABSENT, None, 1):
+        if loop.batch_size not in (ast.ABSENT, None, default(STEP, "batch_size")):
             self.lines.append(f"{pad}batch_size: {js.to_string(loop.batch_size)}")
         self.lines.append(f"{pad}sub-steps: {len(loop.steps)}")
         scope = {**results, loop.item_var: _Output(), loop.index_var: _Output()}

@@ -661,7 +661,8 @@ def test_a_runtime_trap_in_a_sub_workflow_is_rendered_in_its_own_file(cli):
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [
         "Error: workflow command failed (3): exit 3",
-        "lib/sub.lobster:5:10: error[T410]: workflow command failed (3): exit 3",
+        f"{(cli.work / 'lib' / 'sub.lobster').resolve()}:5:10: error[T410]: workflow command "
+        "failed (3): exit 3",
         "  5 |     run: exit 3",
         "    |          ^^^^^^",
     ]

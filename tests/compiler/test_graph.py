@@ -339,7 +339,7 @@ def test_lobsterc_graph_matches_lobster(cli):
 
 
 def test_lobsterc_schema(cli):
-    from lobsterc.workflow_file import workflow_schema
+    from lobsterc.load.fields import workflow_schema
 
     proc = cli.run("schema", exe=LOBSTERC)
     assert proc.returncode == 0, proc.stderr

@@ -70,6 +70,18 @@ def test_duplicate_ids_are_all_reported_and_lint_goes_on(tmp_path):
     ]
 
 
+def test_a_repeated_step_keeps_its_own_id_in_later_findings(tmp_path):
+    # lint reads the file as written: no copy with the repeat renamed to a~N
+    path = write(tmp_path, "steps:\n  - id: a\n    run: echo 1\n  - id: a\n    run: echo 2\n"
+                           "    on_error: maybe\n")
+    assert [(f[0], f[2]) for f in found(path)] == [
+        ("E210", "Duplicate workflow step id: a"),
+        ("E210", 'Workflow step a on_error must be "stop", "continue", or "skip_rest"'),
+    ]
+    path = write(tmp_path, "steps:\n  - id: a\n    run: echo 1\n  - id: a\n    run: echo 2\n")
+    assert [f[2] for f in only(path, "W302")] == ["shell step a has no timeout_ms"] * 2
+
+
 def test_invalid_json_schema_points_at_the_keyword(tmp_path):
     path = write(tmp_path, "steps:\n  - id: ask\n    input:\n      prompt: Why?\n"
                            "      responseSchema:\n        type: object\n        required: yes\n")
@@ -216,8 +228,8 @@ def test_text_format_renders_line_caret_and_help(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "steps:\n  - id: a\n    pipeline: sortt\n")
     assert main(["lint", "flow.lobster"]) == 1
-    assert capsys.readouterr().out == (
-        "flow.lobster:3:15: error[E201]: Unknown command: sortt\n"
+    assert capsys.readouterr().out == (  # the file named absolute and resolved
+        f"{tmp_path.resolve() / 'flow.lobster'}:3:15: error[E201]: Unknown command: sortt\n"
         "  3 |     pipeline: sortt\n"
         "    |               ^^^^^\n"
         "  help: did you mean 'sort'?\n"
@@ -230,7 +242,8 @@ def test_json_format(tmp_path, capsys, monkeypatch):
     write(tmp_path, "steps:\n  - id: a\n    approval: true\n", "clean.lobster")
     assert main(["lint", "--format", "json", "flow.lobster", "clean.lobster"]) == 1
     assert json.loads(capsys.readouterr().out) == [{
-        "file": "flow.lobster", "line": 3, "column": 15, "endLine": 3, "endColumn": 20,
+        "file": str(tmp_path.resolve() / "flow.lobster"), "line": 3, "column": 15, "endLine": 3,
+        "endColumn": 20,
         "severity": "error", "code": "E201", "message": "Unknown command: sortt",
         "help": "did you mean 'sort'?"}]
 

@@ -1,4 +1,5 @@
-"""The compiled schema predicate must give jsonschema's verdict on every instance."""
+"""The compiled schema (lobsterc.check.types) must give jsonschema's verdict and errors on every
+instance; the schema file must be the field table's."""
 
 from __future__ import annotations
 
@@ -9,22 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from lobsterc.check.schema_check import compile_schema
-from lobsterc.check.schema import without_refs, workflow_schema
+from lobsterc.check.types import compile_schema, without_refs, workflow_schema
+from lobsterc.load.fields import SHAPES
 
 WORKFLOW = without_refs(workflow_schema())
 WORKFLOW_CHECK = compile_schema(WORKFLOW)
 WORKFLOW_VALIDATOR = Draft202012Validator(WORKFLOW)
 
-# the values the workflow schema cares about: its field names and enum members, plus odd numbers
-_KEYS = st.sampled_from([
-    "name", "description", "args", "env", "cwd", "steps", "cost_limit", "id", "run", "command",
-    "pipeline", "workflow", "workflow_args", "parallel", "wait", "branches", "timeout_ms",
-    "for_each", "item_var", "index_var", "batch_size", "pause_ms", "approval", "input", "prompt",
-    "responseSchema", "defaults", "stdin", "when", "condition", "retry", "max", "backoff",
-    "delay_ms", "max_delay_ms", "jitter", "on_error", "default", "items", "preview",
-    "initiated_by", "required_approver", "require_different_approver", "effects", "x",
-])
+# the values the workflow schema cares about: its field names (the field table) and enum members,
+# plus odd numbers
+_KEYS = st.sampled_from(sorted({f.name for shape in SHAPES for f in shape.fields} | {"x"}))
 _SCALARS = (
     st.none()
     | st.booleans()
@@ -40,8 +35,24 @@ _JSONISH = st.recursive(
 )
 
 
+def _words(error) -> str:
+    """jsonschema's message, with a refused oneOf worded by the types its alternatives want."""
+    if error.validator == "oneOf" and error.context:
+        kinds = sorted({str(sub.schema.get("type")) for sub in error.context if "type" in sub.schema})
+        if kinds:
+            return f"{error.instance!r} must be one of the types {', '.join(kinds)}"
+    return error.message
+
+
+def _by_path(errors: list) -> list:
+    return sorted(errors, key=lambda error: repr(error[0]))  # stable: a value's own order stays
+
+
 def _agrees(check, validator, instance) -> None:
     assert check(instance) == validator.is_valid(instance), instance
+    ours = [(path, message) for path, message, _ in check.errors(instance, ())]
+    theirs = [(tuple(e.absolute_path), _words(e)) for e in validator.iter_errors(instance)]
+    assert _by_path(ours) == _by_path(theirs), instance
 
 
 @settings(max_examples=400, deadline=None)
@@ -132,6 +143,7 @@ def test_a_valid_workflow_with_one_value_replaced_or_removed(path, value, remove
 def test_keyword_edge_cases_as_jsonschema_has_them(schema, instance, valid) -> None:
     assert Draft202012Validator(schema).is_valid(instance) is valid
     assert compile_schema(schema)(instance) is valid
+    _agrees(compile_schema(schema), Draft202012Validator(schema), instance)
 
 
 @pytest.mark.parametrize("schema", [{"pattern": "a"}, {"anyOf": []}, {"$ref": "#/x"},
@@ -145,3 +157,15 @@ def test_references_with_validating_siblings_are_not_inlined() -> None:
     with pytest.raises(ValueError, match="cannot inline"):
         without_refs({"$defs": {"a": {"type": "string"}}, "properties": {
             "x": {"$ref": "#/$defs/a", "minLength": 1}}})
+
+
+def test_the_schema_file_is_the_field_tables() -> None:
+    """lobsterc/workflow.schema.json is generated from lobsterc.load.fields; after a change to
+    the table, regenerate it with `lobsterc schema > lobsterc/workflow.schema.json`."""
+    import json
+    from importlib import resources
+
+    from lobsterc.load.fields import workflow_schema as generated
+
+    text = (resources.files("lobsterc") / "workflow.schema.json").read_text(encoding="utf-8")
+    assert text == json.dumps(generated(), indent=2, ensure_ascii=False) + "\n"

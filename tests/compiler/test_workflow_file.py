@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -11,15 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lobsterc.diagnostics import CompileError
-from lobsterc.workflow_file import (
-    WorkflowFile,
-    is_approval,
-    is_input,
-    load_workflow_file,
-    load_workflow_text,
-    step_kind,
-    workflow_schema,
-)
+from lobsterc.check.problems import load_checked as load_workflow_file
+from lobsterc.check.problems import validated as load_workflow_text
+from lobsterc.check.values import is_approval, is_input, step_kind
+from lobsterc.load import Document as WorkflowFile
+from lobsterc.load.fields import workflow_schema
 
 CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "cases"
 
@@ -29,7 +26,8 @@ def error_of(text: str, name: str = "wf.lobster") -> tuple[str, int, int]:
         load_workflow_text(text, name)
     diag = info.value.first
     assert diag.code in ("E210", "E217") and diag.kind == "runtime_error"
-    assert diag.span is not None and diag.span.source == name
+    # a file is named absolute and resolved, as every location names it
+    assert diag.span is not None and diag.span.source == os.path.realpath(name)
     return diag.message, diag.span.line, diag.span.col
 
 
@@ -359,7 +357,7 @@ def test_importing_the_loader_stays_light() -> None:
     import sys
 
     code = (
-        "import sys, lobsterc.workflow_file, lobsterc.syntax.expr; "
+        "import sys, lobsterc.check.problems, lobsterc.load.build, lobsterc.syntax.expr; "
         "assert not [m for m in sys.modules if m.split('.')[0] in ('ruamel', 'jsonschema', 'lark')]"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -503,3 +501,23 @@ def test_response_schema_is_checked_in_the_dialect_answers_are_validated_in() ->
     # draft-07 (vm.core.schema), as at resume: tuple `items` is valid there (2020-12 would refuse it)
     ok = S + "    input: {prompt: p, responseSchema: {type: array, items: [{type: string}]}}\n"
     assert load_workflow_text(ok, "wf.lobster").data["steps"][0]["input"]["responseSchema"]["items"]
+
+
+def test_every_problem_is_listed_and_the_first_is_the_one_a_load_reports() -> None:
+    # each once: the schema does not repeat what the rules said of on_error and retry.max
+    from lobsterc.check.problems import first_problem, iter_problems
+    from lobsterc.load import parse_text
+
+    text = ("steps:\n  - id: a\n    run: x\n    timout_ms: 5\n  - id: b\n    run: y\n"
+            "    on_error: maybe\n  - id: c\n    run: z\n    retry: {max: 0}\n"
+            "  - id: d\n    run: w\n    effects: write\n    env: {A: 1}\n")
+    doc = parse_text(text, "wf.lobster")
+    problems = [(d.code, d.message, d.span.line) for d in iter_problems(doc)]
+    assert problems == [
+        ("E217", "Workflow step a has unknown key: timout_ms (did you mean 'timeout_ms'?)", 4),
+        ("E210", 'Workflow step b on_error must be "stop", "continue", or "skip_rest"', 7),
+        ("E210", "Workflow step c retry.max must be a positive integer", 10),
+        ("E210", "Workflow file is invalid at $.steps[3].env.A: 1 is not of type 'string'", 14),
+    ]
+    assert first_problem(doc).message == problems[0][1]
+    assert error_of(text)[0] == problems[0][1]

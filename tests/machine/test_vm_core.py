@@ -280,7 +280,8 @@ def test_a_trap_in_a_sub_workflow_names_its_file_and_line(tmp_path):
     envelope = handle({"action": "run", "pipeline": "main.lobster"}, options(tmp_path))
     error = envelope["error"]
     assert error["code"] == "T410"
-    assert error["location"] == {"file": "lib/fails.lobster", "line": 6, "column": 10}
+    assert error["location"] == {"file": str((tmp_path / "lib" / "fails.lobster").resolve()),
+                                 "line": 6, "column": 10}
 
 
 def test_a_runtime_trap_renders_like_a_compile_error(tmp_path):
@@ -290,12 +291,13 @@ def test_a_runtime_trap_renders_like_a_compile_error(tmp_path):
     path.write_text(MAIN, encoding="utf-8")
     program = compile_workflow(str(path))
     assert program.files == ("main.lobster", "lib/fails.lobster")
-    frame = machine.new_frame(program, cwd=str(tmp_path), mode="tool")
+    frame = machine.new_frame(program, cwd=str(tmp_path), mode="tool", source=str(path))
     failed = machine.run(program, frame, machine.Host(ctx=options(tmp_path).context()))
     assert isinstance(failed, machine.Failed)
-    assert (failed.file, failed.span) == ("lib/fails.lobster", (6, 10, 6, 33))
-    assert render_trap(failed, base_dir=str(tmp_path)).splitlines() == [
-        "lib/fails.lobster:6:10: error[T410]: workflow command failed (3): broken",
+    fails = str((tmp_path / "lib" / "fails.lobster").resolve())
+    assert (failed.file, failed.span) == (fails, (6, 10, 6, 33))
+    assert render_trap(failed).splitlines() == [
+        f"{fails}:6:10: error[T410]: workflow command failed (3): broken",
         "  6 |     run: echo broken >&2; exit 3",
         "    |          " + "^" * 23]
 

@@ -1,5 +1,6 @@
-"""Sources and spans (offsets to 1-based line/column), and the one printer of errors with a
-source excerpt: compile errors (lobsterc) and runtime traps (the machine's Failed) alike."""
+"""Sources and spans (offsets to 1-based line/column), the one form in which a location names
+its file, and the one printer of errors with a source excerpt: compile errors (lobsterc) and
+runtime traps (the machine's Failed) alike."""
 
 from __future__ import annotations
 
@@ -71,6 +72,26 @@ class Source:
         return self.text[start:] if end < 0 else self.text[start:end]
 
 
+def file_name(path: str) -> str:
+    """The one form in which every location names a file, at compile time and at run time:
+    absolute, with `.`, `..` and symbolic links resolved (as the original names files in its
+    messages: `creates a cycle: /abs/dir/a.lobster is already being executed`). A name in
+    angle brackets (`<pipeline>`, `<stdin>`) is not a file and is kept."""
+    if not path or path.startswith("<"):
+        return path
+    return os.path.realpath(path)
+
+
+def located(directory: str, name: str) -> str:
+    """A program's file-table name (vm.isa.program.Program.files: relative to the main file's
+    directory, so that programs hold no absolute path) in the form of file_name, given that
+    directory in that form. Without a directory (an inline pipeline, an old frame) the name
+    stays as it is."""
+    if not directory or not name or name.startswith("<") or os.path.isabs(name):
+        return name
+    return os.path.normpath(os.path.join(directory, name))
+
+
 def excerpt(source: Source, span: Span) -> str:
     """The span's first line with a caret underline, prefixed by the line number."""
     text = source.line_text(span.line).rstrip("\r")
@@ -106,9 +127,10 @@ def render(span: Span | None, code: str, message: str, *, severity: str = "error
 
 
 def render_trap(failed, *, base_dir: str = ".", source: Source | None = None) -> str:
-    """A runtime trap (vm.engine.outcome.Failed) printed like a compile error. Its file is a name
-    from the program's file table, read from `base_dir` (the directory of the main source
-    file); `source` gives the text of a source that is not a file (an inline pipeline)."""
+    """A runtime trap (vm.engine.outcome.Failed) printed like a compile error. Its file is named
+    as file_name names it (a bare file-table name, from a run without the main file's
+    directory, is read from `base_dir`); `source` gives the text of a source that is not a
+    file (an inline pipeline)."""
     if failed.span is None or failed.file is None:
         return render(None, failed.code, failed.message)
     span = Span(failed.file, *failed.span)

@@ -14,7 +14,8 @@ and then the fields of its type:
   skipped   reason ("condition false")
   halted    kind ("approval" | "input"), approvalId (approvals; null otherwise), prompt
   failed    code, message, handled (null: the run fails; "continue" | "skip_rest": the step's
-            on_error policy took it)
+            on_error policy took it), location ({file, line, column} of the instruction that
+            failed, named as an envelope's error.location names it; null when it has none)
   stderr    line (one line a child wrote to stderr, without its newline)
 The callback runs on a thread of its own, in the order events happened: a slow callback
 delays no step, and one that raises is reported once and then no longer called for that run.
@@ -33,6 +34,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any, Literal, TypedDict
+
+from vm.engine.outcome import location
 
 __all__ = ["Emitter", "Event", "EventCallback", "Progress", "drain", "jsonl_writer"]
 
@@ -66,6 +69,7 @@ class Event(TypedDict, total=False):
     approvalId: str | None
     prompt: str
     line: str
+    location: dict[str, Any] | None
 
 
 EventCallback = Callable[[Event], None]
@@ -196,19 +200,21 @@ class Emitter:
         self.t0 = time.monotonic()
         self.open = _OpenSteps()
         self.program: Any = None
+        self.source_dir = ""  # the main file's directory: locations name files from it
         self.starts: dict[int, int] = {}  # pc -> index of the step whose work begins there
         self.ends: dict[int, int] = {}  # pc -> index of the pipeline stage it completes
         self._at: list[int | None] = []  # pc -> index of the step holding it
         self._ticket = _Ticket()
         self._dispatcher = _dispatcher(callback)
 
-    def bind(self, program: Any) -> None:
-        """Learn the program's step table (once per run; a parallel branch binds again)."""
+    def bind(self, program: Any, source_dir: str = "") -> None:
+        """Learn the program's step table and the directory its file names are relative to
+        (vm.isa.frame.Frame.source_dir), once per run; a parallel branch binds again."""
         if self.program is program:
             return
         from vm.isa.opcodes import Op
 
-        self.program = program
+        self.program, self.source_dir = program, source_dir
         code, at = program.code, [None] * len(program.code)
         quiet = (Op.EVAL_COND, Op.JUMP_IF_NOT)  # a skipped step never starts
         stage_ops = (Op.STAGE, Op.EXEC, Op.RENDER)
@@ -312,7 +318,10 @@ class Emitter:
         else:
             index = self.index_at(pc)
             step = self._info(index) if index is not None else short
-        self.emit("failed", step, index, code=code, message=message, handled=handled)
+        file, span = location(self.program, pc, self.source_dir)
+        where = None if span is None else {"file": file, "line": span[0], "column": span[1]}
+        self.emit("failed", step, index, code=code, message=message, handled=handled,
+                  location=where)
 
     def halted(self, pc: int, kind: str, approval_id: str | None, prompt: str) -> None:
         index = self.index_at(pc)

@@ -19,7 +19,7 @@ from vm.isa.cost import CostLimit, Ledger
 from vm.isa.frame import CallFrame, Frame, LoopFrame, Pending, TryFrame
 from vm.isa.opcodes import Op
 from vm.isa.ops import HaltSite, Loop, Parallel, Policy, Retry
-from vm.engine.outcome import Failed, Finished, Outcome, Parked
+from vm.engine.outcome import Failed, Finished, Outcome, Parked, location
 from vm.host.process import CommandNotFound, ProcessError, env_output_cap, run_process, shell_argv
 from vm.isa.program import Instr, Program
 from vm.isa.regions import Region, regions_of
@@ -50,7 +50,7 @@ class Run:
         self.ctx: Context = host.ctx
         self.events = host.events  # a vm.engine.events.Emitter, or None: no one listens
         if self.events is not None:
-            self.events.bind(program)
+            self.events.bind(program, frame.source_dir)
 
     # contexts --------------------------------------------------------------------------------
     def context(self) -> Context:
@@ -313,18 +313,8 @@ def _loop(run: Run, code: tuple[Instr, ...], budget: int | None) -> Outcome:
                 return handled
             if events is not None and not run.branch:
                 events.failed(None, frame.pc - 1, handled.code, handled.message)
-            file, span = location(run.program, frame.pc - 1)
+            file, span = location(run.program, frame.pc - 1, frame.source_dir)
             return Failed(handled.code, handled.message, file, span)
-
-
-def location(program: Program, pc: int) -> tuple[str | None, tuple[int, int, int, int] | None]:
-    """The file and span (line, col, end_line, end_col) of the instruction at `pc`."""
-    loc = program.source_map[pc] if 0 <= pc < len(program.source_map) else None
-    if loc is None:
-        return None, None
-    files = program.files
-    file = files[loc[0]] if 0 <= loc[0] < len(files) else program.header.source_name
-    return file, tuple(loc[1:])
 
 
 # data -----------------------------------------------------------------------------------------

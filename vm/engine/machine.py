@@ -5,6 +5,7 @@ The interpreter itself is vm/engine/interp.py; a run ends Finished, Parked or Fa
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from typing import Any
 
 from attrs import define, field
 
+from vm.core.source import file_name
 from vm.host.commands import Context
 from vm.isa.frame import FRAME_FORMAT, Frame
 from vm.engine.interp import VMBug, approval_pending, execute, input_pending
@@ -37,12 +39,16 @@ class Host:
     cost_warned: set = field(factory=set)  # model ids warned about as unpriced, in this process
 
 
-def new_frame(program: Program, *, cwd: str, mode: str, args: dict | None = None) -> Frame:
+def new_frame(program: Program, *, cwd: str, mode: str, args: dict | None = None,
+              source: str | None = None) -> Frame:
     """A frame at pc 0. The caller's environment is not part of it: a resumed run sees the
-    environment of the process that resumes it, and no secret of the first is written."""
+    environment of the process that resumes it, and no secret of the first is written.
+    `source`: the path of the file the program was compiled from (or of its .lbc, which
+    `lobsterc compile` writes beside it); the run's locations name files from its directory."""
+    source_dir = os.path.dirname(file_name(source)) if source else ""
     return Frame(format=FRAME_FORMAT, program_hash=program.hash, run_id=secrets.token_hex(16),
                  created_at=time.time(), registers=[[] for _ in range(program.registers)],
-                 args=dict(args or {}), cwd=cwd, mode=mode)
+                 args=dict(args or {}), cwd=cwd, mode=mode, source_dir=source_dir)
 
 
 def run(program: Program, frame: Frame, host: Host, *, budget: int | None = None) -> Outcome:

@@ -1,10 +1,13 @@
-"""How a run of the machine ends: finished, parked at a halt, or failed."""
+"""How a run of the machine ends: finished, parked at a halt, or failed; and where a failure
+happened."""
 
 from __future__ import annotations
 
 from attrs import frozen
 
+from vm.core.source import located
 from vm.isa.frame import Frame
+from vm.isa.program import Program
 
 
 @frozen
@@ -19,8 +22,8 @@ class Parked:
 
 @frozen
 class Failed:
-    """A trap: its stable code and message, and where it happened (the file is a name from
-    Program.files; the span is line, col, end_line, end_col)."""
+    """A trap: its stable code and message, and where it happened (the file as `location`
+    names it; the span is line, col, end_line, end_col)."""
 
     code: str
     message: str
@@ -33,3 +36,16 @@ class Failed:
 
 
 Outcome = Finished | Parked | Failed
+
+
+def location(program: Program, pc: int, source_dir: str = ""
+             ) -> tuple[str | None, tuple[int, int, int, int] | None]:
+    """The file and span (line, col, end_line, end_col) of the instruction at `pc`. The file is
+    named in the one form of every location (vm.core.source.file_name): its file-table name
+    from `source_dir`, the main file's directory the frame carries."""
+    loc = program.source_map[pc] if 0 <= pc < len(program.source_map) else None
+    if loc is None:
+        return None, None
+    files = program.files
+    file = files[loc[0]] if 0 <= loc[0] < len(files) else program.header.source_name
+    return located(source_dir, file), tuple(loc[1:])

@@ -8,6 +8,7 @@ FRAME_FORMAT changelog:
   1  first format: loops / calls / tries as loose maps; tries held a monotonic deadline.
   2  typed stack records (LoopFrame, CallFrame, TryFrame) that name their LOOP_BEGIN /
      CALL / TRY pc; a try keeps `remaining_ms`, never a clock reading.
+     Later, additively (no new number): `source_dir`; a frame without it reads as "".
   3  the cost ledger is a typed record (vm/isa/cost.py: Ledger with its CostLimit and one
      Charge per billed item) instead of a loose {limit, ledger} map; a CallFrame keeps the
      caller's ledger while the sub-workflow bills one of its own.
@@ -90,6 +91,8 @@ class Frame:
     cwd: str = "."
     mode: str = "tool"
     origin: str = "pipeline"  # "pipeline" | "workflow": which resume wording applies
+    source_dir: str = ""  # the main file's directory (vm.core.source.file_name form), from
+    # which Program.files are named; "" for an inline pipeline (and in frames saved before it)
     pending: Pending | None = None
     loops: list[LoopFrame] = field(factory=list)  # innermost last
     calls: list[CallFrame] = field(factory=list)  # innermost last
@@ -104,7 +107,8 @@ class Frame:
     def fork(self, pc: int) -> "Frame":
         """The frame of a parallel branch whose region starts at `pc`. It inherits the run's
         identity, a copy of the results (what the branch records stays its own until `join`),
-        the args, env, cwd, mode and origin; it gets registers of its own, no stacks (a branch
+        the args, env, cwd, mode, origin and source_dir (its traps and events name files as
+        the run's do); it gets registers of its own, no stacks (a branch
         enters no loop, call or policy of its parent) and an empty ledger without a limit: a
         branch bills nothing itself, the parent bills the result each branch returns as it
         joins them, in the order the branches are declared (as the original)."""
@@ -112,7 +116,7 @@ class Frame:
                      created_at=self.created_at, pc=pc,
                      registers=[[] for _ in self.registers], results=dict(self.results),
                      args=self.args, env=self.env, cwd=self.cwd, mode=self.mode,
-                     origin=self.origin)
+                     origin=self.origin, source_dir=self.source_dir)
 
     def join(self, results: dict[str, Any]) -> None:
         """Take the results of finished branches (branch id -> result) back into this frame."""

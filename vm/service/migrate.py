@@ -17,10 +17,12 @@ meanwhile`.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from attrs import evolve, field, frozen
 
+from vm.core.source import file_name
 from vm.isa import codec
 from vm.isa.program import Program
 
@@ -89,11 +91,13 @@ def migrate(options: Any, to: str | Program, *, ident: str | None = None,
     new = to if isinstance(to, Program) else _compile(frontend, to, store)
     keys = _chosen(store, ident, program_hash)
     source = None if isinstance(to, Program) else to
+    # the new program's file names are relative to its own file: a moved run names them from there
+    source_dir = None if source is None else os.path.dirname(file_name(source))
 
     def checked(old: Program, new: Program, frame: Any, accepted: tuple[str, ...]) -> Any:
         return check(old, new, frame, accepted, source)
 
-    return [_one(store, key, new, checked, dry_run, tuple(accept)) for key in keys]
+    return [_one(store, key, new, checked, dry_run, tuple(accept), source_dir) for key in keys]
 
 
 def _compile(frontend: Any, path: str, store: Any) -> Program:
@@ -140,7 +144,7 @@ def _chosen(store: Any, ident: str | None, program_hash: str | None) -> list[str
 
 
 def _one(store: Any, key: str, new: Program, check: Any, dry_run: bool,
-         accept: tuple[str, ...]) -> MigrationResult:
+         accept: tuple[str, ...], source_dir: str | None = None) -> MigrationResult:
     parked = store.read_parked(key)
     if parked is None:
         return MigrationResult(key, None, "", "", new.hash, "resumed meanwhile")
@@ -172,6 +176,8 @@ def _one(store: Any, key: str, new: Program, check: Any, dry_run: bool,
                                reasons=tuple(reasons), checked=verdict.checked,
                                diff=verdict.diff)
     moved = _rewrite(frame, old, new, verdict)
+    if source_dir is not None and not isinstance(moved, str):
+        moved.source_dir = source_dir
     if isinstance(moved, str):
         return MigrationResult(**done, gate=verdict.gate, status="refused", reasons=(moved,),
                                checked=verdict.checked, diff=verdict.diff)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from attrs import define, evolve, field, frozen
 
 from vm.core import bounds, js
+from vm.core.source import file_name, located
 from vm.isa import codec
 from vm.engine import machine
 from vm.host import token as tokens
@@ -347,8 +348,9 @@ def _contained_workflow(path: str, options: Options, settings: Settings) -> Prog
 
     contain(path)
     program = compile_source(path, options, settings.cwd, workflow=True)
-    for name in program.files[1:]:  # named from the main file's directory
-        contain(os.path.normpath(os.path.join(os.path.dirname(path), name)))
+    main_dir = os.path.dirname(file_name(os.path.join(settings.cwd, path)))
+    for name in program.files[1:]:  # named from the main file's real directory
+        contain(located(main_dir, name))
     return program
 
 
@@ -499,7 +501,9 @@ def _run(pipeline: str, options: Options, settings: Settings, scope: Scope, *,
             program = compile_source(pipeline, options, settings.cwd, workflow=workflow)
         if program.halts:  # it may park: its key is checked before anything runs
             signing_key(options.store())
-        frame = machine.new_frame(program, cwd=settings.cwd, mode=settings.mode, args=args)
+        frame = machine.new_frame(program, cwd=settings.cwd, mode=settings.mode, args=args,
+                                  source=os.path.join(settings.cwd, pipeline.strip())
+                                  if workflow else None)
         frame.origin = "workflow" if workflow else "pipeline"
         return _drive(program, frame, options, settings, scope)
     except RequestError as exc:

@@ -18,11 +18,12 @@ def _at_rev(d: Any, tmp: str, rev: str | None) -> tuple[Any, Any, Any]:
     shows it. A file git wrote under `tmp` is named `REV:path` in text, and is the repository
     path with the revision in the message for code scanning (never the temporary checkout)."""
     from lobsterc.syntax.source import Source
+    from vm.core.source import file_name
 
     if rev is None or d.span is None:
         return d, None, d
     for side, name in zip("ab", rev.split("..", 1)):
-        root = os.path.join(tmp, side) + os.sep
+        root = file_name(os.path.join(tmp, side)) + os.sep  # as spans name files: resolved
         if name and d.span.source.startswith(root):
             with open(d.span.source, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()

@@ -20,8 +20,10 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from lobsterc.diagnostics import Diagnostic
-from lobsterc.tools.lsp import analysis
+from lobsterc.tools.lsp import analysis, fixes
+from lobsterc.tools.lsp import completion as answers
 from vm import __version__
+from vm.core.source import file_name
 
 DEBOUNCE_S = 0.3
 STEPS_KEY = re.compile(r"""^\s*["']?steps["']?\s*:""", re.M)
@@ -121,7 +123,8 @@ def lint(ls: LobsterServer, uri: str, text: str) -> list[Diagnostic]:
             and not STEPS_KEY.search(text):
         return []
     found = lint_file(path, text=text, require_approval=ls.require_approval, strict=ls.strict)
-    return [d if d.span is None or d.span.source == path else _in_caller(d, path, text)
+    own = (path, file_name(path))  # spans name files absolute and resolved
+    return [d if d.span is None or d.span.source in own else _in_caller(d, path, text)
             for d in found]
 
 
@@ -224,7 +227,7 @@ def code_action(ls: LobsterServer, params: lsp.CodeActionParams) -> list[lsp.Cod
         rng = analysis.to_range(d.span)
         if d.span is None or not _overlaps(rng, asked):
             continue
-        for title, edits in analysis.fixes(text, lint_path(uri, text) or "", d):
+        for title, edits in fixes.fixes(text, lint_path(uri, text) or "", d):
             change = lsp.WorkspaceEdit(changes={uri: [lsp.TextEdit(_range(doc, r), new)
                                                       for r, new in edits]})
             actions.append(lsp.CodeAction(title, kind=lsp.CodeActionKind.QuickFix,
@@ -247,7 +250,7 @@ _KINDS = {"keyword": lsp.CompletionItemKind.Keyword, "function": lsp.CompletionI
 def completion(ls: LobsterServer, params: lsp.CompletionParams) -> lsp.CompletionList:
     doc, path, line, char = _at(ls, params)
     items = []
-    for item in analysis.complete(doc.source, path, line, char) if path else ():
+    for item in answers.complete(doc.source, path, line, char) if path else ():
         edit = None
         if item.edit is not None:
             edit = lsp.TextEdit(_range(doc, item.edit[0]), item.edit[1])
@@ -262,7 +265,7 @@ def completion(ls: LobsterServer, params: lsp.CompletionParams) -> lsp.Completio
 @answering(None)
 def hover(ls: LobsterServer, params: lsp.HoverParams) -> lsp.Hover | None:
     doc, path, line, char = _at(ls, params)
-    found = analysis.hover(doc.source, path, line, char) if path else None
+    found = answers.hover(doc.source, path, line, char) if path else None
     if found is None:
         return None
     return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, found[0]), _range(doc, found[1]))

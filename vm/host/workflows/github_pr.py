@@ -15,7 +15,7 @@ VIEW_FIELDS = ("number", "title", "url", "state", "isDraft", "mergeable", "revie
 COMPARED = ("number", "title", "url", "state", "isDraft", "mergeable", "reviewDecision",
             "updatedAt", "baseRefName", "headRefName")
 SHOWN = ("number", "title", "url", "state", "updatedAt")
-_ABSENT = object()  # a field the snapshot does not have (JS undefined: left out of JSON)
+_ABSENT = js.UNDEFINED  # a field the snapshot does not have (left out of JSON)
 
 
 def _is_object(value: Any) -> bool:

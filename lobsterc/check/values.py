@@ -1,25 +1,22 @@
-"""The reference's load-time rules for a workflow document: its exact texts, in its order, with
-JavaScript value semantics; the first problem wins. Also the predicates that say what a step is."""
+"""The values generator of the front end: the reference's load-time rules for a workflow
+document, with its exact texts, in its order, and JavaScript value semantics. `value_problems`
+yields the first problem of the file's own values, then of each step in turn (a rule stops at a
+step's first problem, as the reference stops at the file's); the reference's first error is the
+first of them. Also the predicates that say what a step is."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from lobsterc.diagnostics import Diagnostic
-from lobsterc.load import Document, Path
+from lobsterc.load import Document, Path, fields
+from lobsterc.syntax.ast import ABSENT
 from vm.core import bounds
-from vm.core.js import UNDEFINED, to_number, truthy
+from vm.core.js import to_number, truthy
 
 MAX_TIMEOUT_MS = bounds.TIMEOUT_MS.maximum  # a step's timeout_ms: the bound of a run's
-
-class _Absent:
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Any = _Absent()  # JavaScript `undefined`: a key that is not there
-
 
 class _Invalid(Exception):
     def __init__(self, message: str, path: Path) -> None:
@@ -36,13 +33,8 @@ def _get(obj: Any, key: str) -> Any:
     return obj.get(key, ABSENT) if isinstance(obj, dict) else ABSENT
 
 
-def _js(value: Any) -> Any:
-    """A document value as vm.core.js sees it: a key that is not there is `undefined`."""
-    return UNDEFINED if value is ABSENT else value
-
-
 def _truthy(value: Any) -> bool:
-    return truthy(_js(value))
+    return truthy(value)
 
 
 def _is_object(value: Any) -> bool:
@@ -64,7 +56,7 @@ def _is_integer(value: Any) -> bool:
 
 def _to_number(value: Any) -> float:
     """JavaScript Number(value)."""
-    return to_number(_js(value))
+    return to_number(value)
 
 
 def _nonblank_str(value: Any) -> bool:
@@ -108,38 +100,45 @@ def step_kind(step: dict) -> str:
     return "approval" if is_approval(get("approval")) else "noop"
 
 
-def validate_document(wf: Document) -> Diagnostic | None:
-    """The first problem of a parsed workflow file, or None. The reference's checks come first
-    (they own its texts); the JSON Schema then catches what they let through."""
-    from lobsterc.check.keys import first_unknown_key
+class _Walk:
+    """What the rules carry from step to step: the ids seen so far, and whether repeated ids and
+    invalid responseSchemas are left to lint's own generators (lobsterc.check.problems)."""
 
-    unknown = first_unknown_key(wf)
-    if unknown is not None:
-        return unknown
-    try:
-        _check_file(wf.data)
-    except _Invalid as bad:
-        return _diagnostic(wf, bad.message, bad.path)
-    from lobsterc.check.schema import schema_diagnostic
+    __slots__ = ("seen", "lenient")
 
-    return schema_diagnostic(wf)
+    def __init__(self, lenient: bool) -> None:
+        self.seen: set[str] = set()
+        self.lenient = lenient
+
+
+def value_problems(wf: Document, *, lenient: bool = False) -> Iterator[Diagnostic]:
+    """The reference's problems of a parsed workflow file (E210), in its order: the file's own
+    values, then each step's first problem. `lenient` (lint) leaves out repeated ids and
+    invalid responseSchemas, which lint reports each with more detail."""
+    data = wf.data
+    if not _is_object(data):
+        yield _diagnostic(wf, "Workflow file must be a JSON/YAML object", ())
+        return
+    steps = _get(data, "steps")
+    if not isinstance(steps, list) or not steps:
+        yield _diagnostic(wf, "Workflow file requires a non-empty steps array", ("steps",))
+        return
+    for check, key in ((_check_cost_limit, "cost_limit"),
+                       (_check_checkpoint_ttl, "checkpoint_ttl")):
+        try:
+            check(_get(data, key))
+        except _Invalid as bad:
+            yield _diagnostic(wf, bad.message, bad.path)
+    walk = _Walk(lenient)
+    for index, step in enumerate(steps):
+        try:
+            _check_step(step, ("steps", index), walk)
+        except _Invalid as bad:
+            yield _diagnostic(wf, bad.message, bad.path)
 
 
 def _diagnostic(wf: Document, message: str, path: Path) -> Diagnostic:
     return Diagnostic(code="E210", message=message, span=wf.span_of(*path))
-
-
-def _check_file(data: Any) -> None:
-    if not _is_object(data):
-        _fail("Workflow file must be a JSON/YAML object")
-    steps = _get(data, "steps")
-    if not isinstance(steps, list) or not steps:
-        _fail("Workflow file requires a non-empty steps array", "steps")
-    _check_cost_limit(_get(data, "cost_limit"))
-    _check_checkpoint_ttl(_get(data, "checkpoint_ttl"))
-    seen: set[str] = set()
-    for index, step in enumerate(steps):
-        _check_step(step, ("steps", index), seen)
 
 
 def _check_cost_limit(limit: Any) -> None:
@@ -168,7 +167,7 @@ def _check_checkpoint_ttl(ttl: Any) -> None:
               "number of milliseconds", "checkpoint_ttl")
 
 
-def _check_step(step: Any, at: Path, seen: set[str]) -> None:
+def _check_step(step: Any, at: Path, walk: _Walk) -> None:
     if not _is_object(step):
         _fail("Workflow step must be an object", *at)
     sid = _get(step, "id")
@@ -180,22 +179,22 @@ def _check_step(step: Any, at: Path, seen: set[str]) -> None:
         _fail(f"Workflow step {sid} parallel must be an object", *at, "parallel")
     is_parallel = isinstance(parallel, dict)
     if is_parallel:
-        _check_parallel(parallel, sid, (*at, "parallel"), seen)
+        _check_parallel(parallel, sid, (*at, "parallel"), walk.seen)
     for_each = step.get("for_each", ABSENT)
     if for_each is not ABSENT and not isinstance(for_each, str):
         _fail(f"Workflow step {sid} for_each must be a string (step reference expression)", *at, "for_each")
     is_for_each = isinstance(for_each, str)
     if is_for_each:
-        _check_for_each(step, sid, at)
+        _check_for_each(step, sid, at, walk)
     _check_execution(step, sid, at, is_parallel, is_for_each)
-    _check_input(step, sid, at)
+    _check_input(step, sid, at, walk)
     _check_approval(step.get("approval", ABSENT), sid, (*at, "approval"))
     _check_limits(step, sid, at)
-    if sid in seen:
+    if sid in walk.seen and not walk.lenient:
         _fail(f"Duplicate workflow step id: {sid}", *at, "id")
     if is_parallel:
-        seen.update(branch["id"] for branch in parallel["branches"])
-    seen.add(sid)
+        walk.seen.update(branch["id"] for branch in parallel["branches"])
+    walk.seen.add(sid)
 
 
 def _check_workflow_ref(step: dict, sid: str, at: Path) -> None:
@@ -257,7 +256,7 @@ def _check_strings(step: Any, prefix: str, at: Path) -> None:
             _fail(f"{prefix} {key} must be a string", *at, key)
 
 
-def _check_for_each(step: dict, sid: str, at: Path) -> None:
+def _check_for_each(step: dict, sid: str, at: Path, walk: _Walk) -> None:
     subs = step.get("steps", ABSENT)
     if not isinstance(subs, list) or not subs:
         _fail(f"Workflow step {sid} for_each requires a non-empty steps array", *at, "steps")
@@ -298,22 +297,23 @@ def _check_for_each(step: dict, sid: str, at: Path) -> None:
         _fail(f"Workflow step {sid} item_var must be a string", *at, "item_var")
     if index_var is not ABSENT and not isinstance(index_var, str):
         _fail(f"Workflow step {sid} index_var must be a string", *at, "index_var")
-    item_var = "item" if item_var is ABSENT else item_var
-    index_var = "index" if index_var is ABSENT else index_var
+    item_var = fields.default(fields.STEP, "item_var") if item_var is ABSENT else item_var
+    index_var = fields.default(fields.STEP, "index_var") if index_var is ABSENT else index_var
     if item_var == index_var:
         _fail(f"Workflow step {sid} item_var and index_var cannot be the same", *at, "index_var")
     sub_ids: set[str] = set()
     for index, sub in enumerate(subs):
-        _check_sub_step(sub, sid, (*at, "steps", index), (item_var, index_var), sub_ids)
+        _check_sub_step(sub, sid, (*at, "steps", index), (item_var, index_var), sub_ids, walk)
 
 
-def _check_sub_step(sub: Any, sid: str, at: Path, loop_vars: tuple[str, str], sub_ids: set[str]) -> None:
+def _check_sub_step(sub: Any, sid: str, at: Path, loop_vars: tuple[str, str], sub_ids: set[str],
+                    walk: _Walk) -> None:
     sub_id = _get(sub, "id")
     if not _is_object(sub) or not _truthy(sub_id) or not isinstance(sub_id, str):
         _fail(f"Workflow step {sid} for_each sub-step requires an id", *at, "id")
     if sub_id in loop_vars:
         _fail(f"Workflow step {sid} for_each sub-step id '{sub_id}' conflicts with loop variable", *at, "id")
-    if sub_id in sub_ids:
+    if sub_id in sub_ids and not walk.lenient:
         _fail(f"Workflow step {sid} duplicate for_each sub-step id: {sub_id}", *at, "id")
     sub_ids.add(sub_id)
     prefix = f"Workflow step {sid} for_each sub-step {sub_id}"
@@ -334,7 +334,7 @@ def _check_sub_step(sub: Any, sid: str, at: Path, loop_vars: tuple[str, str], su
     if shell and pipeline:
         _fail(f"{prefix} can only define one of run, command, or pipeline", *at)
     if inputs:
-        _check_input(sub, prefix.removeprefix("Workflow step "), at)
+        _check_input(sub, prefix.removeprefix("Workflow step "), at, walk)
 
 
 def _check_execution(step: dict, sid: str, at: Path, is_parallel: bool, is_for_each: bool) -> None:
@@ -364,7 +364,7 @@ def _check_execution(step: dict, sid: str, at: Path, is_parallel: bool, is_for_e
     _check_strings(step, f"Workflow step {sid}", at)
 
 
-def _check_input(step: dict, sid: str, at: Path) -> None:
+def _check_input(step: dict, sid: str, at: Path, walk: _Walk) -> None:
     value = step.get("input", ABSENT)
     if value is ABSENT:
         return
@@ -375,6 +375,8 @@ def _check_input(step: dict, sid: str, at: Path) -> None:
     schema = value.get("responseSchema", ABSENT)
     if not (schema is None or _is_object(schema)):
         _fail(f"Workflow step {sid} input.responseSchema must be an object", *at, "input", "responseSchema")
+    if walk.lenient and isinstance(schema, dict):
+        return  # lint reports it (E213)
     problem = _schema_problem(schema)
     if problem is not None:
         _fail(f"Workflow step {sid} input.responseSchema is invalid: {problem}", *at, "input", "responseSchema")
@@ -457,78 +459,3 @@ def _check_limits(step: dict, sid: str, at: Path) -> None:
         _fail(f"Workflow step {sid} retry.jitter must be a boolean", *at, "jitter")
 
 
-
-def validate_all(wf: Document) -> tuple[list[Diagnostic], Diagnostic | None, Document]:
-    """For lint, which reports as much as it can: every unknown key (E217), every repeated
-    step id (E210) and every responseSchema that is not a JSON Schema (E213); the first other
-    problem, or None; and the document with the unknown keys dropped, the repeats renamed and
-    those schemas replaced by {}, for the checks after."""
-    import copy
-
-    from lobsterc.check.keys import drop_unknown_keys
-
-    patched = copy.deepcopy(wf.data)
-    diags: list[Diagnostic] = drop_unknown_keys(wf, patched)
-    if isinstance(patched, dict) and isinstance(patched.get("steps"), list):
-        diags += _duplicates(wf, patched["steps"], ("steps",), "Duplicate workflow step id: {sid}")
-        diags += _bad_schemas(wf, patched["steps"], ("steps",))
-    doc = Document(wf.path, wf.source, patched, wf.spans, wf.key_spans)
-    return diags, validate_document(doc), doc
-
-
-def _duplicates(wf: Document, steps: list, at: Path, message: str) -> list[Diagnostic]:
-    out: list[Diagnostic] = []
-    first: dict[str, Path] = {}
-    for index, step in enumerate(steps):
-        sid = step.get("id") if isinstance(step, dict) else None
-        if not isinstance(sid, str) or not sid:
-            continue
-        if sid in first:
-            line = wf.span_of(*first[sid], "id").line
-            out.append(Diagnostic("E210", message.format(sid=sid), wf.span_of(*at, index, "id"),
-                                  help=f"'{sid}' is first defined on line {line}"))
-            step["id"] = f"{sid}~{index}"
-        else:
-            first[sid] = (*at, index)
-        subs = step.get("steps")
-        if isinstance(step.get("for_each"), str) and isinstance(subs, list):
-            out += _duplicates(wf, subs, (*at, index, "steps"),
-                               f"Workflow step {sid} duplicate for_each sub-step id: {{sid}}")
-    return out
-
-
-def _bad_schemas(wf: Document, steps: list, at: Path) -> list[Diagnostic]:
-    from vm.core.schema import schema_fault
-
-    out: list[Diagnostic] = []
-    for index, step in enumerate(steps):
-        if not isinstance(step, dict):
-            continue
-        spec = step.get("input")
-        schema = spec.get("responseSchema") if isinstance(spec, dict) else None
-        if isinstance(schema, dict):
-            error = schema_fault(schema)
-            if error is not None:
-                where = (*at, index, "input", "responseSchema", *error.absolute_path)
-                out.append(Diagnostic(
-                    "E213", f"Workflow step {step.get('id')} input.responseSchema is invalid: "
-                    f"{error.message}", wf.span_of(*where),
-                    help="see https://json-schema.org/understanding-json-schema/"))
-                spec["responseSchema"] = {}
-        subs = step.get("steps")
-        if isinstance(step.get("for_each"), str) and isinstance(subs, list):
-            out += _bad_schemas(wf, subs, (*at, index, "steps"))
-    return out
-
-
-def validated(text: str, name: str) -> Document:
-    """Parse and validate workflow text; `name` (a path) picks the format. Raises CompileError
-    (E210) on the first problem."""
-    from lobsterc.diagnostics import CompileError
-    from lobsterc.load import parse_text
-
-    doc = parse_text(text, name)
-    problem = validate_document(doc)
-    if problem is not None:
-        raise CompileError([problem], doc.source)
-    return doc

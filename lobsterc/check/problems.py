@@ -1,0 +1,129 @@
+"""The front end pass over a parsed workflow document: `iter_problems` chains small generators,
+each yielding its problems with their locations, in the order the file is reported in:
+
+  keys    unknown keys (E217; lobsterc.check.keys), every one, in document order
+  values  the reference's rules (E210; lobsterc.check.values), the file's values, then each step
+  types   the JSON Schema made from the field table (E210; lobsterc.check.types)
+
+The first error, as the original reports it, is the first of them (`first_problem`): no other
+checker decides it. Lint reads the same generators (`lint_problems`): every unknown key, every
+repeated id and every invalid responseSchema, each with lint's detail, then the first other
+problem; the document is never copied nor patched to get past them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import chain
+
+from lobsterc.check.keys import unknown_keys
+from lobsterc.check.types import type_problems
+from lobsterc.check.values import value_problems
+from lobsterc.diagnostics import CompileError, Diagnostic
+from lobsterc.load import Document, Path, parse_text, read_text
+
+__all__ = ["iter_problems", "first_problem", "lint_problems", "validated", "load_checked"]
+
+
+def key_problems(doc: Document) -> Iterator[Diagnostic]:
+    return (diag for diag, _ in unknown_keys(doc))
+
+
+def iter_problems(doc: Document) -> Iterator[Diagnostic]:
+    """Every problem of a parsed workflow file: keys, then values, then the types of the values
+    the rules have not already reported (a value the reference refuses is not reported twice)."""
+    yield from key_problems(doc)
+    reported = set()
+    for problem in value_problems(doc):
+        reported.add(_place(problem))
+        yield problem
+    for problem in type_problems(doc):
+        if _place(problem) not in reported:
+            yield problem
+
+
+def _place(problem: Diagnostic) -> tuple[int, int] | None:
+    span = problem.span
+    return None if span is None else (span.line, span.col)
+
+
+def first_problem(doc: Document) -> Diagnostic | None:
+    """The problem a load refuses a file with (the original's first error), or None."""
+    return next(iter_problems(doc), None)
+
+
+def validated(text: str, name: str) -> Document:
+    """Parse and check workflow text; `name` (a path) picks the format. Raises CompileError
+    (E210) on the first problem."""
+    doc = parse_text(text, name)
+    problem = first_problem(doc)
+    if problem is not None:
+        raise CompileError([problem], doc.source)
+    return doc
+
+
+def load_checked(path: str) -> Document:
+    """Read, parse and check a workflow file. Raises CompileError (E210) with the reference's
+    message on the first problem."""
+    return validated(read_text(path), path)
+
+
+def lint_problems(doc: Document) -> tuple[list[Diagnostic], Diagnostic | None]:
+    """For lint, which reports as much as it can: every unknown key (E217), every repeated step
+    id (E210, with where it was first defined) and every responseSchema that is not a JSON
+    Schema (E213); and the first other problem, or None (the file is then built as it is)."""
+    found = [*key_problems(doc), *repeated_ids(doc), *bad_response_schemas(doc)]
+    rest = chain(value_problems(doc, lenient=True), type_problems(doc))
+    return found, next(rest, None)
+
+
+def repeated_ids(doc: Document, steps: list | None = None, at: Path = ("steps",),
+                 message: str = "Duplicate workflow step id: {sid}") -> Iterator[Diagnostic]:
+    """E210 for every step id (and for_each sub-step id) that an earlier one has."""
+    if steps is None:
+        steps = doc.data.get("steps") if isinstance(doc.data, dict) else None
+        if not isinstance(steps, list):
+            return
+    first: dict[str, Path] = {}
+    for index, step in enumerate(steps):
+        sid = step.get("id") if isinstance(step, dict) else None
+        if not isinstance(sid, str) or not sid:
+            continue
+        if sid in first:
+            line = doc.span_of(*first[sid], "id").line
+            yield Diagnostic("E210", message.format(sid=sid), doc.span_of(*at, index, "id"),
+                             help=f"'{sid}' is first defined on line {line}")
+        else:
+            first[sid] = (*at, index)
+        subs = step.get("steps")
+        if isinstance(step.get("for_each"), str) and isinstance(subs, list):
+            yield from repeated_ids(doc, subs, (*at, index, "steps"),
+                                    f"Workflow step {sid} duplicate for_each sub-step id: {{sid}}")
+
+
+def bad_response_schemas(doc: Document, steps: list | None = None,
+                         at: Path = ("steps",)) -> Iterator[Diagnostic]:
+    """E213 for every input step's responseSchema (an object) that is not a JSON Schema of the
+    input dialect (vm.core.schema), at the keyword that is wrong."""
+    from vm.core.schema import schema_fault
+
+    if steps is None:
+        steps = doc.data.get("steps") if isinstance(doc.data, dict) else None
+        if not isinstance(steps, list):
+            return
+    for index, step in enumerate(steps):
+        if not isinstance(step, dict):
+            continue
+        spec = step.get("input")
+        schema = spec.get("responseSchema") if isinstance(spec, dict) else None
+        if isinstance(schema, dict):
+            error = schema_fault(schema)
+            if error is not None:
+                where = (*at, index, "input", "responseSchema", *error.absolute_path)
+                yield Diagnostic(
+                    "E213", f"Workflow step {step.get('id')} input.responseSchema is invalid: "
+                    f"{error.message}", doc.span_of(*where),
+                    help="see https://json-schema.org/understanding-json-schema/")
+        subs = step.get("steps")
+        if isinstance(step.get("for_each"), str) and isinstance(subs, list):
+            yield from bad_response_schemas(doc, subs, (*at, index, "steps"))
