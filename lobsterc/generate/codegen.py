@@ -16,7 +16,7 @@ from vm.core import js
 from vm.core.source import file_name
 from vm.isa.codec import seal
 from vm.isa.opcodes import OPCODE_VERSION, OPS, Op
-from vm.isa.ops import Exec, HaltSite, Stage
+from vm.isa.ops import Exec, HaltSite, PipelineApprove, PipelineAsk, Stage
 from vm.isa.program import FORMAT_VERSION, MAGIC, Header, Instr, Loc, Program, StepInfo
 
 DEFAULT_ASK_SCHEMA = {
@@ -124,10 +124,12 @@ def compile_pipeline(text: str, name: str = "<pipeline>", *, path: str | None = 
 
 
 def emit_stage(em: Emitter, item: BoundStage, reg: int, step_id: str,
-               templated: bool = False) -> None:
+               templated: bool = False, in_step: str | None = None) -> None:
     """The instruction one bound stage compiles to, reading and writing register `reg`.
     `templated` stages (workflow pipeline steps) render `${arg}` / `$step.path` in each
-    argument word at run time; the words themselves were fixed when the text was parsed."""
+    argument word at run time; the words themselves were fixed when the text was parsed.
+    `step_id` labels a gate stage; `in_step` names the workflow step (or parallel branch)
+    whose pipeline the stage is in, None in a pipeline."""
     cmd, args, span = item.command, item.args, item.stage.span
     if cmd.lowering == "exec":
         em.emit(Op.EXEC, reg, em.const(exec_spec(args, templated)), reg, span)
@@ -136,7 +138,7 @@ def emit_stage(em: Emitter, item: BoundStage, reg: int, step_id: str,
     elif cmd.lowering == "approve":
         em.emit(Op.HALT_APPROVE, reg, em.halt(approval_site(step_id, args)), span=span)
     elif cmd.lowering == "ask":
-        em.emit(Op.HALT_INPUT, reg, em.halt(input_site(step_id, args)), span=span)
+        em.emit(Op.HALT_INPUT, reg, em.halt(input_site(step_id, args, in_step)), span=span)
     else:
         stage = Stage(cmd.name, dict(args.flags), tuple(args.positionals), templated)
         em.emit(Op.STAGE, reg, em.const(stage), reg, span)
@@ -155,7 +157,7 @@ def exec_spec(args, templated: bool = False) -> Exec:
                 templated=templated)
 
 
-def approval_site(step_id: str, args) -> HaltSite:
+def approval_site(step_id: str, args) -> PipelineApprove:
     prompt = args.get("prompt")
     limit = args.get("limit")
     if limit is True:
@@ -165,18 +167,18 @@ def approval_site(step_id: str, args) -> HaltSite:
         count = 5 if number != number else int(number) if abs(number) != float("inf") else 10**9
     else:
         count = 5
-    return HaltSite(step_id, "approval", prompt if isinstance(prompt, str) else "Approve?",
-                    preview=args.get("preview-from-stdin") is True, limit=count,
-                    emit=args.get("emit") is True)
+    return PipelineApprove(step_id, prompt if isinstance(prompt, str) else "Approve?",
+                           preview=args.get("preview-from-stdin") is True, limit=count,
+                           emit=args.get("emit") is True)
 
 
-def input_site(step_id: str, args) -> HaltSite:
+def input_site(step_id: str, args, in_step: str | None = None) -> PipelineAsk:
     prompt = args.get("prompt")
     schema_text = args.get("schema")
     schema = json.loads(schema_text) if isinstance(schema_text, str) else DEFAULT_ASK_SCHEMA
-    return HaltSite(step_id, "input", prompt if isinstance(prompt, str) else "Input required",
-                    schema=schema, subject=args.get("subject-from-stdin") is True,
-                    emit=args.get("emit") is True)
+    return PipelineAsk(step_id, prompt if isinstance(prompt, str) else "Input required",
+                       schema=schema, subject=args.get("subject-from-stdin") is True,
+                       emit=args.get("emit") is True, step=in_step)
 
 
 __all__ = ["Emitter", "compile_pipeline", "emit_stage", "ast"]

@@ -20,8 +20,8 @@ from lobsterc.check.checker import check_file, refusal
 from lobsterc.generate.codegen import Emitter, emit_stage
 from lobsterc.syntax.source import Span
 from vm.isa.opcodes import Op
-from vm.isa.ops import (Branch, Call, Given, HaltSite, LoadStdin, Loop, Parallel, Policy, Retry,
-                    Shell)
+from vm.isa.ops import (ApproverRules, Branch, Call, Given, LoadStdin, Loop, Parallel, Policy,
+                       Retry, Shell, StepApproval, StepInput, StepValue)
 from vm.isa.program import Program
 
 COND_REG = 1  # EVAL_COND result
@@ -137,7 +137,9 @@ class _Compiler:
             em.emit(Op.HALT_INPUT, ITEMS_REG, em.halt(self.input_site(step, kind, label)),
                     span=kind.loc.span())
         else:
-            self.execute(step, kind, S, label)
+            # the approval right after the step's value finishes the step; after a policy's
+            # END_TRY the step has finished at its value
+            self.execute(step, kind, S, label, gated=step.approval is not None and not policy)
         end_try = None
         if try_pc is not None:
             em.patch(try_pc, len(em.code))
@@ -154,7 +156,8 @@ class _Compiler:
             em.patch(end_try, len(em.code))  # on_error continue / skip_rest land here
         em.step(block_label, block_first, span)
 
-    def execute(self, step: ast.Step, kind: ast.StepKind, S: int, label: str) -> None:
+    def execute(self, step: ast.Step, kind: ast.StepKind, S: int, label: str,
+                gated: bool = False) -> None:
         em = self.em
         if isinstance(kind, ast.Shell):
             em.emit(Op.SHELL, S, em.const(Shell(kind.line, _given(step.stdin), self.step_env(step),
@@ -162,13 +165,14 @@ class _Compiler:
                     span=step.loc.span(kind.key))
         elif isinstance(kind, ast.PipelineStep):
             load = LoadStdin(_given(step.stdin), self.step_env(step), self.step_cwd(step))
-            self.emit_pipeline(kind.pipeline, load, S, label)
+            self.emit_pipeline(kind.pipeline, load, S, label, step.id)
         elif isinstance(kind, ast.SubWorkflow):
             self.call(step, kind, S, label)
         elif isinstance(kind, ast.Parallel):
             self.parallel(step, kind, S, label)
         else:  # approval-only or no-op: a synthetic result from stdin
-            em.emit(Op.SET_RESULT, S, em.const(_given(step.stdin)), span=step.span)
+            value = StepValue(_given(step.stdin), gated)
+            em.emit(Op.SET_RESULT, S, em.const(value), span=step.span)
 
     def step_env(self, step: ast.Step) -> dict:
         env = dict(self.env)
@@ -189,12 +193,14 @@ class _Compiler:
 
     # pipelines -------------------------------------------------------------------------------
     def emit_pipeline(self, pipeline: ast.PipelineText, load: LoadStdin, S: int,
-                      label: str) -> None:
+                      label: str, owner: str) -> None:
+        """A pipeline of step (or parallel branch) `owner`, its stages labelled `label:N`."""
         em = self.em
         span = pipeline.span
         em.emit(Op.LOAD_STDIN, ITEMS_REG, em.const(load), span=span)
         for index, item in enumerate(pipeline.bound, start=1):
-            emit_stage(em, item, ITEMS_REG, f"{label}:{index}", templated=True)
+            emit_stage(em, item, ITEMS_REG, f"{label}:{index}", templated=True,
+                       in_step=owner)
             # stage spans are relative to the pipeline text; the file's position is the value's
             em.source_map[-1] = em.loc(span)
         em.emit(Op.STORE_PIPELINE, S, ITEMS_REG, span=span)
@@ -232,23 +238,21 @@ class _Compiler:
 
     # gates -----------------------------------------------------------------------------------
     @staticmethod
-    def approval_site(step: ast.Step, label: str) -> HaltSite:
+    def approval_site(step: ast.Step, label: str) -> StepApproval:
         approval = step.approval
         config = approval.config
-        extra: dict[str, Any] = {"initiated_by": config.get("initiatedBy"),
-                                 "required_approver": config.get("requiredApprover"),
-                                 "require_different_approver": config.get("requireDifferentApprover")}
-        if "items" in config:
-            extra["items"] = Given(config["items"])
-        if "preview" in config:
-            extra["preview_text"] = Given(config["preview"])
-        return HaltSite(label, "approval", approval.prompt, step=step.id, **extra)
+        rules = ApproverRules(config.get("initiatedBy"), config.get("requiredApprover"),
+                              config.get("requireDifferentApprover"))
+        return StepApproval(label, approval.prompt, step.id,
+                            items=Given(config["items"]) if "items" in config else None,
+                            preview=Given(config["preview"]) if "preview" in config else None,
+                            approvers=rules)
 
     @staticmethod
-    def input_site(step: ast.Step, kind: ast.InputGate, label: str) -> HaltSite:
-        return HaltSite(label, "input", kind.prompt, schema=kind.schema, step=step.id,
-                        defaults=None if kind.defaults is ABSENT else Given(kind.defaults),
-                        stdin=None if step.stdin is ABSENT else Given(step.stdin))
+    def input_site(step: ast.Step, kind: ast.InputGate, label: str) -> StepInput:
+        return StepInput(label, kind.prompt, step.id, schema=kind.schema,
+                         defaults=None if kind.defaults is ABSENT else Given(kind.defaults),
+                         stdin=None if step.stdin is ABSENT else Given(step.stdin))
 
     # parallel --------------------------------------------------------------------------------
     def parallel(self, step: ast.Step, kind: ast.Parallel, S: int, label: str) -> None:
@@ -282,7 +286,7 @@ class _Compiler:
                 if body[0] == "pipeline":
                     _, pipeline, load = body
                     span = pipeline.span
-                    self.emit_pipeline(pipeline, load, S, prefix + branch_id)
+                    self.emit_pipeline(pipeline, load, S, prefix + branch_id, branch_id)
                 else:
                     _, shell, span = body
                     em.emit(Op.SHELL, S, em.const(shell), span=span)

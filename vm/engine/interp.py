@@ -16,9 +16,11 @@ from vm.host.commands import COMMANDS, Args, CommandError, Context
 from vm.host.commands.exec_cmd import process_code, run_exec
 from vm.core.condition import MISSING, evaluate
 from vm.isa.cost import CostLimit, Ledger
-from vm.isa.frame import CallFrame, Frame, LoopFrame, Pending, TryFrame
+from vm.isa.frame import (CallFrame, Frame, LoopFrame, PipelineApproveWait, PipelineAskWait,
+                          StepApprovalWait, StepInputWait, TryFrame)
 from vm.isa.opcodes import Op
-from vm.isa.ops import HaltSite, Loop, Parallel, Policy, Retry
+from vm.isa.ops import (ApproverRules, Loop, Parallel, PipelineApprove,
+                       PipelineAsk, Policy, Retry, StepApproval, StepInput)
 from vm.engine.outcome import Failed, Finished, Outcome, Parked, location
 from vm.host.process import CommandNotFound, ProcessError, env_output_cap, run_process, shell_argv
 from vm.isa.program import Instr, Program
@@ -242,15 +244,14 @@ class Run:
         return step
 
     # gates -----------------------------------------------------------------------------------
-    def approval_pending(self, site: HaltSite, halt: int) -> Pending:
+    def approval_pending(self, site: StepApproval, halt: int) -> StepApprovalWait:
         result = self.frame.results.get(site.step)
         request = steps.approval_request(result, site.prompt, _gate_config(site))
-        identity = _identity(site, self.host.ctx.env)
-        return Pending(kind="approval", halt=halt, register=0, prompt=request["prompt"],
-                       items=list(request["items"]), preview=request.get("preview"),
-                       step=site.step, identity=identity)
+        return StepApprovalWait(halt=halt, prompt=request["prompt"], step=site.step,
+                                items=list(request["items"]), preview=request.get("preview"),
+                                approvers=_approvers(site.approvers, self.host.ctx.env))
 
-    def input_pending(self, site: HaltSite, halt: int) -> Pending:
+    def input_pending(self, site: StepInput, halt: int) -> StepInputWait:
         frame = self.frame
         present = True
         if site.stdin is not None:
@@ -261,10 +262,10 @@ class Run:
         else:
             subject = _previous_value(frame.results.get(frame.last_step))
         defaults = site.defaults
-        return Pending(kind="input", halt=halt, register=0, prompt=site.prompt,
-                       schema=site.schema, subject=subject, has_subject=present, step=site.step,
-                       defaults=None if defaults is None else defaults.value,
-                       has_defaults=defaults is not None)
+        return StepInputWait(halt=halt, prompt=site.prompt, step=site.step, schema=site.schema,
+                             subject=subject, has_subject=present,
+                             defaults=None if defaults is None else defaults.value,
+                             has_defaults=defaults is not None)
 
 
 def execute(program: Program, frame: Frame, host, *, budget: int | None = None,
@@ -426,10 +427,9 @@ def op_store_pipeline(run: Run, ins: Instr) -> None:
 
 
 def op_set_result(run: Run, ins: Instr) -> None:
-    step = run.K[ins.a]
-    code, pc = run.program.code, run.frame.pc
-    gate = pc < len(code) and code[pc].op in (Op.HALT_APPROVE, Op.HALT_INPUT)  # gate steps
-    run.record(step, steps.value_result(step, run.stdin(run.K[ins.b])), done=not gate)
+    step, value = run.K[ins.a], run.K[ins.b]
+    # a gated step is finished by its approval, not here
+    run.record(step, steps.value_result(step, run.stdin(value.stdin)), done=not value.gated)
 
 
 def op_init_args(run: Run, ins: Instr) -> None:
@@ -462,11 +462,15 @@ def op_skip_step(run: Run, ins: Instr) -> None:
         run.events.skipped(run.frame.pc - 1, "condition false")
 
 
-def op_halt_approve(run: Run, ins: Instr) -> Parked | None:
-    site, frame, host = run.program.halts[ins.b], run.frame, run.host
-    if site.step:
-        frame.pending = run.approval_pending(site, ins.b)
-        return Parked(frame)
+def op_halt(run: Run, ins: Instr) -> Parked | None:
+    """HALT_APPROVE and HALT_INPUT: the handler of the site's kind (verify lets each opcode
+    name only its own kinds)."""
+    site = run.program.halts[ins.b]
+    return GATES[type(site)](run, ins, site)
+
+
+def halt_pipeline_approve(run: Run, ins: Instr, site: PipelineApprove) -> Parked | None:
+    frame, host = run.frame, run.host
     if (host.ask_line is not None and host.ctx.mode == "human" and host.ctx.stdin_is_tty
             and not site.emit):
         answer = host.ask_line(f"{site.prompt} [y/N] ").strip().lower()
@@ -477,19 +481,31 @@ def op_halt_approve(run: Run, ins: Instr) -> Parked | None:
     return Parked(frame)
 
 
-def op_halt_input(run: Run, ins: Instr) -> Parked:
-    site, frame = run.program.halts[ins.b], run.frame
-    if not site.step and frame.origin == "workflow" and run.host.ctx.mode != "tool":
+def halt_pipeline_ask(run: Run, ins: Instr, site: PipelineAsk) -> Parked:
+    frame = run.frame
+    if site.step is not None and run.host.ctx.mode != "tool":
         # an `ask` stage of a workflow's pipeline step pauses in tool mode only (as the original)
-        step = site.id.rpartition(":")[0].rpartition("/")[2]
-        raise CommandError(f"Workflow step {step} halted before completion at pipeline stage ask",
-                           code="E214", retryable=False)
-    if not site.step and run.host.ctx.mode == "tool" and (run.host.rendered or frame.capture):
+        raise CommandError(f"Workflow step {site.step} halted before completion at pipeline "
+                           "stage ask", code="E214", retryable=False)
+    if run.host.ctx.mode == "tool" and (run.host.rendered or frame.capture):
         raise CommandError("requestInput cannot suspend after this command has produced output",
                            retryable=False)
-    frame.pending = (run.input_pending(site, ins.b) if site.step
-                     else input_pending(site, ins.b, ins.a, frame.registers[ins.a]))
+    frame.pending = input_pending(site, ins.b, ins.a, frame.registers[ins.a])
     return Parked(frame)
+
+
+def halt_step_approval(run: Run, ins: Instr, site: StepApproval) -> Parked:
+    run.frame.pending = run.approval_pending(site, ins.b)
+    return Parked(run.frame)
+
+
+def halt_step_input(run: Run, ins: Instr, site: StepInput) -> Parked:
+    run.frame.pending = run.input_pending(site, ins.b)
+    return Parked(run.frame)
+
+
+GATES = {PipelineApprove: halt_pipeline_approve, PipelineAsk: halt_pipeline_ask,
+         StepApproval: halt_step_approval, StepInput: halt_step_input}
 
 
 def op_end_workflow(run: Run, ins: Instr) -> Finished | None:
@@ -708,7 +724,7 @@ HANDLERS = {
     Op.STORE_PIPELINE: op_store_pipeline, Op.SET_RESULT: op_set_result,
     Op.INIT_ARGS: op_init_args, Op.COST_LIMIT: op_cost_limit, Op.JUMP: op_jump,
     Op.JUMP_IF_NOT: op_jump_if_not, Op.EVAL_COND: op_eval_cond, Op.SKIP_STEP: op_skip_step,
-    Op.HALT_APPROVE: op_halt_approve, Op.HALT_INPUT: op_halt_input,
+    Op.HALT_APPROVE: op_halt, Op.HALT_INPUT: op_halt,
     Op.LOOP_BEGIN: op_loop_begin, Op.LOOP_NEXT: op_loop_next, Op.CALL: op_call,
     Op.RETURN: op_return, Op.TRY: op_try, Op.END_TRY: op_end_try, Op.PARALLEL: op_parallel,
     Op.END_BRANCH: op_end_branch, Op.END: op_end, Op.END_WORKFLOW: op_end_workflow,
@@ -716,7 +732,8 @@ HANDLERS = {
 
 
 # halts ----------------------------------------------------------------------------------------
-def approval_pending(site: HaltSite, halt: int, register: int, items: list) -> Pending:
+def approval_pending(site: PipelineApprove, halt: int, register: int,
+                     items: list) -> PipelineApproveWait:
     preview = None
     if site.preview:
         shown = items[: max(site.limit, 0)]
@@ -725,26 +742,25 @@ def approval_pending(site: HaltSite, halt: int, register: int, items: list) -> P
         else:
             preview = js.json_pretty(shown)
         preview = preview or None
-    return Pending(kind="approval", halt=halt, register=register, prompt=site.prompt,
-                   items=list(items), preview=preview)
+    return PipelineApproveWait(halt=halt, register=register, prompt=site.prompt,
+                               items=list(items), preview=preview)
 
 
-def input_pending(site: HaltSite, halt: int, register: int, items: list) -> Pending:
+def input_pending(site: PipelineAsk, halt: int, register: int, items: list) -> PipelineAskWait:
     subject: Any = None
     text = "\n".join(js.to_text(i) for i in items) if site.subject else ""
     if text:  # no text, no subject (as the reference)
         subject = {"text": text[:SUBJECT_LIMIT]}
-    return Pending(kind="input", halt=halt, register=register, prompt=site.prompt,
-                   items=list(items), schema=site.schema, subject=subject,
-                   has_subject=bool(text))
+    return PipelineAskWait(halt=halt, register=register, prompt=site.prompt, schema=site.schema,
+                           items=list(items), subject=subject)
 
 
-def _gate_config(site: HaltSite) -> dict:
+def _gate_config(site: StepApproval) -> dict:
     config = {}
     if site.items is not None:
         config["items"] = site.items.value
-    if site.preview_text is not None:
-        config["preview"] = site.preview_text.value
+    if site.preview is not None:
+        config["preview"] = site.preview.value
     return config
 
 
@@ -762,20 +778,14 @@ def _previous_value(result: dict | None) -> Any:
     return None
 
 
-def _identity(site: HaltSite, env) -> dict:
-    initiated = site.initiated_by if site.initiated_by is not None else (
+def _approvers(rules: ApproverRules, env) -> ApproverRules:
+    """The site's rules, each one it leaves open (None) read from the environment."""
+    initiated = rules.initiated_by if rules.initiated_by is not None else (
         (env.get("LOBSTER_APPROVAL_INITIATED_BY") or "").strip() or None)
-    required = site.required_approver if site.required_approver is not None else (
+    required = rules.required_approver if rules.required_approver is not None else (
         (env.get("LOBSTER_APPROVAL_REQUIRED_APPROVER") or "").strip() or None)
-    different = site.require_different_approver
+    different = rules.require_different_approver
     if different is None:
         different = (env.get("LOBSTER_APPROVAL_REQUIRE_DIFFERENT_APPROVER") or "").strip() \
             .lower() in TRUE_WORDS
-    identity: dict[str, Any] = {}
-    if initiated:
-        identity["initiatedBy"] = initiated
-    if required:
-        identity["requiredApprover"] = required
-    if different:
-        identity["requireDifferentApprover"] = True
-    return identity
+    return ApproverRules(initiated or None, required or None, True if different else None)

@@ -15,7 +15,7 @@ from attrs import define, field
 
 from vm.core.source import file_name
 from vm.host.commands import Context
-from vm.isa.frame import FRAME_FORMAT, Frame
+from vm.isa.frame import FRAME_FORMAT, Frame, PipelineAskWait, StepApprovalWait, StepInputWait
 from vm.engine.interp import VMBug, approval_pending, execute, input_pending
 from vm.engine.outcome import Failed, Finished, Outcome, Parked
 from vm.isa.program import Program
@@ -63,18 +63,18 @@ def apply_decision(frame: Frame, answer: Any, approved_by: str | None = None) ->
     pending = frame.pending
     if pending is None:
         raise VMBug("apply_decision on a frame that is not parked")
-    if pending.step:
+    if isinstance(pending, StepApprovalWait):
         result = dict(frame.results.get(pending.step) or {"id": pending.step})
-        if pending.kind == "input":
-            result = {"id": pending.step, "subject": pending.subject, "response": answer}
-            frame.last_step = pending.step
-        else:
-            result["approved"] = True
-            if pending.identity.get("initiatedBy") is not None:
-                result["initiatedBy"] = pending.identity["initiatedBy"]
-            if approved_by:
-                result["approvedBy"] = approved_by
+        result["approved"] = True
+        if pending.approvers.initiated_by is not None:
+            result["initiatedBy"] = pending.approvers.initiated_by
+        if approved_by:
+            result["approvedBy"] = approved_by
         frame.results[pending.step] = result
-    elif pending.kind == "input":
+    elif isinstance(pending, StepInputWait):
+        frame.results[pending.step] = {"id": pending.step, "subject": pending.subject,
+                                       "response": answer}
+        frame.last_step = pending.step
+    elif isinstance(pending, PipelineAskWait):
         frame.registers[pending.register] = [answer]
     frame.pending = None

@@ -12,12 +12,29 @@ import hashlib
 import hmac
 import json
 import re
+import secrets
 from collections.abc import Sequence
 
 from attrs import frozen
 
 KINDS = {"pipeline-resume": "pipeline", "workflow-file": "workflow"}
 _STATE_KEY = re.compile(r"^(pipeline|workflow)_resume_[0-9a-f]{32}$")
+
+
+def new_state_key(origin: str) -> str:
+    """A fresh key for a checkpoint of a run of that origin ("pipeline" | "workflow"); the
+    key names its origin, as the reference's keys do."""
+    return f"{origin}_resume_{secrets.token_hex(16)}"
+
+
+def origin_of(state_key: str) -> str:
+    """The origin named by a key that new_state_key made (a store hands back only those)."""
+    return state_key.partition("_")[0]
+
+
+def kind_for(origin: str) -> str:
+    """The token kind of a checkpoint of that origin."""
+    return next(kind for kind, named in KINDS.items() if named == origin)
 
 
 class TokenError(Exception):

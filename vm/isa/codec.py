@@ -3,12 +3,14 @@
   .lbc   := map {header: {magic: "LBC", format_version, opcode_version, compiler_version,
                           source_name, source_sha256, program_hash},
                  constants: [Const], code: [[op, a, b, c]], steps: [StepInfo],
-                 halts: [HaltSite], source_map: [[file, line, col, end_line, end_col] | nil],
+                 halts: [Gate], source_map: [[file, line, col, end_line, end_col] | nil],
                  registers: int, files: [str], checkpoint_ttl_ms: int | nil}
+  Gate   := {"$type": <halt site class name>, field: value, ...}   (vm/isa/ops.py HALT_SITES)
   Const  := Value | {"$type": <payload class name>, field: value, ...}
           | {"$type": "json", "value": map}        (a plain map that has a "$type" key)
   frame  := map {format, program_hash, pc, registers: [Value], results: {str: Value},
-                 loops: [LoopFrame], calls: [CallFrame], tries: [TryFrame], cost: Ledger, ...}
+                 loops: [LoopFrame], calls: [CallFrame], tries: [TryFrame], cost: Ledger,
+                 pending: {"$type": <pending class name>, field: value, ...} | nil, ...}
 
 msgpack with no ext types and no object hooks: a blob is data, never code. Decoding treats
 every blob as untrusted: size, unpack (any exception -> LoadError), magic/format, structure,
@@ -29,7 +31,8 @@ from cattrs.preconf.msgpack import make_converter
 
 from vm.isa import ops
 from vm.isa.cost import Charge, CostLimit, Ledger
-from vm.isa.frame import FRAME_FORMAT, CallFrame, Frame, LoopFrame, TryFrame
+from vm.isa.frame import (FRAME_FORMAT, PENDING_KINDS, CallFrame, Frame, LoopFrame, Pending,
+                          TryFrame)
 from vm.isa.program import FORMAT_VERSION, MAGIC, Header, Instr, Program
 
 MAX_BLOB = 64 * 1024 * 1024
@@ -112,9 +115,32 @@ def _plain(value: Any) -> Any:
     return value
 
 
-for _cls in (*ops.PAYLOADS, ops.Retry, ops.Branch, ops.Given, ops.HaltSite, LoopFrame, CallFrame,
-             TryFrame, Ledger, CostLimit, Charge):
+def _register_variants(base: type, variants: tuple[type, ...]) -> None:
+    """A field typed `base` holds one of `variants`, written as its record tagged with its
+    class name under `$type`."""
+    by_name = {cls.__name__: cls for cls in variants}
+    for cls in variants:
+        _register_record(cls)
+        plain = converter.get_unstructure_hook(cls)
+        converter.register_unstructure_hook(
+            cls, lambda value, plain=plain: {TAG: type(value).__name__, **plain(value)})
+
+    def structure(raw: Any, _: Any) -> Any:
+        if type(raw) is not dict or raw.get(TAG) not in by_name:
+            raise TypeError(f"not a tagged {base.__name__} record")
+        fields = dict(raw)
+        return converter.structure(fields, by_name[fields.pop(TAG)])
+
+    converter.register_structure_hook(base, structure)
+    converter.register_unstructure_hook(base, lambda value: converter.unstructure(value,
+                                                                                  type(value)))
+
+
+for _cls in (*ops.PAYLOADS, ops.Retry, ops.Branch, ops.Given, ops.ApproverRules, LoopFrame,
+             CallFrame, TryFrame, Ledger, CostLimit, Charge):
     _register_record(_cls)
+_register_variants(ops.HaltSite, ops.HALT_SITES)
+_register_variants(Pending, PENDING_KINDS)
 
 
 def _tag(value: Any) -> Any:

@@ -130,8 +130,9 @@ def _target(index: _Index, labels: list[str], pc: int, here: int) -> str:
 
 
 def _halt_text(program: Program, value: int, labels: list[str]) -> str:
+    """A gate as its kind and its own fields; its id is the label of the step it is in."""
     site = program.halts[value]
-    return f"{site.kind} {_fields(site, labels, skip=('id', 'kind'))}"
+    return f"{type(site).__name__}{{{_fields(site, labels, skip=('id',))}}}"
 
 
 def _operand(program: Program, index: _Index, labels: list[str], kind: str, value: int,

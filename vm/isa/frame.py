@@ -9,38 +9,94 @@ FRAME_FORMAT changelog:
   2  typed stack records (LoopFrame, CallFrame, TryFrame) that name their LOOP_BEGIN /
      CALL / TRY pc; a try keeps `remaining_ms`, never a clock reading.
      Later, additively (no new number): `source_dir`; a frame without it reads as "".
-  3  the cost ledger is a typed record (vm/isa/cost.py: Ledger with its CostLimit and one
+  3  the pending halt is one of four tagged variants (`$type`: PipelineApproveWait,
+     PipelineAskWait, StepApprovalWait, StepInputWait), each with only its own fields; the
+     approver rules are an ApproverRules record instead of an identity map.
+  4  the cost ledger is a typed record (vm/isa/cost.py: Ledger with its CostLimit and one
      Charge per billed item) instead of a loose {limit, ledger} map; a CallFrame keeps the
      caller's ledger while the sub-workflow bills one of its own.
 """
 
-from typing import Any
+from typing import Any, ClassVar
 
 from attrs import define, field
 
 from vm.isa.cost import Ledger
+from vm.isa.ops import ApproverRules
 
-FRAME_FORMAT = 3
+FRAME_FORMAT = 4
+
+
+class Pending:
+    """The halt a parked frame waits on: one of the four variants below, each the match of
+    its halt site (Program.halts[halt]). Every variant answers `kind`, `halt`, `prompt`,
+    `step` (the workflow step the decision is recorded in; "" for a pipeline's gate), `items`
+    (what the approver or answerer was shown) and `approval_id`; the rest is its own."""
+
+    __slots__ = ()
+    kind: ClassVar[str]
+    step: str = ""
+    items: Any = ()
+    approval_id: str | None = None
 
 
 @define
-class Pending:
-    """The halt a parked frame waits on: what the envelope shows and the decision needs."""
+class PipelineApproveWait(Pending):
+    """An `approve` stage waits; approving continues with the items in `register`."""
 
-    kind: str  # "approval" | "input"
+    kind: ClassVar[str] = "approval"
     halt: int  # index into Program.halts
-    register: int  # where the decision lands
+    register: int
     prompt: str
     items: list[Any] = field(factory=list)
     preview: str | None = None
+    approval_id: str | None = None
+
+
+@define
+class PipelineAskWait(Pending):
+    """An `ask` stage waits; the answer becomes the items in `register`."""
+
+    kind: ClassVar[str] = "input"
+    halt: int
+    register: int
+    prompt: str
+    schema: Any = None
+    items: list[Any] = field(factory=list)
+    subject: Any = None  # {"text": ...} when the site attaches the items and there are some
+
+
+@define
+class StepApprovalWait(Pending):
+    """A workflow step's approval waits; approving marks the step's result approved."""
+
+    kind: ClassVar[str] = "approval"
+    halt: int
+    prompt: str
+    step: str
+    items: list[Any] = field(factory=list)
+    preview: str | None = None
+    approvers: ApproverRules = field(factory=ApproverRules)  # resolved when the gate halted
+    approval_id: str | None = None
+
+
+@define
+class StepInputWait(Pending):
+    """A workflow input step waits; the answer and the subject become the step's result."""
+
+    kind: ClassVar[str] = "input"
+    halt: int
+    prompt: str
+    step: str
     schema: Any = None
     subject: Any = None
-    has_subject: bool = False
-    approval_id: str | None = None
-    step: str = ""  # workflow gates: the step whose result records the decision
+    has_subject: bool = False  # a subject that is null is still shown
     defaults: Any = None
     has_defaults: bool = False
-    identity: dict[str, Any] = field(factory=dict)  # initiatedBy, requiredApprover, ...
+
+
+PENDING_KINDS: tuple[type[Pending], ...] = (PipelineApproveWait, PipelineAskWait,
+                                            StepApprovalWait, StepInputWait)
 
 
 @define

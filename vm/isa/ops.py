@@ -5,7 +5,7 @@ constants (conditions, arg defaults, renderer names, a cost limit, a stdin refer
 plain. Class and field names are wire format.
 """
 
-from typing import Any
+from typing import Any, ClassVar
 
 from attrs import field, frozen
 
@@ -130,25 +130,88 @@ class Given:
 
 
 @frozen
-class HaltSite:
-    """Everything a HALT_* instruction needs to build its request, known at compile time."""
+class StepValue:
+    """SET_RESULT: a step that runs nothing; its result is the value of the stdin reference
+    `stdin` (None: not given). `gated`: an approval follows and finishes the step."""
 
-    id: str
-    kind: str  # approval | input
-    prompt: str
-    preview: bool = False  # approval: attach a preview of the first `limit` items
-    limit: int = 5
-    schema: Any = None  # input: the JSON Schema of the answer
-    subject: bool = False  # input: attach the items as the subject
-    emit: bool = False  # halt even where an interactive prompt would be possible
-    step: str = ""  # workflow gates: the step whose result the gate reads and records
-    items: Given | None = None  # workflow approval: the items to show, instead of the result's
-    preview_text: Given | None = None  # workflow approval: the preview to show
-    initiated_by: str | None = None  # workflow approval rules; None: from the environment
+    stdin: Any = None
+    gated: bool = False
+
+
+@frozen
+class ApproverRules:
+    """Who may decide a workflow approval. In a StepApproval a None rule is read from the
+    environment when the gate halts; in a StepApprovalWait the rules are resolved (None: no
+    such rule)."""
+
+    initiated_by: str | None = None
     required_approver: str | None = None
     require_different_approver: bool | None = None
-    defaults: Given | None = None  # workflow input: defaults of the answer
-    stdin: Given | None = None  # workflow input: the subject's reference
 
 
-PAYLOADS: tuple[type, ...] = (Stage, Exec, Shell, LoadStdin, Loop, Call, Policy, Parallel)
+class HaltSite:
+    """What a HALT_* instruction needs to build its request, known at compile time: one of
+    the four gate kinds below. `id` is the gate's label in the program (a pipeline stage
+    `N:command`, a workflow stage `STEP:N`, a workflow step's label); nothing is parsed out of
+    it. `kind` is the request the gate makes: "approval" or "input"."""
+
+    __slots__ = ()
+    kind: ClassVar[str]
+
+
+@frozen
+class PipelineApprove(HaltSite):
+    """An `approve` stage: asks to let the items that reached it through (HALT_APPROVE)."""
+
+    kind: ClassVar[str] = "approval"
+    id: str
+    prompt: str
+    preview: bool = False  # attach a preview of the first `limit` items
+    limit: int = 5
+    emit: bool = False  # halt even where an interactive prompt would be possible
+
+
+@frozen
+class PipelineAsk(HaltSite):
+    """An `ask` stage: asks for an answer that replaces the items (HALT_INPUT)."""
+
+    kind: ClassVar[str] = "input"
+    id: str
+    prompt: str
+    schema: Any = None  # the JSON Schema of the answer
+    subject: bool = False  # attach the items as the subject
+    emit: bool = False
+    step: str | None = None  # the workflow `pipeline:` step it is a stage of; None: a pipeline
+
+
+@frozen
+class StepApproval(HaltSite):
+    """A workflow step's `approval:`, after the step ran (HALT_APPROVE)."""
+
+    kind: ClassVar[str] = "approval"
+    id: str
+    prompt: str
+    step: str  # the step whose result the gate shows and records the decision in
+    items: Given | None = None  # the items to show, instead of the result's
+    preview: Given | None = None  # the preview to show
+    approvers: ApproverRules = ApproverRules()
+
+
+@frozen
+class StepInput(HaltSite):
+    """A workflow input step (HALT_INPUT): its answer becomes the step's result."""
+
+    kind: ClassVar[str] = "input"
+    id: str
+    prompt: str
+    step: str
+    schema: Any = None  # the JSON Schema of the answer
+    defaults: Given | None = None  # defaults of the answer
+    stdin: Given | None = None  # the subject's reference; None: the previous step's value
+
+
+HALT_SITES: tuple[type[HaltSite], ...] = (PipelineApprove, PipelineAsk, StepApproval, StepInput)
+
+
+PAYLOADS: tuple[type, ...] = (Stage, Exec, Shell, LoadStdin, Loop, Call, Policy, Parallel,
+                              StepValue)

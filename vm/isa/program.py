@@ -9,6 +9,10 @@ FORMAT_VERSION changelog:
      index into it.
   3  checkpoint_ttl_ms: a workflow's `checkpoint_ttl` (how long its checkpoints stay
      resumable), None when the file sets none (always None for a pipeline).
+  4  typed gates: a halt site is one of four `$type`-tagged records (PipelineApprove,
+     PipelineAsk, StepApproval, StepInput) with only its own fields; the step of a workflow
+     stage's `ask` is a field, the approver rules one ApproverRules record; SET_RESULT's
+     constant is a StepValue that says whether an approval follows.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from attrs import field, frozen
 
 from vm.isa.ops import HaltSite
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 MAGIC = "LBC"
 
 Loc = tuple[int, int, int, int, int]  # file index, line, col, end_line, end_col

@@ -4,12 +4,17 @@ machine is a bug of ours, never a trap."""
 
 from __future__ import annotations
 
-from vm.isa.frame import Frame
+from vm.isa.frame import (Frame, PipelineApproveWait, PipelineAskWait, StepApprovalWait,
+                          StepInputWait)
 from vm.isa.opcodes import CONST, HALT, OPS, REG, STEP, TARGET, Op
+from vm.isa.ops import PipelineApprove, PipelineAsk, StepApproval, StepInput
 from vm.isa.program import Program
 from vm.isa.regions import LAST, regions_of
 
-_HALTS = {Op.HALT_APPROVE: "approval", Op.HALT_INPUT: "input"}
+_HALTS = {Op.HALT_APPROVE: (PipelineApprove, StepApproval),
+          Op.HALT_INPUT: (PipelineAsk, StepInput)}
+_WAITS = {PipelineApprove: PipelineApproveWait, PipelineAsk: PipelineAskWait,
+          StepApproval: StepApprovalWait, StepInput: StepInputWait}
 
 
 class VerifyError(Exception):
@@ -39,6 +44,9 @@ def verify(program: Program) -> None:
                 raise VerifyError(f"pc {pc}: {op.name} operand {value} out of range")
             if kind == STEP and not isinstance(K[value], str):
                 raise VerifyError(f"pc {pc}: {op.name} step operand is not a step id")
+        if op in _HALTS and not isinstance(program.halts[ins.b], _HALTS[op]):
+            raise VerifyError(f"pc {pc}: {op.name} names a "
+                              f"{type(program.halts[ins.b]).__name__} halt site")
         slot = info.const_slot
         if info.payload is not None and slot is not None:
             value = K[(ins.a, ins.b, ins.c)[slot]]
@@ -78,8 +86,12 @@ def verify_frame(frame: Frame, program: Program) -> None:
         if not 0 <= pending.halt < len(program.halts):
             raise VerifyError(f"pending halt {pending.halt} does not exist")
         halted = code[frame.pc - 1] if frame.pc > 0 else None
-        if halted is None or halted.op not in _HALTS or halted.b != pending.halt \
-                or _HALTS[Op(halted.op)] != pending.kind:
+        if halted is None or halted.op not in _HALTS or halted.b != pending.halt:
             raise VerifyError(f"pending {pending.kind} halt is not the instruction before pc")
-        if not 0 <= pending.register < program.registers:
+        site = program.halts[pending.halt]
+        if type(pending) is not _WAITS[type(site)]:
+            raise VerifyError(f"a {type(pending).__name__} does not wait on a "
+                              f"{type(site).__name__}")
+        if isinstance(pending, (PipelineApproveWait, PipelineAskWait)) \
+                and not 0 <= pending.register < program.registers:
             raise VerifyError(f"pending register {pending.register} out of range")

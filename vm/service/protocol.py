@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -22,7 +21,8 @@ from vm.engine import machine
 from vm.host import token as tokens
 from vm.isa.codec import LoadError
 from vm.host.commands import Context
-from vm.isa.frame import Frame
+from vm.isa.frame import Frame, StepApprovalWait, StepInputWait
+from vm.isa.ops import ApproverRules
 from vm.service.frontend import WORKFLOW_EXTENSIONS
 from vm.host.children import Scope
 from vm.isa.program import Program
@@ -631,8 +631,8 @@ def _park(program: Program, frame: Frame, options: Options, settings: Settings) 
     store = options.store()
     key = signing_key(store)  # the token and the frame's MAC: one key, read once
     pending = frame.pending
-    state_key = f"{frame.origin}_resume_{secrets.token_hex(16)}"
-    kind = "pipeline-resume" if frame.origin == "pipeline" else "workflow-file"
+    state_key = tokens.new_state_key(frame.origin)
+    kind = tokens.kind_for(frame.origin)
     ttl = settings.checkpoint_ttl_ms or program.checkpoint_ttl_ms or checkpoint_ttl_ms(options)
     if pending.kind == "approval":
         # the id goes into the frame, so it is published before the frame is written
@@ -664,15 +664,19 @@ def _halt_envelope(pending, token: str) -> dict:
                                    "items": pending.items}
         if pending.preview is not None:
             request["preview"] = pending.preview
-        request.update(pending.identity)
+        if isinstance(pending, StepApprovalWait):
+            request.update(approver_fields(pending.approvers))
         request["resumeToken"] = token
         if pending.approval_id:
             request["approvalId"] = pending.approval_id
         return ok_envelope("needs_approval", [], approval=request)
     request = {"type": "input_request", "prompt": pending.prompt, "responseSchema": pending.schema}
-    if pending.has_defaults:
-        request["defaults"] = pending.defaults
-    if pending.has_subject:
+    if isinstance(pending, StepInputWait):
+        if pending.has_defaults:
+            request["defaults"] = pending.defaults
+        if pending.has_subject:
+            request["subject"] = pending.subject
+    elif pending.subject is not None:  # an `ask` stage's items, when it attaches them
         request["subject"] = pending.subject
     request["resumeToken"] = token
     return ok_envelope("needs_input", [], input_request=request)
@@ -716,9 +720,9 @@ def _resume(options: Options, settings: Settings, scope: Scope, decision: Decisi
             state_key = store.lookup_approval_id(approval_id)
             if state_key is None:
                 raise RequestError(unknown_approval_id(approval_id), "E503")
-            origin = state_key.split("_", 1)[0]
+            origin = tokens.origin_of(state_key)
         elif state_key:
-            origin = state_key.split("_", 1)[0]
+            origin = tokens.origin_of(state_key)
         else:
             parsed = _checked_token(token, store)
             state_key, origin = parsed.state_key, parsed.origin
@@ -1088,31 +1092,42 @@ def _check_decision(frame: Frame, program: Program, decision: Decision,
     problem = first_error(pending.schema, decision.response)
     if problem is not None:
         where, message = problem
-        # an `ask` stage inside a workflow `pipeline:` step is named by that step (its halt
-        # site's id is `STEP:STAGE`), as the original names it
-        step = pending.step or (program.halts[pending.halt].id.partition(":")[0] if workflow
-                                else "")
+        # an `ask` stage inside a workflow `pipeline:` step is named by that step, as the
+        # original names it
+        step = program.halts[pending.halt].step or ""
         what = f"Workflow input step {step}" if step else "pipeline input"
         raise RequestError(f"{what} response failed schema validation at {where}: {message}",
                            "E512")
     return None
 
 
+def approver_fields(rules: ApproverRules) -> dict[str, Any]:
+    """The approver rules in force, as an approval request shows them."""
+    fields: dict[str, Any] = {}
+    if rules.initiated_by:
+        fields["initiatedBy"] = rules.initiated_by
+    if rules.required_approver:
+        fields["requiredApprover"] = rules.required_approver
+    if rules.require_different_approver:
+        fields["requireDifferentApprover"] = True
+    return fields
+
+
 def _check_approver(pending, env: Mapping[str, str]) -> str | None:
     approved_by = (env.get("LOBSTER_APPROVAL_APPROVED_BY") or "").strip() or None
-    identity = pending.identity
-    required, different = identity.get("requiredApprover"), identity.get("requireDifferentApprover")
+    rules = pending.approvers if isinstance(pending, StepApprovalWait) else ApproverRules()
+    required, different = rules.required_approver, rules.require_different_approver
+    initiated = rules.initiated_by
     who = f"Workflow step {pending.step} approval"
     if (required or different) and not approved_by:
         raise RequestError(f"{who} requires approver identity; set LOBSTER_APPROVAL_APPROVED_BY",
                            "E513")
     if required and approved_by != required:
         raise RequestError(f"{who} requires approver '{required}', got '{approved_by}'", "E513")
-    if different and not identity.get("initiatedBy"):  # fail closed: anyone could be the initiator
+    if different and not initiated:  # fail closed: anyone could be the initiator
         raise RequestError(f"{who} requires an approver other than its initiator, but no "
                            "initiator was recorded (set LOBSTER_APPROVAL_INITIATED_BY or "
                            "initiated_by when running); refused", "E513")
-    if different and approved_by == identity.get("initiatedBy"):
-        raise RequestError(f"{who} must be granted by someone other than "
-                           f"'{identity.get('initiatedBy')}'", "E513")
+    if different and approved_by == initiated:
+        raise RequestError(f"{who} must be granted by someone other than '{initiated}'", "E513")
     return approved_by

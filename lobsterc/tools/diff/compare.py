@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import attrs
-from attrs import define
+from attrs import define, frozen
 
 from lobsterc.syntax.expr import condition_text
 from lobsterc.tools.diff.model import Effect, Model, Where, plain
@@ -15,7 +15,7 @@ from lobsterc.tools.diff.renames import match_renames, rename_labels
 from lobsterc.tools.diff.rules import SEVERITIES, Finding
 from lobsterc.tools.diff.schemas import schema_at_least
 from vm.core import js
-from vm.isa.ops import HaltSite
+from vm.isa.ops import ApproverRules, HaltSite, PipelineApprove, StepApproval
 
 
 def _show(value: Any) -> str:
@@ -23,6 +23,28 @@ def _show(value: Any) -> str:
         return "-"
     text = js.json_compact(value) if not isinstance(value, str) else value
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+@frozen
+class _Shown:
+    """What an approval gate shows and who may decide it, whichever kind of gate it is."""
+
+    flag: bool = False  # a pipeline `approve --preview-from-stdin`
+    limit: int = 5
+    items: Any = None  # a step approval's items (Given)
+    preview: Any = None  # a step approval's preview (Given)
+    rules: ApproverRules = ApproverRules()
+
+    @staticmethod
+    def of(site: HaltSite) -> _Shown:
+        if isinstance(site, PipelineApprove):
+            return _Shown(site.preview, site.limit)
+        if isinstance(site, StepApproval):
+            return _Shown(items=site.items, preview=site.preview, rules=site.approvers)
+        return _Shown()
+
+
+_DETAILS = {"defaults": None, "subject": False, "stdin": None, "emit": False}  # and when unset
 
 
 def _gate_name(key: tuple[str, str]) -> str:
@@ -79,26 +101,28 @@ class _Compare:
                           f"to {_show(b.prompt)!r}", (nkey[0], nkey[1], "prompt"), **at)
         if a.kind == "approval":
             shown = []
-            if a.preview and not b.preview:
+            old, new = _Shown.of(a), _Shown.of(b)
+            if old.flag and not new.flag:
                 shown.append("the preview was removed")
-            elif a.preview and b.limit < a.limit:
-                shown.append(f"the preview shows {b.limit} items instead of {a.limit}")
-            if a_plain["items"] != b_plain["items"]:
-                shown.append(f"items {_show(_given(a.items))} -> {_show(_given(b.items))}")
-            if a_plain["preview_text"] != b_plain["preview_text"]:
-                shown.append(f"preview {_show(_given(a.preview_text))} -> "
-                             f"{_show(_given(b.preview_text))}")
+            elif old.flag and new.limit < old.limit:
+                shown.append(f"the preview shows {new.limit} items instead of {old.limit}")
+            if rename_labels(plain(old.items), self.renames) != plain(new.items):
+                shown.append(f"items {_show(_given(old.items))} -> {_show(_given(new.items))}")
+            if rename_labels(plain(old.preview), self.renames) != plain(new.preview):
+                shown.append(f"preview {_show(_given(old.preview))} -> "
+                             f"{_show(_given(new.preview))}")
             if shown:
                 yield Finding("S604", "error", f"{name}: {'; '.join(shown)}",
                               (nkey[0], nkey[1], "shown"), **at)
             relaxed = []
             for attr in ("required_approver", "initiated_by"):
-                x, y = getattr(a, attr), getattr(b, attr)
+                x, y = getattr(old.rules, attr), getattr(new.rules, attr)
                 if x is not None and x != y:
                     relaxed.append(f"{attr} {_show(x)} -> {_show(y)}")
-            if a.require_different_approver and not b.require_different_approver:
+            if old.rules.require_different_approver \
+                    and not new.rules.require_different_approver:
                 relaxed.append("require_different_approver true -> "
-                               f"{_show(b.require_different_approver)}")
+                               f"{_show(new.rules.require_different_approver)}")
             if relaxed:
                 yield Finding("S605", "error", f"{name}: {'; '.join(relaxed)}",
                               (nkey[0], nkey[1], "approver"), **at)
@@ -108,8 +132,8 @@ class _Compare:
                 yield Finding("S606", "error", f"{name}: the answer schema accepts answers the "
                               f"old one refused ({_show(a.schema)} -> {_show(b.schema)})",
                               (nkey[0], nkey[1], "schema"), **at)
-        details = [f for f in ("defaults", "subject", "stdin", "emit")
-                   if a_plain[f] != b_plain[f]]
+        details = [f for f, unset in _DETAILS.items()
+                   if a_plain.get(f, unset) != b_plain.get(f, unset)]
         if details:
             yield Finding("S621", "warning", f"{name}: {', '.join(details)} changed",
                           (nkey[0], nkey[1], "detail"), **at)

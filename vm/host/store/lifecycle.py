@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vm.host.store.base import StateStore, StoreError
+from vm.isa.frame import StepApprovalWait
 
 if TYPE_CHECKING:
     from vm.isa.frame import Frame
@@ -73,7 +74,8 @@ def halted_event(parked: Parked, frame: Frame | None, step: str | None = None) -
         if pending is not None:
             event.update(kind=pending.kind, step=pending.step or step, prompt=pending.prompt,
                          approvalId=pending.approval_id, itemsHash=items_hash(pending.items),
-                         initiatedBy=pending.identity.get("initiatedBy"))
+                         initiatedBy=pending.approvers.initiated_by
+                         if isinstance(pending, StepApprovalWait) else None)
     return event
 
 
