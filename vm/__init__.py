@@ -13,13 +13,41 @@ stays cheap):
   how it ended), by approval id, resume token or state key: the audit trail.
 - `vm.service.admin`: `pending`, `cancel`, `cancel_older_than`, `gc`, `history`.
 - `vm.service.messages`: TypedDicts of every request and envelope.
+
+The public interface is the modules in PUBLIC_MODULES below (a name ending in `.*` stands for
+the package and every module in it), and in them only names without a leading underscore:
+
+- `vm`: the embedding API above, and `__version__`;
+- `vm.core.*`: the vocabulary every layer shares (JavaScript values, conditions, the input
+  schema dialect, sources and spans, the code table, bounds);
+- `vm.isa.*`: the instruction set a compiler targets (opcodes, payloads, Program, Frame,
+  codec, verifier, disassembler, cost);
+- `vm.host.commands.*`: the pipeline commands' signatures; `vm.host.store`: the store
+  interface (the compile cache lives in it);
+- `vm.engine.refs`, `vm.engine.steps`: the reference syntax and step results a compiler
+  plans with;
+- `vm.service.frontend` (the compiler interface), `vm.service.migrate`, `vm.service.admin`,
+  `vm.service.messages`, `vm.service.protocol` (its package names: the embedding API);
+- `vm.cli.main`: `main(argv, frontend)`, the `lobster` command.
+
+Everything else (the interpreter, processes, the store's backends, the protocol's modules,
+the CLI's subcommand modules) may change without notice. The compiler (`lobsterc`) imports
+only this interface; tests/machine/test_layering.py holds it to that, and holds each layer
+(core < isa < host < engine < service < cli) to importing only the layers below it.
 """
 
 __version__ = "0.1.0"
 
+PUBLIC_MODULES = (
+    "vm", "vm.core.*", "vm.isa.*", "vm.host.commands.*", "vm.host.store", "vm.engine.refs",
+    "vm.engine.steps", "vm.service.frontend", "vm.service.migrate", "vm.service.admin",
+    "vm.service.messages", "vm.service.protocol", "vm.cli.main",
+)
+
 _EXPORTS = {
-    "handle": "vm.service.protocol", "run": "vm.service.protocol", "resume": "vm.service.protocol",
-    "Options": "vm.service.protocol", "Decision": "vm.service.protocol", "RequestError": "vm.service.protocol",
+    "handle": "vm.service.protocol.request", "run": "vm.service.protocol.running",
+    "resume": "vm.service.protocol.resuming", "Options": "vm.service.protocol.options",
+    "Decision": "vm.service.protocol.resuming", "RequestError": "vm.service.protocol.envelope",
     "Scope": "vm.host.children", "open_store": "vm.host.store", "StateStore": "vm.host.store",
     "history": "vm.service.admin",
 }

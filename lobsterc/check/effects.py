@@ -35,6 +35,7 @@ from vm.core.condition import evaluate
 from vm.isa.opcodes import (BRANCH, ENTER, EXIT as EXIT_FLOW, FALL, FORK, JOIN, JUMP, LEAVE,
                         LOOP_BACK, LOOP_ENTER, OPS, Op)
 from vm.isa.program import Program
+from vm.isa.regions import regions_of
 
 EFFECT_CLASSES = ("none", "reads", "reads_state", "writes_state", "local_exec", "network", "halts")
 ALWAYS_GATED = ("writes_state", "network")
@@ -67,44 +68,25 @@ class Cfg:
     def __init__(self, program: Program, *, fold_constants: bool = True) -> None:
         self.program = program
         self.code = program.code
+        self.structure = regions_of(program)
         self.regions = self._regions()
         self.edges: dict[int, list[Edge]] = {pc: self._successors(pc, fold_constants)
                                              for pc in range(len(self.code))}
         self._add_error_edges()
 
-    # regions ---------------------------------------------------------------------------------
+    # regions: the program's own (vm/isa/regions.py) ---------------------------------------
     def _regions(self) -> dict[int, list[tuple[int, int]]]:
         """CALL or PARALLEL pc -> the (start, end pc) of each region it enters: a CALL's
         region ends at its RETURN, a branch region at its END_BRANCH."""
-        out: dict[int, list[tuple[int, int]]] = {}
-        for pc, ins in enumerate(self.code):
-            flow = OPS[Op(ins.op)].flow
-            if flow == ENTER:
-                starts, end_op = [ins.c], Op.RETURN
-            elif flow == FORK:
-                starts = [b.start for b in self.program.constants[ins.b].branches]
-                end_op = Op.END_BRANCH
-            else:
-                continue
-            for start in starts:
-                end = next((at for at in range(start, len(self.code))
-                            if self.code[at].op == end_op), None)
-                if end is not None:
-                    out.setdefault(pc, []).append((start, end))
-        return out
+        return {pc: [(r.start, r.end) for r in regions]
+                for pc, regions in self.structure.entered.items()}
 
     def _return_target(self, end_pc: int) -> int:
-        for entry, regions in self.regions.items():
-            if any(end == end_pc for _, end in regions):
-                return entry + 1
-        return EXIT
+        return self.structure.exits.get(end_pc, EXIT)
 
     def workflow_end(self, pc: int) -> int:
         """The END_WORKFLOW / RETURN that ends the workflow `pc` belongs to."""
-        for end in range(pc, len(self.code)):
-            if self.code[end].op in (Op.END_WORKFLOW, Op.RETURN, Op.END):
-                return end
-        return EXIT
+        return self.structure.workflow_end[pc] if 0 <= pc < len(self.code) else EXIT
 
     # edges: one rule per control-flow kind ---------------------------------------------------
     def _successors(self, pc: int, fold: bool) -> list[Edge]:
@@ -319,13 +301,11 @@ def command_class(program: Program, pc: int) -> tuple[str, str] | None:
         return (cmd.effects if cmd else "none"), name
     if ins.op == Op.PARALLEL:  # the worst of what its branch regions run
         worst: tuple[str, str] | None = None
-        for branch in K[ins.b].branches:
-            at = branch.start
-            while 0 <= at < len(program.code) and program.code[at].op != Op.END_BRANCH:
+        for region in regions_of(program).regions(pc):
+            for at in range(region.start, region.end):
                 item = command_class(program, at)
                 if item is not None and (worst is None or _rank(item[0]) > _rank(worst[0])):
                     worst = item
-                at += 1
         return worst
     return None
 

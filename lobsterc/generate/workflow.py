@@ -48,17 +48,22 @@ def compile_workflow_files(path: str, *, text: str | None = None
     em.enter_file(main)
     compiler = _Compiler(em, [loaded.real])
     em.emit(Op.INIT_ARGS, em.const(dict(wf.defaults)), span=wf.loc.span("args"))
-    limit = wf.cost_limit
-    if limit is not None:
-        action = limit.get("action", default(COST_LIMIT, "action"))
-        em.emit(Op.COST_LIMIT, em.const({"max_usd": limit["max_usd"], "action": action}),
-                span=wf.loc.span("cost_limit"))
+    _cost_limit(em, wf)
     compiler.workflow(wf, prefix="")
     em.emit(Op.END_WORKFLOW, span=wf.loc.span())
     compiler.emit_regions()
     compiler.emit_branches()
     files = [loaded.real] + [chain[-1] for _, _, _, chain in compiler.regions]
     return em.program(main, wf.source.text, wf.checkpoint_ttl_ms), files
+
+
+def _cost_limit(em: Emitter, wf: ast.Workflow) -> None:
+    """COST_LIMIT of a workflow that sets `cost_limit` (a sub-workflow's heads its region)."""
+    limit = wf.cost_limit
+    if limit is not None:
+        action = limit.get("action", default(COST_LIMIT, "action"))
+        em.emit(Op.COST_LIMIT, em.const({"max_usd": limit["max_usd"], "action": action}),
+                span=wf.loc.span("cost_limit"))
 
 
 def _given(value: Any) -> Any:
@@ -94,6 +99,7 @@ class _Compiler:
             sub = _Compiler(self.em, chain)
             sub.regions, sub.region_calls, sub.branches = (self.regions, self.region_calls,
                                                            self.branches)
+            _cost_limit(self.em, wf)
             sub.workflow(wf, prefix)
             self.em.emit(Op.RETURN, self.em.const(call_id), span=wf.loc.span())
         self.em.file = 0

@@ -279,9 +279,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"byte {exc.start})\n")
         return 1
     except Exception as exc:  # noqa: BLE001 - the last resort: a bug, never a traceback
-        from vm.service.protocol import internal_error
+        from vm.core.codes import internal_error_message
 
-        sys.stderr.write(f"lobsterc: error[T498]: {internal_error(exc)['error']['message']}\n")
+        sys.stderr.write(f"lobsterc: error[T498]: {internal_error_message(exc)}\n")
         return 1
 
 

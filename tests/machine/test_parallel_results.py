@@ -37,3 +37,21 @@ def test_wait_any_failure_keeps_the_branch_message(cli):
     env, code = run(cli, "steps:\n  - id: p\n    parallel:\n      branches:\n"
                          "        - {id: f, run: exit 3}\n")
     assert env["error"]["message"] == "Parallel branch failed: workflow command failed (3): exit 3"
+
+
+def test_a_branch_inherits_the_runs_source_directory(tmp_path):
+    """Frame.fork hands a branch the main file's directory, and the run's events keep it: the
+    failed event of a step after the parallel one names its file as the envelope does."""
+    from vm.service.protocol import Options, handle
+
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "flows" / "p.lobster").write_text(
+        "steps:\n  - id: p\n    parallel:\n      branches:\n        - {id: b, run: echo 1}\n"
+        "  - id: boom\n    run: exit 3\n")
+    events: list[dict] = []
+    env = handle({"action": "run", "pipeline": "flows/p.lobster"},
+                 Options(cwd=str(tmp_path), state_dir=str(tmp_path / "s"), env={},
+                         on_event=events.append))
+    (failed,) = [e for e in events if e["type"] == "failed"]
+    assert failed["location"] == env["error"]["location"]
+    assert failed["location"]["file"] == str((tmp_path / "flows" / "p.lobster").resolve())

@@ -25,6 +25,7 @@ from vm.isa.ops import Exec
 from vm.isa.program import Instr
 from vm.service.protocol import Decision, Options, handle, resume
 from vm.core.source import Source, render_trap
+from vm.isa.regions import regions_of
 from vm.isa.verify import VerifyError, verify, verify_frame
 
 
@@ -150,6 +151,20 @@ def test_a_sealed_program_with_a_bad_pairing_is_refused_at_load():
     bad = codec.seal(broken(LOOPED, "}} -> hosts.2", "}} -> prologue.0"))
     with pytest.raises(LoadError, match="invalid program: .*TRY"):
         codec.load_program(codec.dump_program(bad))
+
+
+def test_the_structure_is_found_once_and_kept_with_its_program():
+    program = assemble(LOOPED)
+    verify(program)
+    structure = regions_of(program)
+    assert regions_of(program) is structure  # dis, effects and the machine read this one
+    (call,) = structure.regions(first(program, Op.CALL))
+    assert program.code[call.end].op == Op.RETURN and structure.exits[call.end] == call.entry + 1
+    loop = first(program, Op.LOOP_BEGIN)
+    assert program.code[structure.loops[loop]].op == Op.LOOP_NEXT
+    assert program.code[structure.tries[first(program, Op.TRY)]].op == Op.END_TRY
+    assert not structure.problems
+    assert regions_of(attrs.evolve(program)) is not structure  # another program, its own
 
 
 def test_verify_checks_branch_regions():
@@ -369,6 +384,19 @@ def test_labels_fit_and_regions_have_their_own_names(tmp_path):
             assert mnemonic in Op.__members__, line
     assert any(line.split()[0] == f"{long_id}/(return).0" for line in lines if line[:2] == "  ")
     assert "branches=[users@fetch/users.0, orders@fetch/orders.0]" in listing
+
+
+def test_a_sub_workflow_cost_limit_heads_its_region_under_its_own_label(tmp_path):
+    child = "cost_limit: {max_usd: 1, action: stop}\n" + SUB
+    text = "steps:\n  - id: call\n    workflow: child.lobster\n"
+    listing = disassemble(workflow(tmp_path, text, **{"child.lobster": child}))
+    lines = listing.splitlines()
+    enter = lines.index("@enter call")
+    assert lines[enter + 1].split()[:2] == ["call/(enter).0", "COST_LIMIT"]
+    assert lines[enter + 2] == "step call/inner"
+    structure = regions_of(workflow(tmp_path, text, **{"child.lobster": child}))
+    (region,) = [r for rs in structure.entered.values() for r in rs]
+    assert region.kind == "call" and region.name == "call"
 
 
 def test_parallel_branches_are_code_regions(tmp_path):

@@ -211,19 +211,19 @@ def test_a_request_gives_settings_in_bounds_or_a_request_error(timeout, cap, ttl
 @settings(max_examples=300, deadline=None)
 @given(text=st.one_of(st.text(max_size=80), st.from_regex(r"\A[0-9]{0,5000}(ms|s|m|h|d|w)?\Z")))
 def test_the_cli_duration_flags_give_a_value_in_bounds_or_a_one_line_refusal(text):
-    from vm.cli import main as cli, admin as cli_admin
+    from vm.cli import common
     from vm.service.protocol import RequestError
 
     try:
-        ms = cli._timeout(text, "run")
+        ms = common.timeout(text, "run")
     except RequestError as exc:
         assert exc.envelope["error"]["code"] == "E021"
         assert "\n" not in exc.envelope["error"]["message"]
     else:
         assert 1 <= ms <= bounds.TIMEOUT_MS.maximum
     try:
-        seconds = cli_admin._seconds(text, "grace")
-    except cli_admin.Usage as exc:
+        seconds = common.seconds(text, "grace")
+    except common.Usage as exc:
         assert "\n" not in str(exc)
     else:
         assert 0 <= seconds * 1000 <= bounds.AGE.maximum

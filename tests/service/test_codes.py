@@ -10,7 +10,7 @@ from vm.core.codes import CODES, envelope_type
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = re.compile(r"[EWT]\d{3}")
-TABLE = ROOT / "vm" / "codes.py"
+TABLE = ROOT / "vm" / "core" / "codes.py"
 
 
 def used_codes() -> dict[str, list[str]]:
@@ -48,3 +48,15 @@ def test_envelope_types():
     assert envelope_type("E201") == "runtime_error"
     assert envelope_type("E512") == "parse_error"
     assert all(CODES[c].envelope == "lint" for c in CODES if c.startswith("W"))
+
+
+def test_an_envelope_takes_its_error_type_from_the_code_table():
+    from vm.service.protocol.envelope import RequestError, error_envelope, exit_code
+
+    for code, entry in CODES.items():
+        if entry.envelope == "lint":
+            continue
+        envelope = error_envelope(code, "why")
+        assert envelope["error"] == {"type": entry.envelope, "message": "why", "code": code}
+        assert RequestError("why", code).envelope == envelope
+        assert exit_code(envelope) == (2 if entry.envelope == "parse_error" else 1)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from vm import __version__
 from vm.core import js
 from vm.service import protocol
+from vm.service.protocol.envelope import error_envelope, unknown_field as refused_field
 
 if TYPE_CHECKING:
     from vm.service.frontend import Frontend
@@ -108,10 +109,7 @@ def unknown_field(action: str, arguments: dict[str, Any]) -> dict | None:
     known = request_fields(action)
     for name in arguments:
         if name not in known:
-            shown = name if len(name) <= 64 else f"{name[:64]}..."
-            return protocol.error_envelope(
-                "parse_error", f"unknown field {shown!r} in a {action} request; {action} takes: "
-                f"{', '.join(known) or 'no fields'}", "E008")
+            return refused_field(name, action, list(known)).envelope
     return None
 
 
@@ -122,9 +120,9 @@ def is_cheap(name: str, arguments: dict[str, Any] | None) -> bool:
 
 
 def busy_envelope() -> dict:
-    return protocol.error_envelope(
-        "runtime_error", f"lobster mcp is busy: {MAX_RUNS} runs and resumes are in progress, "
-        "the most it takes at once; try again when one has finished", "T470")
+    return error_envelope(
+        "T470", f"lobster mcp is busy: {MAX_RUNS} runs and resumes are in progress, the most it "
+        "takes at once; try again when one has finished")
 
 
 def call(name: str, arguments: dict[str, Any] | None, options: protocol.Options,

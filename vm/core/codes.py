@@ -117,3 +117,15 @@ CODES: dict[str, Code] = {
 def envelope_type(code: str) -> str:
     """The envelope `error.type` a code is reported with."""
     return CODES[code].envelope
+
+
+def internal_error_message(exc: BaseException) -> str:
+    """The T498 message of an exception nothing else caught: a bug of ours, never a traceback
+    (the envelope's in vm.service, and `lobsterc`'s one line)."""
+    if isinstance(exc, RecursionError):
+        what = "input nested too deeply"
+    elif isinstance(exc, MemoryError):
+        what = "out of memory"
+    else:
+        what = f"{type(exc).__name__}: {exc}"
+    return f"internal error ({what[:500]}); this is a bug in Lobster, please report it"

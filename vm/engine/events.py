@@ -190,7 +190,7 @@ def drain(callback: EventCallback, timeout: float) -> bool:
 
 class Emitter:
     """The events of one run, delivered to `callback` on its dispatcher's thread. The
-    interpreter reports step boundaries (by pc and step name), vm/service/protocol.py halts, and
+    interpreter reports step boundaries (by pc and step name), vm/service/protocol/ halts, and
     vm/host/process.py children's exits and stderr lines (through the run's Scope)."""
 
     def __init__(self, callback: EventCallback, log: Callable[[str], None] | None = None

@@ -1,6 +1,7 @@
 """The machine's face to its embedders: the Host, a new frame, run, and applying a decision.
 
-The interpreter itself is vm/engine/interp.py; a run ends Finished, Parked or Failed (vm/engine/outcome.py).
+The interpreter itself is vm/engine/interp.py (its run context run.py, its handlers data.py,
+control.py, gates.py and parallel.py); a run ends Finished, Parked or Failed (outcome.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from attrs import define, field
 from vm.core.source import file_name
 from vm.host.commands import Context
 from vm.isa.frame import FRAME_FORMAT, Frame, PipelineAskWait, StepApprovalWait, StepInputWait
-from vm.engine.interp import VMBug, approval_pending, execute, input_pending
+from vm.engine.gates import approval_pending, input_pending
+from vm.engine.interp import execute
+from vm.engine.run import VMBug
 from vm.engine.outcome import Failed, Finished, Outcome, Parked
 from vm.isa.program import Program
 

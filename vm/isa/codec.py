@@ -9,7 +9,7 @@
   Const  := Value | {"$type": <payload class name>, field: value, ...}
           | {"$type": "json", "value": map}        (a plain map that has a "$type" key)
   frame  := map {format, program_hash, pc, registers: [Value], results: {str: Value},
-                 loops: [LoopFrame], calls: [CallFrame], tries: [TryFrame],
+                 loops: [LoopFrame], calls: [CallFrame], tries: [TryFrame], cost: Ledger,
                  pending: {"$type": <pending class name>, field: value, ...} | nil, ...}
 
 msgpack with no ext types and no object hooks: a blob is data, never code. Decoding treats
@@ -30,6 +30,7 @@ import msgpack
 from cattrs.preconf.msgpack import make_converter
 
 from vm.isa import ops
+from vm.isa.cost import Charge, CostLimit, Ledger
 from vm.isa.frame import (FRAME_FORMAT, PENDING_KINDS, CallFrame, Frame, LoopFrame, Pending,
                           TryFrame)
 from vm.isa.program import FORMAT_VERSION, MAGIC, Header, Instr, Program
@@ -136,7 +137,7 @@ def _register_variants(base: type, variants: tuple[type, ...]) -> None:
 
 
 for _cls in (*ops.PAYLOADS, ops.Retry, ops.Branch, ops.Given, ops.ApproverRules, LoopFrame,
-             CallFrame, TryFrame):
+             CallFrame, TryFrame, Ledger, CostLimit, Charge):
     _register_record(_cls)
 _register_variants(ops.HaltSite, ops.HALT_SITES)
 _register_variants(Pending, PENDING_KINDS)

@@ -1,11 +1,14 @@
 """LLM cost ledger of a run: usage of `llm.invoke` results, priced per million tokens, checked
-against a workflow's `cost_limit`. The ledger is plain data: it lives in the frame."""
+against a workflow's `cost_limit`. The ledger is a typed record that lives in the frame.
 
-from __future__ import annotations
+No `from __future__ import annotations`: the codec reads these records' annotations as objects.
+"""
 
 import json
 from collections.abc import Mapping
 from typing import Any
+
+from attrs import define, field, frozen
 
 # USD per million tokens (input, output), list prices as published by the vendors in 2026.
 PRICING: dict[str, dict[str, float]] = {
@@ -104,49 +107,100 @@ def usage_of(item: Any) -> tuple[int, int, str | None] | None:
     return _tokens(usage, _INPUT), _tokens(usage, _OUTPUT), model
 
 
-def bill(ledger: dict, step_id: str, items: list, env: Mapping[str, str],
-         warned: set | None = None) -> list[str]:
-    """Add every billable item's usage to the ledger; returns the warnings to show. `warned`
-    holds the model ids already warned about in this process (the original warns once per
-    model and process, a resumed run again)."""
-    table = pricing(env)[0]  # a bad table was reported as the run started
-    warned = set() if warned is None else warned
-    warnings: list[str] = []
-    for item in items:
-        usage = usage_of(item)
-        _REPLAYS.pop(id(item), None)
-        if usage is None:
-            continue
-        tokens_in, tokens_out, model = usage
-        key = model if model and model.strip() else None
-        price = table.get(key) if key is not None else None
-        if not isinstance(price, dict):
-            label = model_label(key)
-            if label not in warned:
-                warned.add(label)
-                warnings.append(f"[WARN] No LLM pricing configured for model {label}; recording "
-                                "zero cost. Set LOBSTER_LLM_PRICING_JSON to enable cost_limit "
-                                "enforcement for this model.")
-            cost = 0.0
-        else:
-            cost = (tokens_in * price["input"] + tokens_out * price["output"]) / 1_000_000
-        ledger["totalInputTokens"] = ledger.get("totalInputTokens", 0) + tokens_in
-        ledger["totalOutputTokens"] = ledger.get("totalOutputTokens", 0) + tokens_out
-        ledger["estimatedCostUsd"] = round(ledger.get("estimatedCostUsd", 0.0) + cost, 6)
-        ledger.setdefault("byStep", []).append(
-            {"stepId": step_id, "model": model, "inputTokens": tokens_in,
-             "outputTokens": tokens_out, "costUsd": round(cost, 6)})
-    return warnings
+@frozen
+class CostLimit:
+    """A workflow's `cost_limit`: past `max_usd`, `stop` fails the run and `warn` warns."""
+
+    max_usd: float
+    action: str = "warn"
+
+    @classmethod
+    def of(cls, spec: Mapping) -> "CostLimit":
+        """From the COST_LIMIT payload {max_usd, action}."""
+        return cls(float(spec["max_usd"]), spec.get("action") or "warn")
 
 
-def check_limit(ledger: dict, limit: Mapping | None) -> tuple[str | None, str | None]:
+@frozen
+class Charge:
+    """One billed item: the step that produced it and what it cost."""
+
+    step: str
+    model: str | None
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+
+
+@define
+class Ledger:
+    """The spend of a run so far, and the limit it is held to (None: no cost_limit)."""
+
+    limit: CostLimit | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0  # rounded to 1e-6 after every charge, as the original
+    charges: tuple[Charge, ...] = field(default=())
+
+    def bill(self, step_id: str, items: list, env: Mapping[str, str],
+             warned: set | None = None) -> list[str]:
+        """Add every billable item's usage; returns the warnings to show. `warned` holds the
+        model ids already warned about in this process (the original warns once per model and
+        process, a resumed run again)."""
+        table = pricing(env)[0]  # a bad table was reported as the run started
+        warned = set() if warned is None else warned
+        warnings: list[str] = []
+        for item in items:
+            usage = usage_of(item)
+            _REPLAYS.pop(id(item), None)
+            if usage is None:
+                continue
+            tokens_in, tokens_out, model = usage
+            key = model if model and model.strip() else None
+            price = table.get(key) if key is not None else None
+            if not isinstance(price, dict):
+                label = model_label(key)
+                if label not in warned:
+                    warned.add(label)
+                    warnings.append(f"[WARN] No LLM pricing configured for model {label}; "
+                                    "recording zero cost. Set LOBSTER_LLM_PRICING_JSON to enable "
+                                    "cost_limit enforcement for this model.")
+                cost = 0.0
+            else:
+                cost = (tokens_in * price["input"] + tokens_out * price["output"]) / 1_000_000
+            self.input_tokens += tokens_in
+            self.output_tokens += tokens_out
+            self.cost_usd = round(self.cost_usd + cost, 6)
+            self.charges = (*self.charges,
+                            Charge(step_id, model, tokens_in, tokens_out, round(cost, 6)))
+        return warnings
+
+    def absorb(self, step_id: str, other: "Ledger") -> None:
+        """Take the charges of a sub-workflow's ledger as the spend of its `workflow:` step."""
+        for charge in other.charges:
+            self.input_tokens += charge.input_tokens
+            self.output_tokens += charge.output_tokens
+            self.cost_usd = round(self.cost_usd + charge.cost_usd, 6)
+            self.charges = (*self.charges, Charge(step_id, charge.model, charge.input_tokens,
+                                                  charge.output_tokens, charge.cost_usd))
+
+    def check(self) -> tuple[str | None, str | None]:
+        """(error, warning) of the limit against the spend so far (see `check_limit`)."""
+        return check_limit(self.cost_usd, self.limit)
+
+    def summary(self) -> dict[str, Any]:
+        """The original's `_meta.cost` shape."""
+        return {"totalInputTokens": self.input_tokens, "totalOutputTokens": self.output_tokens,
+                "estimatedCostUsd": self.cost_usd,
+                "byStep": [{"stepId": c.step, "model": c.model, "inputTokens": c.input_tokens,
+                            "outputTokens": c.output_tokens, "costUsd": c.cost_usd}
+                           for c in self.charges]}
+
+
+def check_limit(spent: float, limit: CostLimit | None) -> tuple[str | None, str | None]:
     """(error, warning): past the limit, `stop` is an error and `warn` (the default) a
     warning, each time the limit is checked (after every step, and as the run ends)."""
-    if not limit:
+    if limit is None or spent <= limit.max_usd:
         return None, None
-    total, cap = ledger.get("estimatedCostUsd", 0.0), float(limit["max_usd"])
-    if total <= cap:
-        return None, None
-    if limit.get("action") == "stop":
-        return f"Cost limit exceeded: ${total:.4f} > ${cap:.2f} limit", None
-    return None, f"[WARN] Cost ${total:.4f} exceeds limit ${cap:.2f}"
+    if limit.action == "stop":
+        return f"Cost limit exceeded: ${spent:.4f} > ${limit.max_usd:.2f} limit", None
+    return None, f"[WARN] Cost ${spent:.4f} exceeds limit ${limit.max_usd:.2f}"

@@ -14,6 +14,7 @@ from vm.core import js
 from vm.isa.opcodes import CONST, HALT, OPS, REG, STEP, TARGET, Op
 from vm.isa.ops import Branch, Given
 from vm.isa.program import Program, StepInfo
+from vm.isa.regions import regions_of
 
 _MNEMONIC_WIDTH = max(len(op.name) for op in Op)
 _LABEL_WIDTH = 12  # the least label column; a block with longer labels widens its own
@@ -51,14 +52,13 @@ def _label_at(labels: list[str], pc: int) -> str:
 
 
 class _Index:
-    """What the disassembler asks about pcs, computed in one pass over the steps and the
-    code: the step at each pc (the first listed, as `Program.step_at`), the pcs that start a
-    step, the steps that end just before each pc, and the next RETURN from each pc. Every
+    """What the disassembler asks about pcs, computed in one pass over the steps: the step at
+    each pc (the first listed, as `Program.step_at`), the pcs that start a step and the steps
+    that end just before each pc; the regions are the program's own (vm/isa/regions.py). Every
     question is then a lookup, so a program disassembles in time linear in its size."""
 
     def __init__(self, program: Program) -> None:
-        code = program.code
-        n = len(code)
+        n = len(program.code)
         self.step_of: list[StepInfo | None] = [None] * n
         for step in reversed(program.steps):  # the first listed wins, as in step_at
             for pc in range(max(step.first_pc, 0), min(step.last_pc + 1, n)):
@@ -67,9 +67,7 @@ class _Index:
         self.ending: dict[int, list[StepInfo]] = {}
         for step in program.steps:
             self.ending.setdefault(step.last_pc + 1, []).append(step)
-        self.next_return: list[int | None] = [None] * (n + 1)
-        for pc in range(n - 1, -1, -1):
-            self.next_return[pc] = pc if code[pc].op == Op.RETURN else self.next_return[pc + 1]
+        self.regions = regions_of(program)
 
     def step_at(self, pc: int) -> StepInfo | None:
         return self.step_of[pc] if 0 <= pc < len(self.step_of) else None
@@ -77,28 +75,29 @@ class _Index:
 
 def _blocks(program: Program, index: _Index) -> tuple[list[str], list[str | None]]:
     """The label of every pc, and the block header that starts at it (or None)."""
-    code = program.code
-    n = len(code)
+    n = len(program.code)
     owner: list[tuple[str, str] | None] = [None] * n  # (block header, label stem)
     for step in program.steps:
         for pc in range(step.first_pc, step.last_pc + 1):
             owner[pc] = (f"step {step.id}", step.id)
-    for pc, ins in enumerate(code):
-        if ins.op == Op.CALL:
-            end = index.next_return[ins.c] if 0 <= ins.c < n else None
-            call = index.step_at(pc)
-            if end is not None and owner[end] is None and call is not None:
-                owner[end] = (f"@return {call.id}", f"{call.id}/(return)")
-        elif ins.op == Op.PARALLEL:
-            step = index.step_at(pc)
-            prefix = f"{step.id}/" if step is not None else ""
-            for branch in program.constants[ins.b].branches:
-                at = branch.start
-                while 0 <= at < n and owner[at] is None:
-                    owner[at] = (f"@branch {prefix}{branch.id}", f"{prefix}{branch.id}")
-                    if code[at].op == Op.END_BRANCH:
-                        break
+    for pc, regions in sorted(index.regions.entered.items()):
+        step = index.step_at(pc)
+        for region in regions:
+            if region.kind == "call":
+                if step is None:
+                    continue
+                at = region.start  # what runs before its first step (its own cost_limit)
+                while at < region.end and owner[at] is None:
+                    owner[at] = (f"@enter {step.id}", f"{step.id}/(enter)")
                     at += 1
+                if owner[region.end] is None:
+                    owner[region.end] = (f"@return {step.id}", f"{step.id}/(return)")
+                continue
+            prefix = f"{step.id}/" if step is not None else ""
+            at = region.start
+            while at <= region.end and owner[at] is None:
+                owner[at] = (f"@branch {prefix}{region.name}", f"{prefix}{region.name}")
+                at += 1
     seen_step = False
     for pc in range(n):
         if owner[pc] is None:

@@ -12,15 +12,19 @@ FRAME_FORMAT changelog:
   3  the pending halt is one of four tagged variants (`$type`: PipelineApproveWait,
      PipelineAskWait, StepApprovalWait, StepInputWait), each with only its own fields; the
      approver rules are an ApproverRules record instead of an identity map.
+  4  the cost ledger is a typed record (vm/isa/cost.py: Ledger with its CostLimit and one
+     Charge per billed item) instead of a loose {limit, ledger} map; a CallFrame keeps the
+     caller's ledger while the sub-workflow bills one of its own.
 """
 
 from typing import Any, ClassVar
 
 from attrs import define, field
 
+from vm.isa.cost import Ledger
 from vm.isa.ops import ApproverRules
 
-FRAME_FORMAT = 3
+FRAME_FORMAT = 4
 
 
 class Pending:
@@ -115,6 +119,7 @@ class CallFrame:
     args: dict[str, Any]
     env: dict[str, str]
     last_step: str | None = None
+    cost: Ledger = field(factory=Ledger)  # the caller's; its `workflow:` step takes the spend
 
 
 @define
@@ -152,5 +157,23 @@ class Frame:
     capture: list[str] | None = None  # renderer output of the running pipeline step
     stage_env: dict[str, str] | None = None  # env and cwd of the running pipeline step
     stage_cwd: str | None = None
-    cost: dict[str, Any] = field(factory=dict)
+    cost: Ledger = field(factory=Ledger)
     steps_run: int = 0
+
+    def fork(self, pc: int) -> "Frame":
+        """The frame of a parallel branch whose region starts at `pc`. It inherits the run's
+        identity, a copy of the results (what the branch records stays its own until `join`),
+        the args, env, cwd, mode, origin and source_dir (its traps and events name files as
+        the run's do); it gets registers of its own, no stacks (a branch
+        enters no loop, call or policy of its parent) and an empty ledger without a limit: a
+        branch bills nothing itself, the parent bills the result each branch returns as it
+        joins them, in the order the branches are declared (as the original)."""
+        return Frame(format=self.format, program_hash=self.program_hash, run_id=self.run_id,
+                     created_at=self.created_at, pc=pc,
+                     registers=[[] for _ in self.registers], results=dict(self.results),
+                     args=self.args, env=self.env, cwd=self.cwd, mode=self.mode,
+                     origin=self.origin, source_dir=self.source_dir)
+
+    def join(self, results: dict[str, Any]) -> None:
+        """Take the results of finished branches (branch id -> result) back into this frame."""
+        self.results.update(results)

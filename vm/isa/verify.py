@@ -9,9 +9,8 @@ from vm.isa.frame import (Frame, PipelineApproveWait, PipelineAskWait, StepAppro
 from vm.isa.opcodes import CONST, HALT, OPS, REG, STEP, TARGET, Op
 from vm.isa.ops import PipelineApprove, PipelineAsk, StepApproval, StepInput
 from vm.isa.program import Program
+from vm.isa.regions import LAST, regions_of
 
-_ENDS = (Op.END, Op.END_WORKFLOW, Op.RETURN)
-_LAST = (*_ENDS, Op.END_BRANCH)
 _HALTS = {Op.HALT_APPROVE: (PipelineApprove, StepApproval),
           Op.HALT_INPUT: (PipelineAsk, StepInput)}
 _WAITS = {PipelineApprove: PipelineApproveWait, PipelineAsk: PipelineAskWait,
@@ -26,7 +25,7 @@ def verify(program: Program) -> None:
     code, K = program.code, program.constants
     limits = {REG: program.registers, CONST: len(K), HALT: len(program.halts),
               STEP: len(K), TARGET: len(code)}
-    if not code or code[-1].op not in _LAST:
+    if not code or code[-1].op not in LAST:
         raise VerifyError("program must end with END, END_WORKFLOW, RETURN or END_BRANCH")
     if len(program.source_map) != len(code):
         raise VerifyError("source map does not cover the code")
@@ -53,37 +52,9 @@ def verify(program: Program) -> None:
             value = K[(ins.a, ins.b, ins.c)[slot]]
             if not isinstance(value, info.payload):
                 raise VerifyError(f"pc {pc}: {op.name} payload is not a {info.payload.__name__}")
-        _check_block(program, pc, op)
-
-
-def _check_block(program: Program, pc: int, op: Op) -> None:
-    """TRY pairs with an END_TRY of its step, LOOP_BEGIN with the LOOP_NEXT before its exit,
-    a CALL's region ends in a RETURN of its step, a branch region in an END_BRANCH of its
-    branch."""
-    code, K = program.code, program.constants
-    ins = code[pc]
-    if op == Op.TRY:
-        end = code[ins.c]
-        if ins.c <= pc or end.op != Op.END_TRY or K[end.a] != K[ins.a]:
-            raise VerifyError(f"pc {pc}: TRY does not pair with an END_TRY of its step")
-    elif op == Op.LOOP_BEGIN:
-        tail = code[ins.c - 1] if ins.c - 1 > pc else None
-        if tail is None or tail.op != Op.LOOP_NEXT or K[tail.a] != K[ins.a] \
-                or not pc < tail.b < ins.c:
-            raise VerifyError(f"pc {pc}: LOOP_BEGIN does not pair with a LOOP_NEXT of its loop")
-    elif op == Op.CALL:
-        end = next((at for at in range(ins.c, len(code)) if code[at].op in _ENDS), None)
-        if end is None or code[end].op != Op.RETURN or K[code[end].a] != K[ins.a]:
-            raise VerifyError(f"pc {pc}: CALL region does not end in a RETURN of its step")
-    elif op == Op.PARALLEL:
-        for branch in K[ins.b].branches:
-            start = branch.start
-            end = next((at for at in range(max(start, 0), len(code)) if code[at].op in _LAST),
-                       None)
-            if not 0 <= start < len(code) or end is None or code[end].op != Op.END_BRANCH \
-                    or K[code[end].a] != branch.id:
-                raise VerifyError(f"pc {pc}: branch {branch.id!r} is not a region ending in "
-                                  "its END_BRANCH")
+    problems = regions_of(program).problems  # block pairing: computed once, kept for the readers
+    if problems:
+        raise VerifyError(problems[0])
 
 
 def verify_frame(frame: Frame, program: Program) -> None:

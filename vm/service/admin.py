@@ -1,6 +1,7 @@
 """Checkpoints seen from outside a run: what waits, what expired and what is in doubt
 (`pending`), ending one (`cancel`), and removing what no checkpoint needs (`gc`). The embedding
-API behind `lobster pending`, `lobster cancel` and `lobster gc` (vm/cli/admin.py)."""
+API behind `lobster pending`, `lobster cancel` and `lobster gc` (vm/cli/pending.py, cancel.py,
+gc.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from typing import Any
 from vm.core import bounds
 from vm.isa import codec
 from vm.isa.codec import LoadError
-from vm.service.protocol import (Decision, Options, RequestError, cancel_state, iso_time, keys_if_any,
-                         resume, tombstone_s, unknown_approval_id)
-from vm.host.store import StateStore, lifecycle
+from vm.service.protocol.checkpoint import iso_time, keys_if_any
+from vm.service.protocol.envelope import (PROTOCOL_VERSION, RequestError, store_error,
+                                          unknown_approval_id, unknown_field)
+from vm.service.protocol.options import Options, tombstone_s
+from vm.service.protocol.resuming import Decision, cancel_state, resume
+from vm.host.store import StateStore, StoreError, lifecycle
 from vm.host.store.base import STATE_KEY, SigningKeyError, approval_id_form, key_id
 
 GC_GRACE_S = 24 * 3600  # an expired checkpoint is kept this long before gc removes it
@@ -124,8 +128,6 @@ PENDING_FIELDS: dict[str, tuple[dict, str]] = {
 def pending_request(request: dict[str, Any], options: Options) -> dict[str, Any]:
     """`pending` as a request: `{"olderThan"?: duration}` -> `{"protocolVersion": 1, "ok": true,
     "status": "ok", "checkpoints": [...]}` (the entries of `pending`), or an error envelope."""
-    from vm.service.protocol import PROTOCOL_VERSION, StoreError, store_error
-
     older = request.get("olderThan")
     if older is not None:
         try:
@@ -178,8 +180,6 @@ def history(options: Options, ident: str) -> dict[str, Any]:
     runId, initiatedBy), `claimed` (at, by: pid@host, decision, approvedBy), and how it ended
     (`finished` with outcome and the next checkpoint, `in_doubt`, `cancelled`, `expired`):
     the audit trail of who approved what. Read-only."""
-    from vm.service.protocol import PROTOCOL_VERSION, StoreError, store_error
-
     try:
         store = options.store()
         state_key = _state_key_of(store, (ident or "").strip() if isinstance(ident, str) else "")
@@ -202,8 +202,7 @@ def history_request(request: dict[str, Any], options: Options) -> dict[str, Any]
     """`history` as a request: `{"id": ID}` -> `history(options, ID)`."""
     unknown = [name for name in request if name not in HISTORY_FIELDS]
     if unknown:
-        return RequestError(f"unknown field {str(unknown[0])[:64]!r} in a history request; "
-                            "history takes: id", "E008").envelope
+        return unknown_field(unknown[0], "history", list(HISTORY_FIELDS)).envelope
     ident = request.get("id")
     if not isinstance(ident, str) or not ident.strip():
         return RequestError("id required: an approvalId, resumeToken or stateKey").envelope
@@ -220,7 +219,7 @@ def _state_key_of(store: StateStore, ident: str) -> str:
     if approval_id_form(ident) is not None:
         state_key = store.lookup_approval_id(ident)
         if state_key is None:
-            raise RequestError(unknown_approval_id(ident), "E503")
+            raise unknown_approval_id(ident)
         return state_key
     if STATE_KEY.fullmatch(ident) and "_resume_" in ident:
         return ident
@@ -245,7 +244,7 @@ def cancel(options: Options, ident: str) -> dict:
         return resume(options, Decision(cancel=True), approval_id=ident)
     if STATE_KEY.fullmatch(ident) and "_resume_" in ident:
         return cancel_state(options, ident)
-    return RequestError(unknown_approval_id(ident), "E503").envelope
+    return unknown_approval_id(ident).envelope
 
 
 def cancel_older_than(options: Options, seconds: float,

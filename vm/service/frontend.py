@@ -43,7 +43,9 @@ class Frontend(Protocol):
         given): a vm.service.migrate.MigrationCheck (optional: only `lobster migrate` needs it)."""
 
     def error_fields(self, exc: Exception) -> dict[str, Any]:
-        """A compile error as envelope fields: message, code, kind, location (or None)."""
+        """A compile error as envelope fields: message, code, location (or None); the
+        envelope's error type is the code's, from vm/core/codes.py (`kind`, if given, is
+        informational)."""
 
     def render_error(self, exc: Exception) -> str:
         """A compile error for a terminal: every diagnostic with its source line and caret."""

@@ -14,6 +14,7 @@ from vm.host.commands import COMMANDS
 from vm.isa.opcodes import OPS, STEP, Op
 from vm.isa.ops import HaltSite
 from vm.isa.program import Program
+from vm.isa.regions import regions_of
 
 
 @frozen
@@ -78,21 +79,14 @@ _NON_WORK = {Op.TRY, Op.END_TRY, Op.JUMP, Op.JUMP_IF_NOT, Op.EVAL_COND, Op.SKIP_
              Op.RETURN, Op.END_BRANCH}
 
 
-def _region(program: Program, start: int) -> range:
-    end = start
-    while end < len(program.code) and program.code[end].op != Op.END_BRANCH:
-        end += 1
-    return range(start, end + 1)
-
-
 def step_pcs(program: Program, first: int, last: int) -> list[int]:
     """A step's pcs, plus the branch regions of its PARALLEL (they live after the program)."""
     pcs = list(range(first, last + 1))
+    structure = regions_of(program)
     for pc in range(first, last + 1):
-        ins = program.code[pc]
-        if ins.op == Op.PARALLEL:
-            for branch in program.constants[ins.b].branches:
-                pcs += list(_region(program, branch.start))
+        if program.code[pc].op == Op.PARALLEL:
+            for region in structure.regions(pc):
+                pcs += list(range(region.start, region.end + 1))
     return pcs
 
 
@@ -194,7 +188,8 @@ def build_model(program: Program, name: str, *, marks: Mapping[str, str] | None 
                 model.effects.setdefault((step.id, "marked write"),
                                          Effect(step.id, "marked write", "effects: write",
                                                 work[0]))
-    for pc, ins in enumerate(program.code):
+    prologue = min((step.first_pc for step in program.steps), default=len(program.code))
+    for ins in program.code[:prologue]:  # the main workflow's (a sub-workflow's heads its region)
         if ins.op == Op.INIT_ARGS:
             model.defaults = program.constants[ins.a]
         elif ins.op == Op.COST_LIMIT:

@@ -13,11 +13,11 @@ from vm.core import js
 from vm.host.commands.base import Args, CommandError, Context
 from vm.core.js import UNDEFINED
 
-__all__ = ["dedupe", "group_by", "head", "map_items", "pick", "render_json", "render_table",
-           "sort", "where"]
+__all__ = ["WHERE_RE", "dedupe", "group_by", "head", "map_items", "pick", "render_json",
+           "render_table", "sort", "where"]
 
 _LINE = r"[^\n\r\u2028\u2029]"
-_WHERE_RE = re.compile(
+WHERE_RE = re.compile(
     rf"([a-zA-Z0-9_.]+){js.WS_CLASS}*(==|=|!=|<=|>=|<|>){js.WS_CLASS}*({_LINE}+)\Z")
 
 
@@ -46,7 +46,7 @@ def _where_literal(raw: str) -> Any:
 
 
 def _predicate(expr: str) -> Callable[[Any], bool]:
-    match = _WHERE_RE.match(expr)
+    match = WHERE_RE.match(expr)
     if match is None:
         raise CommandError(f"Invalid where expression: {expr}")
     path, op, raw = match.groups()

@@ -17,7 +17,7 @@ next: {stateKey, approvalId}), `in_doubt` (at, reason, step), `cancelled` (at, b
 (at), or `released` (at, why). The record is written with the claim (one atomic store step),
 so a claimed checkpoint is never without it. A claim's liveness is its *lease*: an expiry the
 running resume renews (`Claim` runs a renewer thread); a lease that passed is in doubt,
-whichever process held it. Callers (vm/service/protocol.py, vm/service/admin.py) never touch
+whichever process held it. Callers (vm/service/protocol/, vm/service/admin.py) never touch
 claims directly.
 """
 

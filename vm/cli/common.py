@@ -1,0 +1,205 @@
+"""What the `lobster` subcommands share: reading flags, printing envelopes and one-line
+refusals, the human-mode error text, and the `--events jsonl` writers drained before exit."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from vm.core import js
+from vm.service.protocol.envelope import RequestError, exit_code
+
+NO_VALUE = "\0"  # a flag given as the last word, without its value
+
+
+def print_json(value) -> None:
+    sys.stdout.write(js.json_pretty(value) + "\n")
+
+
+def flag(argv: list[str], i: int, name: str) -> tuple[str | None, int]:
+    """The value of `--name v` / `--name=v` at argv[i], and the index after it."""
+    word = argv[i]
+    if word.startswith(f"--{name}="):
+        return word.split("=", 1)[1], i + 1
+    if i + 1 < len(argv):
+        return argv[i + 1], i + 2
+    return None, i + 1
+
+
+def shown(value: str | None) -> str:
+    return "nothing" if value is None or value == NO_VALUE else repr(value)
+
+
+def usage_error(exc: RequestError) -> int:
+    """A refused command line, in human mode: one `lobster: error[CODE]: message` line."""
+    error = exc.envelope["error"]
+    sys.stderr.write(f"lobster: error[{error['code']}]: {error['message']}\n")
+    return 2
+
+
+def timeout(text: str | None, command: str) -> int | None:
+    """`--timeout 30000` (ms) or `--timeout 30s` (a duration) -> ms, within
+    bounds.TIMEOUT_MS; None when not given."""
+    if text is None:
+        return None
+    from vm.core import bounds
+
+    try:
+        return bounds.TIMEOUT_MS.parse(text, f"{command} --timeout")
+    except bounds.BoundError as exc:
+        message = exc.message if exc.kind == "range" else (
+            f"{command} --timeout must be a number of milliseconds or a duration such as 30s "
+            f"(got {shown(text if len(text) <= 64 else text[:24] + '...')})")
+        raise RequestError(message, "E021") from None
+
+
+def is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def file_problem(path: str) -> str | None:
+    """Why `--file PATH` names no workflow file, in the reference's words: the path is looked
+    up first (with the OS's text, as Node words it), then its kind, then its extension."""
+    from vm.service.frontend import WORKFLOW_EXTENSIONS
+
+    full = os.path.abspath(path)
+    if not os.path.exists(full):
+        return f"ENOENT: no such file or directory, stat '{full}'"
+    if not os.path.isfile(full):
+        return "Workflow path is not a file"
+    if not full.lower().endswith(WORKFLOW_EXTENSIONS):
+        return "Workflow file must end in .lobster, .yaml, .yml, or .json"
+    return None
+
+
+def fail(mode: str, exc: RequestError) -> int:
+    if mode == "tool":
+        print_json(exc.envelope)
+        return exit_code(exc.envelope)
+    return human_error(exc.envelope)
+
+
+def human_error(envelope: dict, rendered: str | None = None) -> int:
+    """`Error: <msg>` (or `Parse error: <msg>`) as the reference prints it, then where: every
+    diagnostic with its source line, caret and hint (`rendered` by the compiler), or the
+    runtime location."""
+    error = envelope["error"]
+    label = "Parse error" if error["type"] == "parse_error" else "Error"
+    if error["message"].startswith("run --args-json "):
+        lines = [error["message"]]  # the reference prints its own usage errors bare
+    else:
+        lines = [f"{label}: {error['message']}"]
+    if rendered is not None:
+        lines.append(rendered)
+    elif error.get("location"):
+        loc = error["location"]
+        lines.append(f"  at {loc['file']}:{loc['line']}:{loc['column']}")
+    sys.stderr.write("\n".join(lines) + "\n")
+    return exit_code(envelope)
+
+
+# events -------------------------------------------------------------------------------------
+_EVENT_WRITERS: list = []  # this process's `--events jsonl` callbacks, drained before exit
+EXIT_DRAIN_S = 60.0  # after the envelope, how long the process waits to write queued events
+
+
+def _write_fd_2(text: str) -> None:
+    """Events go straight to fd 2, not through sys.stderr's buffer: a writer blocked on a full
+    pipe holds no lock that the rest of the process (or its exit) needs."""
+    data = text.encode("utf-8", "backslashreplace")
+    while data:
+        data = data[os.write(2, data):]
+
+
+def listener(events: str | None, command: str, human: bool):
+    """The event callback a command's flags ask for: `--events jsonl` (JSON lines on stderr),
+    else the progress display in human mode; and the display, to clear it at the end."""
+    if events is not None:
+        if events.strip().lower() != "jsonl":
+            raise RequestError(f"{command} --events must be jsonl (got {shown(events)})", "E022")
+        from vm.engine.events import jsonl_writer
+
+        writer = jsonl_writer(_write_fd_2)
+        _EVENT_WRITERS.append(writer)
+        return writer, None
+    if not human:
+        return None, None
+    from vm.engine.events import Progress
+
+    progress = Progress(sys.stderr, is_terminal(sys.stderr))
+    return progress, progress
+
+
+def finish_events() -> None:
+    """The envelope is written: close stdout, so a reader that reads all of stdout before
+    stderr gets to the events, then write every event still queued (at most EXIT_DRAIN_S)."""
+    if not _EVENT_WRITERS:
+        return
+    from vm.engine.events import drain
+
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    for writer in _EVENT_WRITERS:
+        drain(writer, EXIT_DRAIN_S)
+
+
+# the store subcommands (pending, cancel, history, gc, key) ------------------------------------
+class Usage(Exception):
+    """A store subcommand's refused command line: its message, then the usage text (exit 2)."""
+
+
+def parse_flags(argv: list[str], flags: set[str], switches: set[str], usage: str) -> dict:
+    """`--flag value`, `--flag=value` and `--switch`; anything else is a usage error."""
+    values: dict = {}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in ("-h", "--help"):
+            sys.stdout.write(usage)
+            raise SystemExit(0)
+        name, eq, inline = word[2:].partition("=") if word.startswith("--") else ("", "", "")
+        if name in switches and not eq:
+            values[name], i = True, i + 1
+        elif name in flags:
+            if eq:
+                values[name], i = inline, i + 1
+            elif i + 1 < len(argv):
+                values[name], i = argv[i + 1], i + 2
+            else:
+                raise Usage(f"--{name} requires a value")
+        else:
+            raise Usage(f"unexpected argument {word!r}")
+    fmt = values.get("format", "text")
+    if fmt not in ("text", "json"):
+        raise Usage("--format must be text or json")
+    return values
+
+
+def seconds(text: str, name: str) -> float:
+    """A duration flag (`--older-than`, `--grace`) in seconds, within bounds.AGE."""
+    from vm.core import bounds
+
+    try:
+        return bounds.AGE.parse(text, f"--{name}") / 1000
+    except bounds.BoundError as exc:
+        raise Usage(exc.message) from None
+
+
+def refused_usage(exc: Exception, usage: str) -> int:
+    sys.stderr.write(f"{exc}\n{usage}")
+    return 2
+
+
+def store_options():
+    """The options of a store subcommand: tool mode, diagnostics on stderr."""
+    from vm.service.protocol.options import Options
+
+    return Options(mode="tool", log=sys.stderr.write)

@@ -1,0 +1,109 @@
+"""`lobster completion bash|zsh`: a shell completion script, made from the tables of
+subcommands, their flags and the flags' values below."""
+
+from __future__ import annotations
+
+import sys
+
+from vm.cli.common import shown, usage_error
+from vm.service.protocol.envelope import RequestError
+
+COMMANDS = ("run", "resume", "tool", "pending", "cancel", "history", "gc", "key", "migrate",
+            "mcp", "graph", "help", "doctor", "completion", "version")
+COMMAND_FLAGS = {
+    "run": "--mode --args-json --dry-run --file --timeout --quiet --progress --events "
+           "--checkpoint-ttl "
+           "--help",
+    "resume": "--token --id --approve --response-json --cancel --timeout --events "
+              "--checkpoint-ttl --help",
+    "pending": "--format --older-than --cancel --help",
+    "cancel": "--id --format --help",
+    "history": "--format --help",
+    "gc": "--dry-run --format --grace --help",
+    "key": "list rotate --format --help",
+    "graph": "--file --format --args-json --help",
+}
+FLAG_VALUES = {"--mode": "tool human", "--approve": "yes no", "--events": "jsonl",
+               "--format": "json text mermaid dot ascii"}
+
+BASH_COMPLETION = """\
+# lobster completion for bash: source <(lobster completion bash)
+_lobster() {
+    local cur prev sub words
+    cur="${COMP_WORDS[COMP_CWORD]}"
+    prev="${COMP_WORDS[COMP_CWORD-1]}"
+    sub="${COMP_WORDS[1]}"
+    COMPREPLY=()
+    if [ "$COMP_CWORD" -eq 1 ]; then
+        COMPREPLY=( $(compgen -W "@COMMANDS@" -- "$cur") )
+        return 0
+    fi
+    case "$prev" in
+@VALUES@
+        --file) COMPREPLY=( $(compgen -f -- "$cur") ); return 0 ;;
+    esac
+    case "$sub" in
+        help) [ "$COMP_CWORD" -eq 2 ] && COMPREPLY=( $(compgen -W "run resume" -- "$cur") ); return 0 ;;
+        completion) COMPREPLY=( $(compgen -W "bash zsh" -- "$cur") ); return 0 ;;
+@FLAGS@
+        *) words="" ;;
+    esac
+    if [[ "$cur" == -* ]]; then
+        COMPREPLY=( $(compgen -W "$words" -- "$cur") )
+    else
+        COMPREPLY=( $(compgen -f -- "$cur") )
+    fi
+    return 0
+}
+complete -o filenames -F _lobster lobster
+"""
+
+ZSH_COMPLETION = """\
+#compdef lobster
+# lobster completion for zsh: source <(lobster completion zsh), or save as _lobster in $fpath
+_lobster() {
+    local sub="${words[2]}" prev="${words[CURRENT-1]}"
+    if (( CURRENT == 2 )); then
+        compadd -- @COMMANDS@
+        return
+    fi
+    case "$prev" in
+@VALUES@
+        --file) _files; return ;;
+    esac
+    case "$sub" in
+        help) (( CURRENT == 3 )) && compadd -- run resume; return ;;
+        completion) compadd -- bash zsh; return ;;
+@FLAGS@
+    esac
+    _files
+}
+if [[ "$funcstack[1]" == _lobster ]]; then _lobster "$@"; else compdef _lobster lobster; fi
+"""
+
+
+def completion_script(shell: str) -> str:
+    """The completion script for `shell` (bash or zsh), made from the tables above."""
+    if shell == "bash":
+        values = "\n".join(f"        {flag}) COMPREPLY=( $(compgen -W \"{words}\" -- \"$cur\") );"
+                           f" return 0 ;;" for flag, words in FLAG_VALUES.items())
+        flags = "\n".join(f"        {sub}) words=\"{words}\" ;;"
+                          for sub, words in COMMAND_FLAGS.items())
+        template = BASH_COMPLETION
+    else:
+        values = "\n".join(f"        {flag}) compadd -- {words}; return ;;"
+                           for flag, words in FLAG_VALUES.items())
+        flags = "\n".join(f"        {sub}) [[ $PREFIX == -* ]] && {{ compadd -- {words}; "
+                          f"return; }} ;;" for sub, words in COMMAND_FLAGS.items())
+        template = ZSH_COMPLETION
+    return (template.replace("@COMMANDS@", " ".join(COMMANDS)).replace("@VALUES@", values)
+            .replace("@FLAGS@", flags))
+
+
+def cmd_completion(argv: list[str]) -> int:
+    shell = argv[0] if len(argv) == 1 else None
+    if shell not in ("bash", "zsh"):
+        return usage_error(RequestError(f"completion takes bash or zsh (got "
+                                        f"{shown(' '.join(argv) if argv else None)})", "E024"))
+    sys.stdout.write(completion_script(shell))
+    return 0

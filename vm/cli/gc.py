@@ -1,0 +1,48 @@
+"""`lobster gc`: remove what no checkpoint needs (or list it, with `--dry-run`)."""
+
+from __future__ import annotations
+
+import sys
+
+from vm.cli.common import Usage, parse_flags, print_json, refused_usage, seconds, store_options
+from vm.host.store import StoreError
+from vm.service.protocol.envelope import RequestError, exit_code, store_error
+
+USAGE = """\
+usage: lobster gc [--dry-run] [--format text|json] [--grace DURATION]
+
+Remove what no checkpoint needs: programs no checkpoint refers to, old cache entries, leftovers
+of interrupted writes, and checkpoints expired longer than the grace (default 1d) ago.
+--dry-run lists what would be removed. Safe while other lobster processes run.
+"""
+
+
+def cmd_gc(argv: list[str]) -> int:
+    from vm.service import admin
+
+    try:
+        values = parse_flags(argv, {"format", "grace"}, {"dry-run"}, USAGE)
+        grace = seconds(values["grace"], "grace") if "grace" in values else admin.GC_GRACE_S
+    except Usage as exc:
+        return refused_usage(exc, USAGE)
+    try:
+        report = admin.gc(store_options(), dry_run=bool(values.get("dry-run")), grace_s=grace)
+    except RequestError as exc:  # a bad LOBSTER_TOMBSTONE_TTL
+        print_json(exc.envelope)
+        return exit_code(exc.envelope)
+    except StoreError as exc:
+        print_json(store_error(exc))
+        return 1
+    if values.get("format") == "json":
+        print_json(report)
+        return 0
+    verb = "would remove" if report["dryRun"] else "removed"
+    labels = (("checkpoints", "expired checkpoint"),
+              ("tombstones", "record of an ended checkpoint"), ("keys", "retired key"),
+              ("programs", "program"), ("cache", "cache entry"), ("leftovers", "leftover"))
+    for key, label in labels:
+        for name in report[key]:
+            sys.stdout.write(f"{verb} {label} {name}\n")
+    counts = ", ".join(f"{len(report[key])} {key}" for key, _ in labels)
+    sys.stdout.write(f"{verb}: {counts}\n")
+    return 0

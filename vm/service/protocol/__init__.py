@@ -1,0 +1,40 @@
+"""The tool protocol, as the gateway embeds it and the CLI prints it: tool requests in,
+envelopes out. One module per job, each importing only those before it:
+
+- `envelope`: the envelopes, `RequestError`, the exit status of an envelope;
+- `options`: `Options` (set once per process) and `Settings` (one run's), checkpoint TTLs
+  and the other durations read from the environment;
+- `park`: a halted run saved, and its envelope with the token;
+- `running`: `run`: compile, start, drive to the end, a halt or a trap;
+- `checkpoint`: a parked checkpoint loaded and checked, cancelled, or explained;
+- `resuming`: `resume`: a decision checked, the checkpoint claimed, the run stepped on;
+- `request`: the fields of each action, and `handle`.
+
+The names below are the embedding API (also exported from `vm`), each loaded on first use;
+the rest is each module's own.
+"""
+
+_EXPORTS = {
+    "PROTOCOL_VERSION": "envelope", "RequestError": "envelope", "exit_code": "envelope",
+    "DEFAULT_MAX_STDOUT_BYTES": "options", "DEFAULT_TIMEOUT_MS": "options",
+    "Options": "options", "Settings": "options",
+    "MAX_PIPELINE_BYTES": "running", "run": "running",
+    "Decision": "resuming", "resume": "resuming",
+    "MAX_REQUEST_BYTES": "request", "REQUEST_FIELDS": "request", "REQUIRED_FIELDS": "request",
+    "handle": "request",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """Each name is loaded on first use: the CLI's `--help` and an envelope's exit status never
+    load the machine."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,145 @@
+"""Parking a halted run: every limit checked first, then its program and signed frame saved
+and the envelope that hands out its token (and approval id) returned."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from vm.core import js
+from vm.host import token as tokens
+from vm.host.store import StateStore
+from vm.isa import codec
+from vm.isa.frame import Frame, StepApprovalWait, StepInputWait
+from vm.isa.ops import ApproverRules
+from vm.isa.program import Program
+from vm.service.protocol.envelope import RequestError, ok_envelope, store_unwritable
+from vm.service.protocol.options import Options, Settings, checkpoint_ttl_ms
+
+SUBJECT_MAX_BYTES = 192_000
+TOOL_ENVELOPE_MAX_BYTES = 512_000
+
+
+def signing_key(store: StateStore) -> bytes:
+    """The key a new checkpoint is signed with: a SigningKeyError (T451, T452) or a store that
+    cannot be written (T450) is refused as a RequestError before anything runs."""
+    try:
+        return store.key()
+    except OSError as exc:  # the state dir is a file, read-only, full...
+        raise RequestError(store_unwritable(store.location, exc), "T450") from None
+
+
+def check_envelope_size(envelope: dict, settings: Settings) -> None:
+    """An envelope over the call's maxStdoutBytes is refused (T423)."""
+    cap = settings.max_stdout_bytes
+    if cap is not None and len(js.json_pretty(envelope).encode("utf-8")) > cap:
+        raise RequestError("lobster runtime result exceeded maxStdoutBytes", "T423")
+
+
+def park(program: Program, frame: Frame, options: Options, settings: Settings) -> dict:
+    """Save the halted run and return its envelope. Every limit is checked first (the frame
+    stores and loads again, the envelope fits maxStdoutBytes): a checkpoint is saved only when
+    its token is handed out and resume or cancel can take it."""
+    store = options.store()
+    key = signing_key(store)  # the token and the frame's MAC: one key, read once
+    pending = frame.pending
+    state_key = tokens.new_state_key(frame.origin)
+    kind = tokens.kind_for(frame.origin)
+    ttl = settings.checkpoint_ttl_ms or program.checkpoint_ttl_ms or checkpoint_ttl_ms(options)
+    if pending.kind == "approval":
+        # the id goes into the frame, so it is published before the frame is written
+        pending.approval_id = store.new_approval_id(state_key)
+    try:
+        try:
+            blob = codec.dump_frame(frame)
+        except codec.Unstorable as exc:
+            raise RequestError(f"lobster runtime checkpoint cannot be stored: {exc}",
+                               "T424") from None
+        envelope = _cap_subject(_halt_envelope(pending, tokens.issue(kind, state_key, key)),
+                                options.env, frame)
+        check_envelope_size(envelope, settings)
+    except RequestError:
+        store.remove_approval_id(pending.approval_id)
+        raise
+    store.save_program(program.hash, lambda: codec.dump_program(program),
+                       intact=lambda blob: codec.intact(blob, program.hash))
+    store.save_frame(state_key, blob, expires_at=None if ttl is None else time.time() + ttl / 1000,
+                     key=key)
+    if options.report is not None:
+        options.report(pending)  # the CLI renders a human-mode halt from it
+    return envelope
+
+
+def _halt_envelope(pending, token: str) -> dict:
+    if pending.kind == "approval":
+        request: dict[str, Any] = {"type": "approval_request", "prompt": pending.prompt,
+                                   "items": pending.items}
+        if pending.preview is not None:
+            request["preview"] = pending.preview
+        if isinstance(pending, StepApprovalWait):
+            request.update(approver_fields(pending.approvers))
+        request["resumeToken"] = token
+        if pending.approval_id:
+            request["approvalId"] = pending.approval_id
+        return ok_envelope("needs_approval", [], approval=request)
+    request = {"type": "input_request", "prompt": pending.prompt, "responseSchema": pending.schema}
+    if isinstance(pending, StepInputWait):
+        if pending.has_defaults:
+            request["defaults"] = pending.defaults
+        if pending.has_subject:
+            request["subject"] = pending.subject
+    elif pending.subject is not None:  # an `ask` stage's items, when it attaches them
+        request["subject"] = pending.subject
+    request["resumeToken"] = token
+    return ok_envelope("needs_input", [], input_request=request)
+
+
+def approver_fields(rules: ApproverRules) -> dict[str, Any]:
+    """The approver rules in force, as an approval request shows them."""
+    fields: dict[str, Any] = {}
+    if rules.initiated_by:
+        fields["initiatedBy"] = rules.initiated_by
+    if rules.required_approver:
+        fields["requiredApprover"] = rules.required_approver
+    if rules.require_different_approver:
+        fields["requireDifferentApprover"] = True
+    return fields
+
+
+def _cap_subject(envelope: dict, env: Mapping[str, str], frame: Frame) -> dict:
+    """A workflow's input request must fit LOBSTER_MAX_TOOL_ENVELOPE_BYTES (default 512000,
+    a value under 1024 means the default), its token counted as 220 bytes, as the reference:
+    a subject over 192000 bytes of JSON becomes a 2000-character preview; if that does not fit
+    either, only its size is given; if even that does not fit, the run fails."""
+    request = envelope.get("requiresInput")
+    if frame.origin != "workflow" or not request or "subject" not in request:
+        return envelope
+    raw = env.get("LOBSTER_MAX_TOOL_ENVELOPE_BYTES")
+    cap = js.to_number(raw) if raw is not None else float("nan")
+    cap = int(cap) if cap == cap and cap not in (float("inf"), float("-inf")) and cap >= 1024 \
+        else TOOL_ENVELOPE_MAX_BYTES
+    base = {k: v for k, v in request.items() if k not in ("subject", "resumeToken")}
+
+    def fits(subject: Any) -> bool:
+        probe = {"protocolVersion": 1, "ok": True, "status": "needs_input", "output": [],
+                 "requiresApproval": None,
+                 "requiresInput": {**base, "subject": subject, "resumeToken": "x" * 220}}
+        return len(js.json_compact(probe).encode("utf-8")) <= cap
+
+    subject = request["subject"]
+    if fits(subject):
+        return envelope
+    text = js.json_compact(subject)
+    size = len(text.encode("utf-8"))
+    if size > SUBJECT_MAX_BYTES:
+        subject = {"truncated": True, "bytes": size, "preview": text[:2000]}
+    if not fits(subject):
+        subject = {"truncated": True, "bytes": size,
+                   "preview": "[subject omitted: envelope size limit]"}
+        if not fits(subject):
+            step = frame.pending.step if frame.pending is not None else ""
+            raise RequestError(f"Workflow input step {step} needs_input envelope exceeds {cap} "
+                               "bytes even after subject truncation", "T425")
+    request["subject"] = subject
+    return envelope

@@ -1,0 +1,190 @@
+"""Running: compile (unless given a program), start a frame, drive it to its end, its first
+halt (parked: vm/service/protocol/park.py) or a trap, and answer with the envelope. A run that
+needs compiling asks the compiler frontend; nothing else here parses."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from attrs import evolve
+
+from vm.core import js
+from vm.engine import machine
+from vm.host.children import Scope
+from vm.host.store import StoreError
+from vm.isa.frame import Frame
+from vm.isa.program import Program
+from vm.service.frontend import WORKFLOW_EXTENSIONS
+from vm.service.protocol.envelope import (RequestError, check_unicode, error_envelope,
+                                          internal_error, not_unicode, ok_envelope, store_error,
+                                          store_unwritable)
+from vm.service.protocol.options import Options, Settings, checkpoint_ttl_ms, request_ttl_ms
+from vm.service.protocol.park import check_envelope_size, park, signing_key
+
+if TYPE_CHECKING:
+    from vm.service.frontend import Frontend
+
+MAX_PIPELINE_BYTES = 64 * 1024  # inline pipeline text, in UTF-8 bytes (E105)
+
+
+def is_workflow_path(pipeline: str, cwd: str) -> bool:
+    """Whether `pipeline` names a workflow file under `cwd` (else it is pipeline text, as the
+    reference runs it)."""
+    text = pipeline.strip()
+    if "|" in text or not text.lower().endswith(WORKFLOW_EXTENSIONS):
+        return False
+    return os.path.isfile(os.path.join(cwd, text))
+
+
+def compiler(given: Frontend | None) -> Frontend:
+    """The compiler: the one `given` (by the CLI or an embedder), else the installed one."""
+    if given is not None:
+        return given
+    from vm.service.frontend import FrontendMissing, find_frontend
+
+    try:
+        return find_frontend()
+    except FrontendMissing as exc:
+        raise RequestError(str(exc), "E003") from None
+
+
+def compile_refused(frontend: Frontend, exc: Exception) -> RequestError:
+    """A compile error as a refusal: the first diagnostic's message, code and location."""
+    fields = frontend.error_fields(exc)
+    return RequestError(fields["message"], fields["code"], fields.get("location"))
+
+
+def compile_source(pipeline: str, options: Options, cwd: str, workflow: bool = False) -> Program:
+    """The program for inline pipeline text, or for a workflow file under `cwd`."""
+    frontend = compiler(options.frontend)
+    try:
+        if workflow:
+            return frontend.compile_workflow(os.path.join(cwd, pipeline.strip()), options.store())
+        return frontend.compile_pipeline(pipeline, options.store())
+    except frontend.CompileError as exc:
+        if options.report is not None:
+            options.report(exc)
+        raise compile_refused(frontend, exc) from None
+
+
+def parse_args_json(args_json: str | None, command: str = "run") -> dict:
+    """`COMMAND --args-json`: a JSON object, with the reference's two error texts."""
+    if args_json is None:
+        return {}
+    try:
+        args = js.parse_args_json(args_json, command)
+    except js.JSONTooDeep as exc:
+        raise RequestError(str(exc), "E007") from None
+    except ValueError as exc:
+        raise RequestError(str(exc)) from None
+    check_unicode(args, f"{command} --args-json")
+    return args
+
+
+def check_pipeline_text(pipeline: str) -> None:
+    """Inline pipeline text: at most MAX_PIPELINE_BYTES, Unicode, no NUL byte."""
+    try:
+        size = len(pipeline.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise not_unicode("pipeline") from None
+    if size > MAX_PIPELINE_BYTES:
+        raise RequestError(f"pipeline text is {size} bytes, over the limit of "
+                           f"{MAX_PIPELINE_BYTES}", "E105")
+
+
+def run(pipeline: str, options: Options, *, args_json: str | None = None,
+        program: Program | None = None, file: bool = False, scope: Scope | None = None,
+        checkpoint_ttl: str | int | None = None) -> dict:
+    """Compile (unless given a program) and run to the end or the first halt, bounded by the
+    options. `pipeline` is inline text, or a workflow file path (always one when `file` is
+    set). `checkpoint_ttl` (a duration such as "30m", or ms) is how long a checkpoint of this
+    call stays resumable, before the workflow's own and the options' default."""
+    try:
+        settings = evolve(Settings.of(options),
+                          checkpoint_ttl_ms=request_ttl_ms(checkpoint_ttl, "checkpoint_ttl"))
+        return run_settled(pipeline, options, settings, scope or Scope(), args_json=args_json,
+                           program=program, file=file)
+    except RequestError as exc:
+        return exc.envelope
+    except Exception as exc:  # noqa: BLE001 - the last resort, as in `handle`
+        return internal_error(exc)
+
+
+def run_settled(pipeline: str, options: Options, settings: Settings, scope: Scope, *,
+                args_json: str | None = None, program: Program | None = None,
+                file: bool = False) -> dict:
+    """`run` under settings already read (from a tool request, or the options)."""
+    try:
+        checkpoint_ttl_ms(options)  # a bad TTL is refused before anything runs
+        workflow = file or is_workflow_path(pipeline, settings.cwd)
+        if not workflow:
+            check_pipeline_text(pipeline)
+        args = parse_args_json(args_json)  # checked always, used by workflow files only
+        if not workflow:
+            args = {}
+        if program is None:
+            program = compile_source(pipeline, options, settings.cwd, workflow=workflow)
+        if program.halts:  # it may park: its key is checked before anything runs
+            signing_key(options.store())
+        frame = machine.new_frame(program, cwd=settings.cwd, mode=settings.mode, args=args,
+                                  source=os.path.join(settings.cwd, pipeline.strip())
+                                  if workflow else None)
+        frame.origin = "workflow" if workflow else "pipeline"
+        return drive(program, frame, options, settings, scope)
+    except RequestError as exc:
+        return exc.envelope
+    except StoreError as exc:
+        return store_error(exc)
+
+
+def drive(program: Program, frame: Frame, options: Options, settings: Settings,
+          scope: Scope) -> dict:
+    """Step the frame to its end, a halt (parked) or a trap, with the options' event
+    listener (if any) hearing it."""
+    if options.on_event is None:
+        return _drive_with(program, frame, options, settings, scope, None)
+    from vm.engine.events import Emitter
+
+    events = Emitter(options.on_event, options.log)
+    try:
+        envelope = _drive_with(program, frame, options, settings,
+                               Scope(scope, listener=events), events)
+    finally:
+        dropped = events.close()
+    if dropped:  # additive: the events this run could not hand to the callback
+        envelope = {**envelope, "eventsDropped": dropped}
+    return envelope
+
+
+def _drive_with(program: Program, frame: Frame, options: Options, settings: Settings,
+                scope: Scope, events) -> dict:
+    host = machine.Host(ctx=settings.context(options, scope), write=options.write,
+                        ask_line=options.ask_line, log=options.log, events=events)
+    if frame.origin == "workflow" and host.ctx.env.get("LOBSTER_LLM_PRICING_JSON"):
+        from vm.isa import cost  # a bad pricing table is reported as a workflow starts, as the original
+
+        for warning in cost.pricing(host.ctx.env)[1]:
+            host.log(warning + "\n")
+    outcome = machine.run(program, frame, host)
+    if isinstance(outcome, machine.Failed):
+        if options.report is not None:
+            options.report(outcome)
+        location = None
+        if outcome.span:
+            location = {"file": outcome.file or program.header.source_name,
+                        "line": outcome.span[0], "column": outcome.span[1]}
+        return error_envelope(outcome.code, outcome.message, location)
+    if isinstance(outcome, machine.Finished):
+        envelope = ok_envelope("ok", outcome.output)
+    else:
+        try:
+            envelope = park(program, outcome.frame, options, settings)
+        except OSError as exc:  # the state dir is a file, read-only, full...
+            raise StoreError(store_unwritable(options.store().location, exc)) from None
+        if events is not None:
+            pending = outcome.frame.pending
+            events.halted(outcome.frame.pc - 1, pending.kind, pending.approval_id,
+                          pending.prompt)
+    check_envelope_size(envelope, settings)
+    return envelope
