@@ -17,6 +17,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from . import forkserver
 from .normalise import Normaliser
 
 STEP_TIMEOUT_S = 60
@@ -198,12 +199,17 @@ def run_case(case: dict, command: list[str]) -> list[dict]:
             prefix = command
             if step.get("bin"):  # another executable the package installs beside `lobster`
                 prefix = [str(Path(command[0]).parent / step["bin"])]
-            try:
-                proc = subprocess.run(prefix + argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
-                                      capture_output=True, timeout=STEP_TIMEOUT_S)
-                code, out, err = proc.returncode, proc.stdout, proc.stderr
-            except subprocess.TimeoutExpired as exc:
-                code, out, err = "timeout", exc.stdout or b"", exc.stderr or b""
+            if forkserver.enabled() and forkserver.our_script(prefix[0]) and len(prefix) == 1:
+                code, out, err = forkserver.ForkServer.get().run(
+                    prefix + argv, cwd=work, env=env, timeout=STEP_TIMEOUT_S)
+            else:
+                try:
+                    proc = subprocess.run(prefix + argv, cwd=work, env=env,
+                                          stdin=subprocess.DEVNULL, capture_output=True,
+                                          timeout=STEP_TIMEOUT_S)
+                    code, out, err = proc.returncode, proc.stdout, proc.stderr
+                except subprocess.TimeoutExpired as exc:
+                    code, out, err = "timeout", exc.stdout or b"", exc.stderr or b""
             out_text = out.decode("utf-8", "replace")
             try:
                 parsed, is_json = json.loads(out_text), True
