@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import locale
 import os
 import pickle
 import signal
@@ -19,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from differential import forkserver
+
 BIN = Path(sys.executable).parent
 LOBSTER = str(BIN / "lobster")
 LOBSTERC = str(BIN / "lobsterc")
@@ -30,6 +33,13 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ.setdefault("PYTHONPYCACHEPREFIX",
                       os.path.join(tempfile.gettempdir(), "lobster-test-pycache"))
+
+
+def text_mode(data: bytes) -> str:
+    """Output as subprocess's text mode gives it: decoded as the locale says, newlines
+    universal."""
+    text = data.decode(locale.getpreferredencoding(False))
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 class Cli:
@@ -51,10 +61,17 @@ class Cli:
             name = {LOBSTER: "lobster", LOBSTERC: "lobsterc"}[exe]
             return run_in_process([name, *argv], cwd=self.work, env={**self.env, **(env or {})},
                                   stdin=stdin)
-        proc = subprocess.run([exe, *argv], cwd=self.work, env={**self.env, **(env or {})},
-                              input=stdin, capture_output=True, text=True, timeout=60,
+        environment = {**self.env, **(env or {})}
+        if forkserver.can_fork(exe):  # a real process, forked from a warm interpreter
+            code, out, err = forkserver.ForkServer.get(environment).run(
+                [exe, *argv], cwd=self.work, env=environment, timeout=60,
+                stdin=None if stdin is None else stdin.encode())
+            if code == "timeout":
+                raise subprocess.TimeoutExpired([exe, *argv], 60)
+            return subprocess.CompletedProcess([exe, *argv], code, text_mode(out), text_mode(err))
+        return subprocess.run([exe, *argv], cwd=self.work, env=environment, input=stdin,
+                              capture_output=True, text=True, timeout=60,
                               stdin=None if stdin is not None else subprocess.DEVNULL)
-        return proc
 
     def tool(self, *argv: str, **kw) -> tuple[dict, int]:
         proc = self.run(*argv, **kw)

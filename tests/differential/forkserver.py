@@ -29,8 +29,13 @@ import threading
 import time
 from pathlib import Path
 
-SCRIPTS = {"lobster": "lobster", "openclaw.invoke": "openclaw_invoke",
-           "clawd.invoke": "clawd_invoke"}  # console script -> lobsterc.frontend function
+SCRIPTS = {"lobster": ("lobsterc.frontend", "lobster"),  # console script -> its function
+           "openclaw.invoke": ("lobsterc.frontend", "openclaw_invoke"),
+           "clawd.invoke": ("lobsterc.frontend", "clawd_invoke"),
+           "lobsterc": ("lobsterc.tools.cli", "main")}
+# What Python reads as it starts (stream encodings, hash seed, flags): a run whose environment
+# sets any of these differently from the server's is started fresh, never forked.
+STARTUP = ("PYTHON", "LC_", "LANG")
 
 
 def enabled() -> bool:
@@ -60,22 +65,24 @@ def _preload() -> None:
     import jsonschema  # noqa: F401  (input schemas)
 
 
-def _run_script(request: dict, out_fd: int, err_fd: int) -> None:
+def _run_script(request: dict, out_fd: int, err_fd: int, in_fd: int | None = None) -> None:
     """In the forked run: become the step's process, then exit as the console script does."""
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
+    if in_fd is None:
+        in_fd = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(in_fd, 0)
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
-    for fd in (devnull, out_fd, err_fd):
+    for fd in (in_fd, out_fd, err_fd):
         os.close(fd)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
     time.tzset()
     sys.argv = list(request["argv"])
-    import lobsterc.frontend
+    import importlib
 
-    function = getattr(lobsterc.frontend, SCRIPTS[Path(sys.argv[0]).name])
+    module, name = SCRIPTS[Path(sys.argv[0]).name]
+    function = getattr(importlib.import_module(module), name)
     try:
         code = function()
     except SystemExit as exc:
@@ -96,7 +103,7 @@ def _run_script(request: dict, out_fd: int, err_fd: int) -> None:
 
 def _serve_one(conn: socket.socket) -> None:
     """In a per-request child: start the run, report its pid, wait, report its status."""
-    message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 2)
+    message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
     request = json.loads(message.decode("utf-8"))
     pid = os.fork()
     if pid == 0:
@@ -139,16 +146,22 @@ def serve(path: str) -> None:
 
 
 # client ------------------------------------------------------------------------------------
+def _startup(env: dict) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in env.items() if k.startswith(STARTUP)))
+
+
 class ForkServer:
-    """One server per test process, started on first use."""
+    """One server per test process and start-up environment, started on first use: a run
+    forks from a server that Python started under the same PYTHON*, LC_* and LANG values."""
 
     _lock = threading.Lock()
-    _instance: ForkServer | None = None
+    _servers: dict[tuple, ForkServer] = {}
 
-    def __init__(self) -> None:
+    def __init__(self, startup: tuple[tuple[str, str], ...]) -> None:
         self.folder = tempfile.mkdtemp(prefix="lobster-fork-")
         self.path = os.path.join(self.folder, "socket")
-        env = dict(os.environ, LC_ALL="C.UTF-8", LANG="C.UTF-8")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(STARTUP)}
+        env.update(startup)
         self.process = subprocess.Popen(
             [sys.executable, __file__, self.path], stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, env=env, cwd=self.folder)
@@ -156,20 +169,29 @@ class ForkServer:
             raise RuntimeError("the differential fork server did not start")
 
     @classmethod
-    def get(cls) -> ForkServer:
+    def get(cls, env: dict) -> ForkServer:
+        """The server for runs under `env`."""
+        key = _startup(env)
         with cls._lock:
-            if cls._instance is None or cls._instance.process.poll() is not None:
-                cls._instance = ForkServer()
-            return cls._instance
+            server = cls._servers.get(key)
+            if server is None or server.process.poll() is not None:
+                server = cls._servers[key] = ForkServer(key)
+            return server
 
-    def run(self, argv: list[str], *, cwd: Path | str, env: dict,
-            timeout: float) -> tuple[int | str, bytes, bytes]:
+    def run(self, argv: list[str], *, cwd: Path | str, env: dict, timeout: float,
+            stdin: bytes | None = None) -> tuple[int | str, bytes, bytes]:
         """(exit code or "timeout", stdout, stderr) of `argv`, run as a fork of the server."""
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+                tempfile.TemporaryFile() as given, \
                 socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.connect(self.path)
             request = json.dumps({"argv": argv, "env": env, "cwd": str(cwd)}).encode()
-            socket.send_fds(conn, [request], [out.fileno(), err.fileno()])
+            fds = [out.fileno(), err.fileno()]
+            if stdin is not None:
+                given.write(stdin)
+                given.seek(0)
+                fds.append(given.fileno())
+            socket.send_fds(conn, [request], fds)
             conn.settimeout(timeout)
             reader = conn.makefile("rb")
             pid = int(reader.readline().split()[1])
@@ -187,6 +209,11 @@ class ForkServer:
 def our_script(path: str) -> bool:
     """Whether `path` is one of this checkout's console scripts (those a fork can run)."""
     return Path(path).name in SCRIPTS and Path(path).parent == Path(sys.executable).parent
+
+
+def can_fork(path: str) -> bool:
+    """Whether a run of `path` may be a fork: one of our scripts, and forking not off."""
+    return enabled() and our_script(path)
 
 
 if __name__ == "__main__":

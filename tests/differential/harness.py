@@ -199,8 +199,8 @@ def run_case(case: dict, command: list[str]) -> list[dict]:
             prefix = command
             if step.get("bin"):  # another executable the package installs beside `lobster`
                 prefix = [str(Path(command[0]).parent / step["bin"])]
-            if forkserver.enabled() and forkserver.our_script(prefix[0]) and len(prefix) == 1:
-                code, out, err = forkserver.ForkServer.get().run(
+            if len(prefix) == 1 and forkserver.can_fork(prefix[0]):
+                code, out, err = forkserver.ForkServer.get(env).run(
                     prefix + argv, cwd=work, env=env, timeout=STEP_TIMEOUT_S)
             else:
                 try:
