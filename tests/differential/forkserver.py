@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -175,8 +176,19 @@ class ForkServer:
         with cls._lock:
             server = cls._servers.get(key)
             if server is None or server.process.poll() is not None:
+                if not cls._servers:
+                    atexit.register(cls.stop_all)
                 server = cls._servers[key] = ForkServer(key)
             return server
+
+    @classmethod
+    def stop_all(cls) -> None:
+        """Ends every server of this test process and removes its socket folder."""
+        for server in cls._servers.values():
+            server.process.kill()
+            server.process.wait()
+            shutil.rmtree(server.folder, ignore_errors=True)
+        cls._servers.clear()
 
     def run(self, argv: list[str], *, cwd: Path | str, env: dict, timeout: float,
             stdin: bytes | None = None) -> tuple[int | str, bytes, bytes]:
