@@ -17,7 +17,8 @@ stays cheap):
 The public interface is the modules in PUBLIC_MODULES below (a name ending in `.*` stands for
 the package and every module in it), and in them only names without a leading underscore:
 
-- `vm`: the embedding API above, and `__version__`;
+- `vm`: the embedding API above, `__version__`, and `install_hint` (the one way a message
+  names an extra to install);
 - `vm.core.*`: the vocabulary every layer shares (JavaScript values, conditions, the input
   schema dialect, sources and spans, the code table, bounds);
 - `vm.isa.*`: the instruction set a compiler targets (opcodes, payloads, Program, Frame,
@@ -37,6 +38,12 @@ only this interface; tests/machine/test_layering.py holds it to that, and holds 
 """
 
 __version__ = "0.1.0"
+DISTRIBUTION = "lobster-pipelines"  # pyproject's `name`; `lobster` on the index is another project
+
+
+def install_hint(extra: str) -> str:
+    """How to install an optional extra of this distribution: every hint says it this way."""
+    return f"pip install '{DISTRIBUTION}[{extra}]' (from a checkout: pip install '.[{extra}]')"
 
 PUBLIC_MODULES = (
     "vm", "vm.core.*", "vm.isa.*", "vm.host.commands.*", "vm.host.store", "vm.engine.refs",
@@ -52,7 +59,7 @@ _EXPORTS = {
     "history": "vm.service.admin",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = ["DISTRIBUTION", "__version__", "install_hint", *_EXPORTS]
 
 
 def __getattr__(name: str):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from lobsterc.diagnostics import CompileError, render
 from lobsterc.syntax.source import Source
+from vm import install_hint
 from vm.core.source import file_name
 from vm.isa import codec
 from vm.isa.dis import disassemble
@@ -250,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
         "lsp", help="run the language server on stdin/stdout (for editors)",
         description="A language server for workflow files and pipelines: lint diagnostics as "
         "you type, quick fixes, completion, hover, go to definition, symbols and rename. Needs "
-        "the lsp extra: pip install 'lobster-pipelines[lsp]'.")
+        "the lsp extra: " + install_hint("lsp") + ".")
     p.add_argument("--require-approval", action="store_true",
                    help="lint with the approval proof, as `lobsterc lint --require-approval`")
     p.add_argument("--strict", action="store_true",

@@ -484,7 +484,8 @@ def test_missing_extra_names_the_install():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          stdin=subprocess.DEVNULL)
     assert out.returncode == 2
-    assert out.stderr == "lobsterc lsp needs the lsp extra: pip install 'lobster-pipelines[lsp]'\n"
+    assert out.stderr == ("lobsterc lsp needs the lsp extra: pip install 'lobster-pipelines[lsp]' "
+                          "(from a checkout: pip install '.[lsp]')\n")
 
 
 def test_the_demo_session_runs_to_a_clean_file():

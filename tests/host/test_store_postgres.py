@@ -104,5 +104,6 @@ def test_without_the_driver_a_postgresql_url_is_a_store_error_naming_the_extra()
                    "from vm.host.store import StoreError, open_store\n"
                    "try:\n    open_store('postgresql://localhost/x', {})\n"
                    "except StoreError as exc:\n    print(exc)")
-    assert proc.stdout.strip() == \
-        "the PostgreSQL store needs psycopg: pip install 'lobster[postgres]'", proc.stderr
+    assert proc.stdout.strip() == (
+        "the PostgreSQL store needs psycopg: pip install 'lobster-pipelines[postgres]' "
+        "(from a checkout: pip install '.[postgres]')"), proc.stderr

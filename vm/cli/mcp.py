@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from vm import __version__
+from vm import __version__, install_hint
 from vm.core import js
 from vm.service import protocol
 from vm.service.protocol.envelope import error_envelope, unknown_field as refused_field
@@ -35,10 +35,9 @@ take the fields of `lobster tool`'s run and resume requests and return its envel
 lobster_pending lists the checkpoints that wait, as `lobster pending --format json` does;
 lobster_history shows one checkpoint's record, as `lobster history ID --format json` does.
 Runs start in the directory the server was started in; state lives in LOBSTER_STATE_DIR
-(or LOBSTER_STORE), as for every lobster command. Needs the extra: pip install 'lobster[mcp]'.
-"""
+(or LOBSTER_STORE), as for every lobster command. Needs the mcp extra: """ + install_hint("mcp") + ".\n"
 
-MISSING = "lobster mcp needs the mcp extra: pip install 'lobster[mcp]'"
+MISSING = "lobster mcp needs the mcp extra: " + install_hint("mcp")
 
 # One JSON-RPC line: a largest tool request, escaped twice over, and the envelope around it.
 MAX_FRAME_BYTES = 2 * protocol.MAX_REQUEST_BYTES + 64 * 1024

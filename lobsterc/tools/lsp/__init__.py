@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import sys
 
-INSTALL_HINT = "lobsterc lsp needs the lsp extra: pip install 'lobster-pipelines[lsp]'"
+from vm import install_hint
+
+INSTALL_HINT = "lobsterc lsp needs the lsp extra: " + install_hint("lsp")
 
 
 def main(*, require_approval: bool = False, strict: bool = False) -> int:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from vm import install_hint
 from vm.host.store.base import StoreError
 from vm.host.store.postgres_schema import migrate
 
@@ -146,7 +147,7 @@ def shared_backend(url: str) -> Backend:
     """The Backend of `url` in this process, made (connected, its schema migrated) on first
     use; a StoreError when psycopg is missing or the database cannot be reached."""
     if psycopg is None:
-        raise StoreError("the PostgreSQL store needs psycopg: pip install 'lobster[postgres]'")
+        raise StoreError("the PostgreSQL store needs psycopg: " + install_hint("postgres"))
     ident = (os.getpid(), url)  # a forked child opens its own pool
     found = _BACKENDS.get(ident)
     if found is None:
