@@ -35,7 +35,8 @@ take the fields of `lobster tool`'s run and resume requests and return its envel
 lobster_pending lists the checkpoints that wait, as `lobster pending --format json` does;
 lobster_history shows one checkpoint's record, as `lobster history ID --format json` does.
 Runs start in the directory the server was started in; state lives in LOBSTER_STATE_DIR
-(or LOBSTER_STORE), as for every lobster command. Needs the mcp extra: """ + install_hint("mcp") + ".\n"
+(or LOBSTER_STORE), as for every lobster command. Needs the mcp extra:
+""" + install_hint("mcp") + ".\n"
 
 MISSING = "lobster mcp needs the mcp extra: " + install_hint("mcp")
 
