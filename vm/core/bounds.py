@@ -9,7 +9,7 @@ import math
 import re
 from typing import Any
 
-from attrs import frozen
+from vm.core.records import frozen
 
 MAX_TEXT = 64  # characters of a duration or number given as text; past this it is refused
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}

@@ -8,7 +8,9 @@ import bisect
 import os
 import re
 
-from attrs import field, frozen
+from attrs import field
+
+from vm.core.records import frozen
 
 _NEWLINE = re.compile("\n")
 

@@ -12,8 +12,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from attrs import define, field
+from attrs import field
 
+from vm.core.records import define
 from vm.core.source import file_name
 from vm.host.commands import Context
 from vm.isa.frame import FRAME_FORMAT, Frame, PipelineAskWait, StepApprovalWait, StepInputWait

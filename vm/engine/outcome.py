@@ -3,8 +3,7 @@ happened."""
 
 from __future__ import annotations
 
-from attrs import frozen
-
+from vm.core.records import frozen
 from vm.core.source import located
 from vm.isa.frame import Frame
 from vm.isa.program import Program

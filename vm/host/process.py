@@ -17,8 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from attrs import frozen
-
+from vm.core.records import frozen
 from vm.host.children import Child, Scope, kill_child, release_child, spawn_child
 
 __all__ = [

@@ -15,7 +15,7 @@ import re
 import secrets
 from collections.abc import Sequence
 
-from attrs import frozen
+from vm.core.records import frozen
 
 KINDS = {"pipeline-resume": "pipeline", "workflow-file": "workflow"}
 _STATE_KEY = re.compile(r"^(pipeline|workflow)_resume_[0-9a-f]{32}$")

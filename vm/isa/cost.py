@@ -8,7 +8,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from attrs import define, field, frozen
+from attrs import field
+
+from vm.core.records import define, frozen
 
 # USD per million tokens (input, output), list prices as published by the vendors in 2026.
 PRICING: dict[str, dict[str, float]] = {

@@ -19,8 +19,9 @@ FRAME_FORMAT changelog:
 
 from typing import Any, ClassVar
 
-from attrs import define, field
+from attrs import field
 
+from vm.core.records import define
 from vm.isa.cost import Ledger
 from vm.isa.ops import ApproverRules
 

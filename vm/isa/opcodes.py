@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from attrs import frozen
-
+from vm.core.records import frozen
 from vm.isa import ops
 
 OPCODE_VERSION = 2  # 2: END_BRANCH

@@ -7,7 +7,9 @@ plain. Class and field names are wire format.
 
 from typing import Any, ClassVar
 
-from attrs import field, frozen
+from attrs import field
+
+from vm.core.records import frozen
 
 
 def _as_tuple(value: Any) -> tuple:

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from attrs import field, frozen
+from attrs import field
 
+from vm.core.records import frozen
 from vm.isa.ops import HaltSite
 
 FORMAT_VERSION = 4

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import weakref
 
-from attrs import frozen
-
+from vm.core.records import frozen
 from vm.isa.opcodes import Op
 from vm.isa.program import Program
 

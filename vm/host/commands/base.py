@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from attrs import field, frozen
+from attrs import field
 
+from vm.core.records import frozen
 from vm.host.children import Scope
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from attrs import frozen
 
+from vm.core.records import frozen
 from vm.host.commands.base import CommandError, Context
 from vm.host.commands.exec_cmd import process_code
 from vm.host.process import CommandNotFound, OutputLimitExceeded, ProcessError, run_process

@@ -9,8 +9,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from attrs import evolve, field, frozen
+from attrs import evolve, field
 
+from vm.core.records import frozen
 from vm.core import bounds
 from vm.host.commands import Context
 from vm.host.children import Scope

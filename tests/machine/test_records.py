@@ -1,0 +1,79 @@
+"""vm.core.records: the shared repr, == and hash behave as the ones attrs generates."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vm.core import records
+
+
+def twins(kind: str):
+    """The same class built by attrs and by vm.core.records."""
+    built = []
+    for decorate in (getattr(attrs, kind), getattr(records, kind)):
+        @decorate
+        class Point:
+            x: int
+            y: tuple = ()
+            note: str = attrs.field(default="", eq=False, repr=False)
+
+        built.append(Point)
+    return built
+
+
+values = st.tuples(st.integers(-3, 3), st.tuples(st.integers(0, 2)), st.text(max_size=2))
+
+
+@given(values, values)
+def test_frozen_records_repr_compare_and_hash_as_attrs_does(a, b):
+    theirs, ours = twins("frozen")
+    assert repr(ours(*a)) == repr(theirs(*a))
+    assert (ours(*a) == ours(*b)) == (theirs(*a) == theirs(*b))
+    assert (ours(*a) != ours(*b)) == (theirs(*a) != theirs(*b))
+    if ours(*a) == ours(*b):
+        assert hash(ours(*a)) == hash(ours(*b))
+
+
+def test_a_field_left_out_of_eq_is_neither_compared_nor_shown():
+    _, Point = twins("frozen")
+    assert Point(1, (2,), "a") == Point(1, (2,), "b")
+    assert repr(Point(1, (2,), "a")) == "Point(x=1, y=(2,))"
+
+
+def test_records_of_different_classes_are_never_equal():
+    _, first = twins("frozen")
+    _, second = twins("frozen")
+    assert first(1) != second(1)
+    assert (first(1) == 1) is False
+
+
+def test_mutable_records_compare_by_value_and_are_unhashable():
+    theirs, ours = twins("define")
+    assert ours(1) == ours(1) and ours(1) != ours(2)
+    with pytest.raises(TypeError):
+        hash(ours(1))
+    with pytest.raises(TypeError):
+        hash(theirs(1))
+
+
+def test_a_method_the_class_writes_itself_is_kept():
+    @records.frozen
+    class Named:
+        name: str
+
+        def __repr__(self) -> str:
+            return f"<{self.name}>"
+
+    assert repr(Named("x")) == "<x>"
+    assert Named("x") == Named("x")
+
+
+def test_define_frozen_true_is_hashable():
+    @records.define(frozen=True)
+    class Pair:
+        a: int
+
+    assert hash(Pair(1)) == hash(Pair(1))
