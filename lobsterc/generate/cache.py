@@ -13,29 +13,42 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from functools import lru_cache
-from pathlib import Path
 
 from lobsterc.syntax import grammars
 from vm import __version__
+from vm.host.store import StateStore
 from vm.isa import codec
 from vm.isa.program import FORMAT_VERSION, Program
-from vm.host.store import StateStore
-
 
 
 @lru_cache(maxsize=1)
 def compiler_fingerprint() -> str:
-    """Versions, plus size and mtime of the compiler's files (a changed compiler is a miss)."""
+    """Versions, plus size and mtime of the compiler's files (a changed compiler is a miss).
+    Walked with scandir: every cold run computes this, and Path.rglob cost ten times more."""
     parts = [__version__, str(FORMAT_VERSION)]
-    package = Path(__file__).resolve().parent.parent  # lobsterc/, every sub-package
-    for folder in (package, grammars.directory()):
-        for path in sorted(folder.rglob("*")):
-            if path.suffix in (".py", ".lark", ".json") and "__pycache__" not in path.parts:
-                st = path.stat()
-                parts.append(f"{path.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}")
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # lobsterc/
+    for folder in (package, str(grammars.directory())):
+        parts.extend(_files(folder, ""))
     return "\0".join(parts)
+
+
+def _files(folder: str, prefix: str) -> list[str]:
+    """`relative/path:size:mtime_ns` of every .py, .lark and .json file under `folder`,
+    sorted, __pycache__ left out."""
+    found = []
+    with os.scandir(folder) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            name = prefix + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "__pycache__":
+                    found.extend(_files(entry.path, name + "/"))
+            elif entry.name.endswith((".py", ".lark", ".json")):
+                st = entry.stat()
+                found.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+    return found
 
 
 def key(kind: str, source: str) -> str:
@@ -44,7 +57,8 @@ def key(kind: str, source: str) -> str:
 
 def file_sha(path: str) -> str | None:
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        with open(path, "rb") as file:
+            return hashlib.sha256(file.read()).hexdigest()
     except OSError:
         return None
 

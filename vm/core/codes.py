@@ -7,17 +7,23 @@ one for another meaning. tests/service/test_codes.py fails on a code used anywhe
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 PARSE = "parse_error"
 RUNTIME = "runtime_error"
 LINT = "lint"  # warnings: never in an envelope, only in `lobsterc lint`
 DOCTOR = "doctor_error"
 
 
-class Code(NamedTuple):
-    title: str
-    envelope: str
+class Code:
+    """A code's title and the envelope type it travels in. (A plain class: a NamedTuple is
+    built with eval, which every start-up would pay for; this table is read by `--help`.)"""
+
+    __slots__ = ("envelope", "title")
+
+    def __init__(self, title: str, envelope: str) -> None:
+        self.title, self.envelope = title, envelope
+
+    def __repr__(self) -> str:
+        return f"Code({self.title!r}, {self.envelope!r})"
 
 
 CODES: dict[str, Code] = {

@@ -15,9 +15,7 @@ FORMAT_VERSION changelog:
      constant is a StepValue that says whether an approval follows.
 """
 
-from __future__ import annotations
-
-from typing import Any
+from typing import Any  # annotations stay objects: vm/isa/codec.py reads them
 
 from attrs import field
 
