@@ -6,10 +6,12 @@ at start-up, so everything else (the cache, the parser, even CompileError) loads
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: `lobster --help` is fast
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
     from lobsterc.diagnostics import CompileError
     from vm.isa.program import Program
     from vm.host.store import Store

@@ -8,15 +8,14 @@ Exit codes: 0 (also needs_approval, needs_input, cancelled), 1 runtime error, 2 
 from __future__ import annotations
 
 import os
-import signal
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from vm import __version__
-from vm.cli.common import finish_events, print_json
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: help and version load
+if TYPE_CHECKING:  # nothing but their text (tests/machine/test_import_budget.py)
+    from collections.abc import Sequence
+
     from vm.service.frontend import Frontend
 
 STORE_COMMANDS = ("pending", "cancel", "history", "gc", "key")  # each takes argv alone
@@ -28,6 +27,15 @@ def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) ->
     nothing else caught is a bug: one line (T498) and exit 1, never a traceback."""
     args = list(sys.argv[1:] if argv is None else argv)
     _standard_fds()
+    if args[:1] in (["version"], ["--version"], ["-v"]):
+        sys.stdout.write(__version__ + "\n")
+        return 0
+    if args[:1] in ([], ["help"], ["-h"], ["--help"]):
+        from vm.cli.help import cmd_help
+
+        return cmd_help(args[1:] if args[:1] == ["help"] else [])
+    from vm.cli.common import finish_events, print_json
+
     _install_signal_handlers()
     try:
         try:
@@ -139,6 +147,7 @@ def _install_signal_handlers() -> None:
     """SIGINT, SIGTERM, SIGHUP: kill every child's process group, leave every claim this process
     holds in doubt with the signal as its reason, say so, exit 128+N. State writes are atomic,
     so a checkpoint is either whole or absent."""
+    import signal
 
     def stop(signum, _frame):
         from vm.host.children import defer_while_spawning, kill_all, wait_for_spawns
