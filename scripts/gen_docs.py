@@ -2,7 +2,8 @@
 drift from it: docs/commands.md (every `lobster help` and `lobsterc --help` text),
 docs/workflow-fields.md (the workflow field table, lobsterc/load/fields.py) and every region of
 a Markdown file marked `<!-- generated: lobster ARGS -->` ... `<!-- end generated -->` (the
-output of that command, fenced; a graph is fenced as mermaid so the forge draws it).
+output of that command, fenced; a graph is fenced as mermaid so the forge draws it) or
+`<!-- generated: table NAME -->` (a table made from the program's own, see TABLES).
 
     python scripts/gen_docs.py            rewrite what drifted
     python scripts/gen_docs.py --check    exit 1 naming each file that drifted (a test runs it)
@@ -188,11 +189,31 @@ def _json(value) -> str:
     return json.dumps(value)
 
 
+def request_fields() -> str:
+    """The tool request's fields, action by action, from the table `handle` reads them by."""
+    from vm.service.protocol import REQUEST_FIELDS, REQUIRED_FIELDS
+
+    rows = ["| action | field | type | required | meaning |\n", "|---|---|---|---|---|\n"]
+    for action, table in REQUEST_FIELDS.items():
+        for name, (schema, meaning) in table.items():
+            kind = (f"`{_json(schema['const'])}`" if "const" in schema
+                    else _type({k: v for k, v in schema.items() if k == "type"}))
+            required = "yes" if name in REQUIRED_FIELDS[action] else ""
+            rows.append(f"| `{action}` | `{name}` | {kind} | {required} | {_cell(meaning)} |\n")
+    return "".join(rows)
+
+
+TABLES: dict[str, Callable[[], str]] = {"request-fields": request_fields}
+
+
 def render_regions(text: str) -> str:
-    """Each marked region replaced by its command's output, fenced."""
+    """Each marked region replaced by its command's output, fenced (a graph as mermaid), or
+    by a named table (`<!-- generated: table NAME -->`)."""
 
     def body(match: re.Match) -> str:
         argv = shlex.split(match["argv"])
+        if argv[0] == "table":
+            return match.group(1) + TABLES[argv[1]]() + match.group(4)
         _, out = run(argv)
         lang = "mermaid" if "mermaid" in argv else "text"
         return match.group(1) + _fence(out, lang) + match.group(4)
