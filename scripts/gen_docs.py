@@ -20,6 +20,7 @@ import re
 import shlex
 import signal
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -206,9 +207,14 @@ def request_fields() -> str:
 TABLES: dict[str, Callable[[], str]] = {"request-fields": request_fields}
 
 
+FILE_FENCE = re.compile(r"^```\w* file=(?P<name>[\w.-]+)\n(?P<body>.*?)^```$", re.S | re.M)
+
+
 def render_regions(text: str) -> str:
     """Each marked region replaced by its command's output, fenced (a graph as mermaid), or
-    by a named table (`<!-- generated: table NAME -->`)."""
+    by a named table (`<!-- generated: table NAME -->`). Commands run in a scratch folder
+    holding the page's own `file=NAME` fences and a link to examples/, so a page can draw the
+    workflow it shows."""
 
     def body(match: re.Match) -> str:
         argv = shlex.split(match["argv"])
@@ -218,7 +224,16 @@ def render_regions(text: str) -> str:
         lang = "mermaid" if "mermaid" in argv else "text"
         return match.group(1) + _fence(out, lang) + match.group(4)
 
-    return REGION.sub(body, text)
+    before = os.getcwd()
+    with tempfile.TemporaryDirectory() as scratch:
+        os.symlink(ROOT / "examples", Path(scratch, "examples"))
+        for fence in FILE_FENCE.finditer(text):
+            Path(scratch, fence["name"]).write_text(fence["body"], encoding="utf-8")
+        os.chdir(scratch)
+        try:
+            return REGION.sub(body, text)
+        finally:
+            os.chdir(before)
 
 
 def outputs() -> dict[Path, str]:
