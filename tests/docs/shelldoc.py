@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```$", re.S | re.M)
+FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```$", re.DOTALL | re.MULTILINE)
 PLACEHOLDER = re.compile(r"<([a-z][A-Za-z0-9_]*)>")
 LITERAL_NAMES = {"pipeline", "stdin"}
 EXIT = re.compile(r"^\[exit (\d+)\]$")
@@ -205,7 +205,7 @@ class Session:
             return self._shell(text, env)
         words = shlex.split(line)
         assigned = {}
-        while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0], re.S):
+        while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0], re.DOTALL):
             name, value = words.pop(0).split("=", 1)
             assigned[name] = value
         if not words:
@@ -221,7 +221,7 @@ class Session:
         return self._shell(text, env)
 
     def _shell(self, text: str, env: dict[str, str]) -> tuple[int, str]:
-        proc = subprocess.run(["/bin/sh", "-c", text], cwd=self.cwd, env=env, text=True,
+        proc = subprocess.run(["/bin/sh", "-c", text], check=False, cwd=self.cwd, env=env, text=True,
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=120)
         return proc.returncode, proc.stdout

@@ -42,7 +42,7 @@ def test_a_region_is_filled_from_its_command_and_a_changed_one_is_drift(tmp_path
             f"{ROOT / 'examples' / 'deploy-hosts.lobster'} -->\nstale\n<!-- end generated -->\n")
     filled = gen_docs.render_regions(text)
     assert re.search(r"-->\n```mermaid\nflowchart TD\n.*\n```\n<!-- end generated -->\n$",
-                     filled, re.S)
+                     filled, re.DOTALL)
     assert "stale" not in filled and gen_docs.render_regions(filled) == filled
 
 

@@ -12,7 +12,6 @@ from glob import glob
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_in_process
 
 SCRIPT = ROOT / "scripts" / "throwaway-postgres.sh"
@@ -27,7 +26,8 @@ def store_url():
     if not _have_server():
         pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl)")
     pytest.importorskip("psycopg", reason="the [postgres] extra is not installed")
-    started = subprocess.run([str(SCRIPT), "start"], capture_output=True, text=True, timeout=120)
+    started = subprocess.run([str(SCRIPT), "start"], check=False, capture_output=True,
+                             text=True, timeout=120)
     assert started.returncode == 0, started.stderr
     line = started.stdout.strip()
     assert line.startswith("export LOBSTER_STORE='postgresql://") and line.endswith("'"), line
@@ -37,8 +37,8 @@ def store_url():
     from vm.host.store.postgres_pool import close_pools
 
     close_pools()
-    stopped = subprocess.run([str(SCRIPT), "stop", directory], capture_output=True, text=True,
-                             timeout=120)
+    stopped = subprocess.run([str(SCRIPT), "stop", directory], check=False,
+                             capture_output=True, text=True, timeout=120)
     assert stopped.returncode == 0, stopped.stderr
     assert not os.path.exists(directory)
 
@@ -64,7 +64,7 @@ def test_the_recipe_in_the_fleet_guide_is_the_one_tested():
 
 def test_stop_refuses_a_folder_it_did_not_make(tmp_path: Path):
     (tmp_path / "keep").write_text("x")
-    stopped = subprocess.run([str(SCRIPT), "stop", str(tmp_path)], capture_output=True,
-                             text=True, timeout=60)
+    stopped = subprocess.run([str(SCRIPT), "stop", str(tmp_path)], check=False,
+                             capture_output=True, text=True, timeout=60)
     assert stopped.returncode == 1 and "no server this script started" in stopped.stderr
     assert (tmp_path / "keep").exists()
