@@ -221,8 +221,8 @@ class Session:
         return self._shell(text, env)
 
     def _shell(self, text: str, env: dict[str, str]) -> tuple[int, str]:
-        proc = subprocess.run(["/bin/sh", "-c", text], check=False, cwd=self.cwd, env=env, text=True,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        proc = subprocess.run(["/bin/sh", "-c", text], check=False, cwd=self.cwd, env=env,
+                              text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=120)
         return proc.returncode, proc.stdout
 
