@@ -1,7 +1,7 @@
 """The package a user installs: the wheel's contents and metadata, the grammars as the
 compiler's package data, the version's one home, and the embedding API's documentation
 (docstrings, the typed messages against the request table, Options and the environment
-variables in the README)."""
+variables in docs/embedding.md)."""
 
 from __future__ import annotations
 
@@ -157,15 +157,16 @@ def test_real_envelopes_have_the_typed_shapes(tmp_path):
     _conforms(failed["error"]["location"], messages.Location)
 
 
-def _readme_section(title: str) -> str:
-    text = (ROOT / "README.md").read_text()
+def _embedding_section(title: str) -> str:
+    """One section of docs/embedding.md, from its heading to the next."""
+    text = (ROOT / "docs" / "embedding.md").read_text()
     start = text.index(title)
     end = text.find("\n#", start + len(title))
     return text[start:end]
 
 
-def test_every_option_is_documented_in_its_docstring_and_the_readme():
-    table = _readme_section("## Embedding it in Python")
+def test_every_option_is_documented_in_its_docstring_and_the_embedding_guide():
+    table = _embedding_section("# Embedding it in Python")
     for field in attrs.fields(Options):
         assert f"`{field.name}`" in Options.__doc__, field.name
         assert f"| `{field.name}` |" in table, field.name
@@ -184,8 +185,8 @@ def _variables_read() -> set[str]:
     return found
 
 
-def test_every_environment_variable_lobster_reads_is_in_the_readme_table():
-    table = _readme_section("### Environment variables")
+def test_every_environment_variable_lobster_reads_is_in_the_embedding_guide_table():
+    table = _embedding_section("## Environment variables")
     found = _variables_read()
     assert "LOBSTER_STATE_DIR" in found and "LOBSTER_CACHE_DIR" in found  # the scan sees them
     assert sorted(name for name in found if name not in table) == []

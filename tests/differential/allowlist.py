@@ -325,13 +325,13 @@ ENTRIES: tuple[Entry, ...] = (
           "as an alias of groupBy; commands.list entries carry our own descriptions and extra "
           "fields (flags, aliases, positionals, our effect class), and workflows.list describes "
           "the same built-in workflows and argument schemas in our own words.", _command_set),
-    Entry("A20", "an unknown --mode is refused", "README deliberate difference (for SPEC §9)",
+    Entry("A20", "an unknown --mode is refused", "SPEC §9.18 (docs/differences.md 18)",
           "`lobster run --mode X` with X other than tool or human is a usage error (E020, exit "
           "2); the original runs it in human mode.", _unknown_mode),
     Entry("A9", "a workflow: path is literal", "SPEC §9.9",
           "Sub-workflows are compiled into the caller's program, so `workflow: ${w}.lobster` is "
           "refused; the original templates the path at run time.", _literal_workflow_path),
-    Entry("A11", "help texts in our own words", "README deliberate difference 11 (for SPEC §9)",
+    Entry("A11", "help texts in our own words", "SPEC §9.11 (docs/differences.md 11)",
           "`lobster`, `lobster help` and `lobster help COMMAND` print help written for this "
           "project (usage lines, flags with their help from the command signatures, side "
           "effects); the original's prose is its own and is not copied. Exit codes agree, and "
@@ -344,8 +344,7 @@ ENTRIES: tuple[Entry, ...] = (
           "first stage runs; the original ignores them or fails at the stage, after earlier "
           "stages ran or halted (so its error can be an earlier stage's).",
           _checked_before_running),
-    Entry("A12", "tool mode: stdout is one JSON document", "README deliberate difference 12 "
-          "(for SPEC §9)",
+    Entry("A12", "tool mode: stdout is one JSON document", "SPEC §9.12 (docs/differences.md 12)",
           "In `--mode tool` the original's `json`/`table` renderers print into the same stdout "
           "before the envelope (the reference doc calls it a bug); ours prints the envelope only. "
           "The envelopes must agree.", _renderer_in_tool_stdout),
@@ -354,30 +353,27 @@ ENTRIES: tuple[Entry, ...] = (
           "request item, the rendering before the gate, or a workflow file's paused status); "
           "ours also saves the checkpoint and prints `lobster: to continue: lobster resume ...` "
           "as one more stderr line.", _human_halt_is_resumable),
-    Entry("A14", "--args-json is refused, never spread or ignored", "README deliberate difference 14 "
-          "(for SPEC §9)",
+    Entry("A14", "--args-json is refused, never spread or ignored", "SPEC §9.14 (docs/differences.md 14)",
           "JSON that is not an object (`[1]`, the original spreads it to `{\"0\": 1}`) and text "
           "that is not JSON (the original ignores it with an inline pipeline) are parse_error, "
           "exit 2, in ours.", _args_json_refused),
-    Entry("A15", "a condition's syntax is judged before its references", "README deliberate "
-          "difference 15 (for SPEC §9.10)",
+    Entry("A15", "a condition's syntax is judged before its references", "SPEC §9.10 (docs/differences.md 10)",
           "`when: \"$a.json ==\"`: the original resolves references first (`Unknown step "
           "reference: a.json`); ours reports `Unsupported condition: $a.json ==` before running.",
           _condition_syntax_first),
-    Entry("A16", "a cwd that does not exist is named", "README deliberate difference 16 (for SPEC §9)",
+    Entry("A16", "a cwd that does not exist is named", "SPEC §9.15 (docs/differences.md 15)",
           "The original misreports the spawn failure as `workflow shell not found; check "
           "LOBSTER_SHELL or ComSpec`; ours says `exec cwd not usable: <path>: No such file or "
           "directory`.", _missing_cwd),
-    Entry("A17", "argv words keep their quoting", "README deliberate difference 17 (for SPEC §9)",
+    Entry("A17", "argv words keep their quoting", "SPEC §9.16 (docs/differences.md 16)",
           "`lobster run exec --shell \"echo hi\"`: the original joins argv with spaces and loses "
           "the quoting (reference doc 1.4 calls it a loss); ours keeps each argument whole.",
           _argv_quoting),
-    Entry("A18", "an unknown command is not retried", "README deliberate difference 18 (for "
-          "SPEC §9.10)",
+    Entry("A18", "an unknown command is not retried", "SPEC §9.10 (docs/differences.md 10)",
           "A `pipeline:` step naming an unknown command is a compile error in ours, so nothing "
           "runs or is retried; the original retries the step (`[RETRY] ... Unknown command: X`).",
           _unknown_command_not_retried),
-    Entry("A19", "a dry run does not guess step output", "README deliberate difference 19 (for SPEC §9)",
+    Entry("A19", "a dry run does not guess step output", "SPEC §9.17 (docs/differences.md 17)",
           "A condition on output only a run has: the original plans the step as `[skipped — "
           "condition: false]`; ours plans it with `when: ... [depends on step output — unknown "
           "at plan time]`. The rest of the plan must agree.", _dry_run_unknown_output),

@@ -278,12 +278,13 @@ def test_lobster_help_loads_none_of_the_machine(cli):
                                                       "vm.service.protocol.running"))) == []
 
 
-def layout_map(readme: str) -> dict[str, set[str]]:
-    """A README's Layout block, read as folder -> every word written under it (its entry
+def layout_map(layout: str) -> dict[str, set[str]]:
+    """docs/layout.md's map (its first fenced block), read as folder -> every word written
+    under it (its entry
     lines and their continuation lines). Entries are indented by depth; descriptions start in
     a column past any entry, so a line indented that far continues the entry above. A folder's
     own name counts as written under its parent."""
-    block = readme.split("## Layout\n", 1)[1].split("```\n", 2)[1]
+    block = layout.split("```\n", 2)[1]
     words: dict[str, set[str]] = {}
     stack: list[tuple[int, str]] = []
     folder = ""
@@ -304,8 +305,8 @@ def layout_map(readme: str) -> dict[str, set[str]]:
     return words
 
 
-def test_the_readme_layout_names_every_module_under_its_folder():
-    words = layout_map((ROOT / "README.md").read_text(encoding="utf-8"))
+def test_the_layout_map_names_every_module_under_its_folder():
+    words = layout_map((ROOT / "docs" / "layout.md").read_text(encoding="utf-8"))
     missing = []
     for package in ("vm", "lobsterc"):
         for path in sorted((ROOT / package).rglob("*.py")):
@@ -319,9 +320,9 @@ def test_the_readme_layout_names_every_module_under_its_folder():
 
 
 def test_the_layout_check_sees_a_module_named_in_the_wrong_folder():
-    readme = ("## Layout\n```\nvm/    x\n  core/   y\n    js.py   z\n"
+    layout = ("# Layout\n```\nvm/    x\n  core/   y\n    js.py   z\n"
               "                         bounds continues js's entry\n  isa/   w\n```\n")
-    words = layout_map(readme)
+    words = layout_map(layout)
     assert {"js.py", "bounds"} <= words["vm/core/"] and "core" in words["vm/"]
     assert "js.py" not in words["vm/isa/"] and "js.py" not in words["vm/"]
 

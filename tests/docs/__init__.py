@@ -1,0 +1,1 @@
+"""Tests of the documentation: generated pages, shell examples, the PostgreSQL recipe."""
