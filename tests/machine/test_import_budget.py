@@ -39,7 +39,7 @@ RUN_PATH = frozenset("""
     vm.service.protocol.request vm.service.protocol.resuming vm.service.protocol.running
 """.split())
 HELP_PATH = frozenset("lobsterc lobsterc.frontend vm vm.cli vm.cli.help vm.cli.main".split())
-THIRD_PARTY = frozenset({"attr", "attrs", "cattrs", "msgpack", "typing_extensions",
+THIRD_PARTY = frozenset({"attr", "attrs", "msgpack",
                          "cython_runtime"})  # msgpack's compiled extension registers it
 HELP_THIRD_PARTY: frozenset[str] = frozenset()  # help is text: not even attrs
 HELP_NEVER_STDLIB = frozenset({"typing", "json", "signal", "subprocess"})
