@@ -30,7 +30,7 @@ def compiler_fingerprint() -> str:
     Walked with scandir: every cold run computes this, and Path.rglob cost ten times more."""
     parts = [__version__, str(FORMAT_VERSION)]
     package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # lobsterc/
-    for folder in (package, str(grammars.directory())):
+    for folder in (package, grammars.directory()):
         parts.extend(_files(folder, ""))
     return "\0".join(parts)
 

@@ -1,22 +1,25 @@
 """The Lark grammars' text. An installed wheel carries them as package data in
-`lobsterc/grammar/`; a source checkout keeps them in the repository's top-level `grammar/`."""
+`lobsterc/grammar/`; a source checkout keeps them in the repository's top-level `grammar/`.
+Plain os.path: a cached run reads the folder (the compile cache's fingerprint) and pathlib would
+be its only reason to load pathlib and urllib."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
-_PACKAGE = Path(__file__).resolve().parent.parent  # lobsterc/
-PLACES = (_PACKAGE / "grammar", _PACKAGE.parent / "grammar")
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # lobsterc/
+PLACES = (os.path.join(_PACKAGE, "grammar"), os.path.join(os.path.dirname(_PACKAGE), "grammar"))
 
 
-def directory() -> Path:
+def directory() -> str:
     """The folder holding `pipeline.lark` and `expr.lark`."""
     for place in PLACES:
-        if (place / "pipeline.lark").is_file():
+        if os.path.isfile(os.path.join(place, "pipeline.lark")):
             return place
-    raise FileNotFoundError(f"lobsterc: grammar files not found in {' or '.join(map(str, PLACES))}")
+    raise FileNotFoundError(f"lobsterc: grammar files not found in {' or '.join(PLACES)}")
 
 
 def text(name: str) -> str:
     """The text of one grammar file, e.g. `text("pipeline.lark")`."""
-    return (directory() / name).read_text(encoding="utf-8")
+    with open(os.path.join(directory(), name), encoding="utf-8") as file:
+        return file.read()
