@@ -46,7 +46,7 @@ def _loop(run: Run, code: tuple[Instr, ...], budget: int | None) -> Outcome:
         frame.pc = pc + 1
         try:
             if pc in starts:
-                events.started(starts[pc])
+                events.started(starts[pc], frame.loops)
             ctx = run.ctx = run.context()
             if ctx.deadline is not None and time.monotonic() > ctx.deadline:
                 raise CommandError("lobster runtime timed out", code="T420")
