@@ -64,7 +64,7 @@ def _loop(run: Run, code: tuple[Instr, ...], budget: int | None) -> Outcome:
             if events is not None and not run.branch:
                 events.failed(None, frame.pc - 1, handled.code, handled.message)
             file, span = location(run.program, frame.pc - 1, frame.source_dir)
-            return Failed(handled.code, handled.message, file, span)
+            return Failed(handled.code, handled.message, file, span, handled.detail)
 
 
 HANDLERS = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from vm.core import js
+from vm.core.detail import excerpt_detail
 from vm.host.commands import STDIN_MODES
 from vm.host.commands.base import CommandError, Context
 from vm.host.process import (Cancelled, CommandNotFound, OutputLimitExceeded, ProcessError,
@@ -33,7 +34,8 @@ def decode_stdout(stdout: bytes, as_json: bool) -> list:
         try:
             value = js.json_loads(text)
         except ValueError as exc:
-            raise CommandError(f"exec --json could not parse stdout as JSON: {exc}") from None
+            raise CommandError(f"exec --json could not parse stdout as JSON: {exc}",
+                               detail=excerpt_detail(text, exc)) from None
         return value if isinstance(value, list) else [value]
     return [line for line in text.replace("\r\n", "\n").split("\n") if line]
 

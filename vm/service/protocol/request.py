@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 from attrs import evolve
 
 from vm.core import bounds, js
+from vm.core.detail import json_detail
 from vm.core.source import file_name, located
 from vm.host.children import Scope
 from vm.host.workdir import WorkdirRefused, contained_cwd
@@ -184,7 +185,7 @@ def parse_response_json(text: Any, name: str) -> Any:
         value = js.json_loads(text)
     except js.JSONTooDeep:
         raise too_deep(name) from None
-    except ValueError:
-        raise RequestError(f"{name} must be valid JSON") from None
+    except ValueError as exc:
+        raise RequestError(f"{name} must be valid JSON", detail=json_detail(exc)) from None
     check_unicode(value, name)
     return value
