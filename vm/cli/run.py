@@ -9,6 +9,7 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
+from vm.cli import terminal
 from vm.cli.common import (NO_VALUE, fail, file_problem, flag, human_error, is_terminal, listener,
                            print_json, shown, timeout, usage_error)
 from vm.core import js
@@ -57,6 +58,7 @@ RUN_FLAGS = ("mode", "file", "args-json", "dry-run", "quiet", "progress", "event
              "checkpoint-ttl")
 RUN_SWITCHES = ("dry-run", "quiet", "progress")
 MODES = ("tool", "human")
+DECLINED_EXIT = 1  # a declined approval ends the run with the original's status
 
 
 def _quote(token: str) -> str:
@@ -140,6 +142,8 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
         return usage_error(RequestError(f"run --mode must be tool or human (got "
                                         f"{shown(ns.mode)})", "E020"))
     mode, file, args_json, dry_run, rest = ns.mode, ns.file, ns.args_json, ns.dry_run, ns.rest
+    # a person at a terminal: halts are answered here (vm/cli/terminal.py)
+    person = mode == "human" and not dry_run and terminal.interactive(sys.stdin, sys.stderr)
     try:
         timeout_ms = timeout(ns.timeout, "run")
         # progress lines only on a terminal, or when asked for (SPEC 9.19): on a pipe,
@@ -147,6 +151,8 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
         visible = ns.progress or is_terminal(sys.stderr)
         on_event, progress = listener(ns.events, "run", mode == "human" and not ns.quiet
                                       and visible)
+        if progress is not None and is_terminal(sys.stderr):
+            on_event = progress = terminal.Progress(sys.stderr)
     except RequestError as exc:
         return print_json(exc.envelope) or 2 if mode == "tool" else usage_error(exc)
     workflow = file is not None
@@ -172,20 +178,27 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
         return fail(mode, RequestError("Empty pipeline", "E101"))
     rendered: list[str] = []
     reported: list = []
+    # the engine asks an approve stage's question itself only when no one answers halts here
     options = Options(mode=mode, write=rendered.append, stdin_is_tty=sys.stdin.isatty(),
-                      ask_line=_asker(progress), log=sys.stderr.write, report=reported.append,
-                      frontend=frontend, timeout_ms=timeout_ms, on_event=on_event)
+                      ask_line=None if person else _asker(progress), log=sys.stderr.write,
+                      report=reported.append, frontend=frontend, timeout_ms=timeout_ms,
+                      on_event=on_event)
     if dry_run:
         return _dry_run(pipeline, options, workflow, args_json)
     try:
         envelope = run(pipeline, options, args_json=args_json, file=workflow, program=program,
                        checkpoint_ttl=ns.checkpoint_ttl)
+        if person and envelope["ok"]:
+            envelope = _answer_halts(envelope, options, progress, reported, ns.checkpoint_ttl)
     finally:
         if progress is not None:
             progress.close()
     if mode == "tool":
         print_json(envelope)
         return exit_code(envelope)
+    if envelope.get("status") == "cancelled" and person:
+        sys.stderr.write("cancelled\n")  # declined: a calm end, with the original's exit code
+        return DECLINED_EXIT
     if not envelope["ok"]:
         return human_error(envelope, _rendered(options, reported, pipeline, workflow))
     sys.stdout.write("".join(rendered))
@@ -319,6 +332,27 @@ def _rendered(options: Options, reported: list, pipeline: str, workflow: bool) -
         main = os.path.join(os.getcwd(), pipeline.strip())
         return render_trap(problem, base_dir=os.path.dirname(os.path.realpath(main)))
     return render_trap(problem, source=Source("<pipeline>", pipeline))
+
+
+def _answer_halts(envelope: dict, options: Options, progress, reported: list,
+                  checkpoint_ttl: str | None) -> dict:
+    """At a terminal, each halt is shown and asked, and the run resumed with the answer (the
+    checkpoint it parked is claimed at once); what the person leaves stays waiting."""
+    from vm.service.protocol.resuming import resume
+
+    def answer(halt: dict, decision) -> dict:
+        reported.clear()  # what the resumed run reports replaces what the halt reported
+        return resume(options, decision, token=halt["resumeToken"],
+                      checkpoint_ttl=checkpoint_ttl)
+
+    def say(text: str) -> None:
+        if progress is not None:
+            progress.close()
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    return terminal.settle(envelope, answer, _asker(progress), say,
+                           terminal.width_of(sys.stderr))
 
 
 def _asker(progress):

@@ -208,7 +208,7 @@ def _checked(schema: Any, value: Any) -> tuple[bool, Any, str | None]:
     why = f"not valid at {where}: {message}"
     detail = error_detail(schema, value)
     if detail:
-        why += f" ({allowed_text(detail['allowed'])})"
+        why += f"; {allowed_text(detail['allowed'])}"
     return False, None, why
 
 
@@ -256,7 +256,7 @@ def _ask_input(request: dict, ask: Callable[[str], str], say: Callable[[str], No
         valid, value, why = read_answer(_line(ask, "> "), request)
         if valid:
             return value
-        say(fit(f"  {why}; try again", width))
+        say(f"  {why}; try again")
 
 
 def _line(ask: Callable[[str], str], prompt: str) -> str:
