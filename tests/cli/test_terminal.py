@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import LOBSTER
 
 from vm.cli import terminal
 from vm.service.protocol.resuming import Decision
-from conftest import LOBSTER
 
 SCHEMA = {"type": "object", "properties": {
     "colour": {"type": "string", "enum": ["red", "green"]},

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 
+from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
+
 from vm.core.detail import EXCERPT_CHARS
 from vm.service.protocol import Options, handle
-from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
 
 PICK = """\
 name: pick
