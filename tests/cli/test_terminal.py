@@ -195,6 +195,15 @@ def test_settle_declines_on_anything_but_yes():
     assert decisions == [("t1", Decision(approve=False))]
 
 
+def test_a_refused_answer_leaves_the_run_waiting_and_says_why():
+    halted = _halted("approval")
+    refused = {"ok": False, "error": {"type": "parse_error", "message": "needs an approver"}}
+    end, said, _, _ = _settle(halted, ["y\n"], [refused])
+    assert end is halted and said[-1] == "lobster: needs an approver"
+    failed = {"ok": False, "error": {"type": "runtime_error", "message": "boom"}}
+    assert _settle(halted, ["y\n"], [failed])[0] is failed  # the run itself failed
+
+
 def test_the_end_of_input_leaves_the_run_waiting():
     halted = _halted("input")
     end, _, _, decisions = _settle(halted, [""], [])

@@ -342,17 +342,23 @@ def _answer_halts(envelope: dict, options: Options, progress, reported: list,
 
     def answer(halt: dict, decision) -> dict:
         reported.clear()  # what the resumed run reports replaces what the halt reported
+        if progress is not None:
+            progress.resume()
         return resume(options, decision, token=halt["resumeToken"],
                       checkpoint_ttl=checkpoint_ttl)
 
     def say(text: str) -> None:
         if progress is not None:
-            progress.close()
+            progress.pause()  # the question has the terminal, even if an event comes late
         sys.stderr.write(text + "\n")
         sys.stderr.flush()
 
-    return terminal.settle(envelope, answer, _asker(progress), say,
-                           terminal.width_of(sys.stderr))
+    def ask(prompt: str) -> str:
+        sys.stderr.write(prompt)
+        sys.stderr.flush()
+        return sys.stdin.readline()
+
+    return terminal.settle(envelope, answer, ask, say, terminal.width_of(sys.stderr))
 
 
 def _asker(progress):

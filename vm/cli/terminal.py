@@ -226,16 +226,18 @@ class Leave(Exception):
 def settle(envelope: dict, answer: Callable[[dict, Any], dict], ask: Callable[[str], str],
            say: Callable[[str], None], width: int) -> dict:
     """Answer each halt of the run at the terminal until it ends, fails, is declined, or the
-    person leaves a question (its envelope, still waiting, is returned). `answer(halt,
-    decision)` resumes with the decision; `ask(prompt)` reads one line ('' at the end of
-    input); `say` writes lines to stderr."""
+    person leaves a question or the answer is refused (then the envelope of the halt, still
+    waiting, is returned). `answer(halt, decision)` resumes with the decision; `ask(prompt)`
+    reads one line ('' at the end of input); `say` writes lines to stderr."""
     from vm.service.protocol.resuming import Decision
 
     while envelope.get("ok") and envelope.get("status") in ("needs_approval", "needs_input"):
         approval = envelope.get("requiresApproval")
         try:
             if approval:
-                say("\n".join(approval_lines(approval, width)))
+                shown = approval_lines(approval, width)
+                if shown:
+                    say("\n".join(shown))
                 decision = Decision(approve=approved(_line(ask, f"{approval['prompt']} [y/N] ")))
                 halt = approval
             else:
@@ -245,7 +247,12 @@ def settle(envelope: dict, answer: Callable[[dict, Any], dict], ask: Callable[[s
         except Leave:
             say("")
             return envelope
-        envelope = answer(halt, decision)
+        answered = answer(halt, decision)
+        if not answered.get("ok") and answered["error"].get("type") == "parse_error":
+            # the answer was refused (an approver rule, say): the checkpoint still waits
+            say(f"lobster: {answered['error']['message']}")
+            return envelope
+        envelope = answered
     return envelope
 
 
