@@ -49,6 +49,18 @@ steps:
     run: echo "got it"
 """
 
+LOOP = """\
+name: loop
+steps:
+  - id: list
+    run: echo '[1,2,3]'
+  - id: each
+    for_each: $list.json
+    steps:
+      - id: show
+        run: echo item
+"""
+
 
 # formatting -----------------------------------------------------------------------------------
 def test_fit_keeps_one_line_within_the_width():
@@ -273,6 +285,7 @@ class Terminal:
 def term(cli):
     (cli.work / "ship.lobster").write_text(WORKFLOW)
     (cli.work / "pick.lobster").write_text(INPUT)
+    (cli.work / "loop.lobster").write_text(LOOP)
     env = {**cli.env, "TERM": "xterm", "COLUMNS": "80"}
     return lambda *argv, **kw: Terminal(list(argv), cli.work, env, **kw)
 
@@ -321,3 +334,13 @@ def test_with_stdout_on_a_pipe_the_output_stays_clean(term):
     code, _ = session.finish()
     assert code == 0
     assert session.proc.stdout.read() == b"[\n  3\n]\n"
+
+
+def test_a_for_each_shows_its_counts_and_the_line_is_cleared(term):
+    code, screen = term("run", "--file", "loop.lobster", stdout=subprocess.PIPE).finish()
+    assert code == 0
+    text = screen.decode()
+    assert "\r\x1b[Klobster: step 1/2 · list started" in text
+    for n in (1, 2, 3):
+        assert f"\r\x1b[Klobster: step 2/2 · item {n}/3 · each/show started" in text
+    assert text.endswith("\r\x1b[K") and "\n" not in text

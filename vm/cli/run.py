@@ -350,15 +350,15 @@ def _answer_halts(envelope: dict, options: Options, progress, reported: list,
     def say(text: str) -> None:
         if progress is not None:
             progress.pause()  # the question has the terminal, even if an event comes late
-        sys.stderr.write(text + "\n")
+        sys.stderr.write(text)
         sys.stderr.flush()
 
     def ask(prompt: str) -> str:
-        sys.stderr.write(prompt)
-        sys.stderr.flush()
+        say(prompt)
         return sys.stdin.readline()
 
-    return terminal.settle(envelope, answer, ask, say, terminal.width_of(sys.stderr))
+    return terminal.settle(envelope, answer, ask, lambda text: say(text + "\n"),
+                           terminal.width_of(sys.stderr))
 
 
 def _asker(progress):
