@@ -216,6 +216,13 @@ def test_a_refused_answer_leaves_the_run_waiting_and_says_why():
     assert _settle(halted, ["y\n"], [failed])[0] is failed  # the run itself failed
 
 
+def test_a_halt_that_asked_to_be_emitted_is_not_asked():
+    halted = _halted("approval")
+    said, asked = [], []
+    end = terminal.settle(halted, None, asked.append, said.append, 80, emitted=lambda: True)
+    assert end is halted and said == [] and asked == []
+
+
 def test_the_end_of_input_leaves_the_run_waiting():
     halted = _halted("input")
     end, _, _, decisions = _settle(halted, [""], [])
@@ -344,3 +351,15 @@ def test_a_for_each_shows_its_counts_and_the_line_is_cleared(term):
     for n in (1, 2, 3):
         assert f"\r\x1b[Klobster: step 2/2 · item {n}/3 · each/show started" in text
     assert text.endswith("\r\x1b[K") and "\n" not in text
+
+
+def test_an_emitted_approve_halts_even_at_a_terminal(term):
+    session = term("run", 'exec --json --shell "echo [1]" | approve --prompt A? | '
+                          'approve --emit --prompt B?', stdout=subprocess.PIPE)
+    session.read_until(b"A? [y/N] ")
+    session.type("y")
+    code, screen = session.finish()
+    assert code == 0 and b"B?" not in screen
+    assert b"lobster: to continue: lobster resume --id " in screen
+    out = session.proc.stdout.read()
+    assert b'"prompt": "B?"' in out and b'"type": "approval_request"' in out

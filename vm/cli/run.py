@@ -14,12 +14,12 @@ from vm.cli.common import (NO_VALUE, fail, file_problem, flag, human_error, is_t
                            print_json, shown, timeout, usage_error)
 from vm.core import js
 from vm.engine.outcome import Failed
-from vm.isa.frame import Pending
+from vm.isa.frame import Pending, PipelineApproveWait, PipelineAskWait
 from vm.service.frontend import WORKFLOW_EXTENSIONS
 from vm.service.protocol.envelope import RequestError, exit_code, ok_envelope
 from vm.service.protocol.options import Options
-from vm.service.protocol.running import (compile_refused, compiler, is_workflow_path,
-                                         parse_args_json, run)
+from vm.service.protocol.running import (compile_refused, compile_source, compiler,
+                                         is_workflow_path, parse_args_json, run)
 
 if TYPE_CHECKING:
     from vm.service.frontend import Frontend
@@ -189,7 +189,9 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
         envelope = run(pipeline, options, args_json=args_json, file=workflow, program=program,
                        checkpoint_ttl=ns.checkpoint_ttl)
         if person and envelope["ok"]:
-            envelope = _answer_halts(envelope, options, progress, reported, ns.checkpoint_ttl)
+            emitted = _emit_check(reported, options, pipeline, program)
+            envelope = _answer_halts(envelope, options, progress, reported, ns.checkpoint_ttl,
+                                     emitted)
     finally:
         if progress is not None:
             progress.close()
@@ -334,10 +336,28 @@ def _rendered(options: Options, reported: list, pipeline: str, workflow: bool) -
     return render_trap(problem, source=Source("<pipeline>", pipeline))
 
 
+def _emit_check(reported: list, options: Options, pipeline: str, program):
+    """Whether the halt the run reported last is an `approve --emit` or `ask --emit` stage:
+    it halts even at a terminal, as in the original. Only a pipeline's stages can be one; the
+    program is compiled again (the same bytes) to look, the first time it is needed."""
+    compiled = [program]
+
+    def emitted() -> bool:
+        pending = next((r for r in reversed(reported) if isinstance(r, Pending)), None)
+        if not isinstance(pending, (PipelineApproveWait, PipelineAskWait)):
+            return False
+        if compiled[0] is None:
+            compiled[0] = compile_source(pipeline, options, os.getcwd())
+        return bool(getattr(compiled[0].halts[pending.halt], "emit", False))
+
+    return emitted
+
+
 def _answer_halts(envelope: dict, options: Options, progress, reported: list,
-                  checkpoint_ttl: str | None) -> dict:
+                  checkpoint_ttl: str | None, emitted) -> dict:
     """At a terminal, each halt is shown and asked, and the run resumed with the answer (the
-    checkpoint it parked is claimed at once); what the person leaves stays waiting."""
+    checkpoint it parked is claimed at once); what the person leaves, and a stage that asked
+    to `--emit` its halt, stay waiting."""
     from vm.service.protocol.resuming import resume
 
     def answer(halt: dict, decision) -> dict:
@@ -358,7 +378,7 @@ def _answer_halts(envelope: dict, options: Options, progress, reported: list,
         return sys.stdin.readline()
 
     return terminal.settle(envelope, answer, ask, lambda text: say(text + "\n"),
-                           terminal.width_of(sys.stderr))
+                           terminal.width_of(sys.stderr), emitted)
 
 
 def _asker(progress):

@@ -224,14 +224,17 @@ class Leave(Exception):
 
 
 def settle(envelope: dict, answer: Callable[[dict, Any], dict], ask: Callable[[str], str],
-           say: Callable[[str], None], width: int) -> dict:
+           say: Callable[[str], None], width: int,
+           emitted: Callable[[], bool] = lambda: False) -> dict:
     """Answer each halt of the run at the terminal until it ends, fails, is declined, or the
     person leaves a question or the answer is refused (then the envelope of the halt, still
     waiting, is returned). `answer(halt, decision)` resumes with the decision; `ask(prompt)`
-    reads one line ('' at the end of input); `say` writes lines to stderr."""
+    reads one line ('' at the end of input); `say` writes lines to stderr; `emitted()`: the
+    current halt asked not to be asked (`--emit`)."""
     from vm.service.protocol.resuming import Decision
 
-    while envelope.get("ok") and envelope.get("status") in ("needs_approval", "needs_input"):
+    while (envelope.get("ok") and envelope.get("status") in ("needs_approval", "needs_input")
+           and not emitted()):
         approval = envelope.get("requiresApproval")
         try:
             if approval:
