@@ -68,6 +68,10 @@ def test_fit_keeps_one_line_within_the_width():
     assert terminal.fit("x" * 30, 10) == "x" * 9 + "…"
 
 
+def test_fit_shows_control_characters_escaped():
+    assert terminal.fit("red\x1b[2Jgone\x07", 40) == "red\\x1b[2Jgone\\x07"
+
+
 def test_approval_lines_show_the_first_items_and_count_the_rest():
     lines = terminal.approval_lines({"items": [{"n": i} for i in range(8)] + ["text"]}, 40)
     assert lines[0] == "9 items:"

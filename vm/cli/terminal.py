@@ -20,6 +20,7 @@ VALUES_SHOWN = 20  # allowed enum values an error lists
 DEFAULT_WIDTH = 80
 CLEAR = "\r\x1b[K"  # back to the start of the line, and erase it
 _SPACE = re.compile(r"\s+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # would move the cursor, recolour, retitle...
 
 
 def interactive(stdin: Any, stderr: Any) -> bool:
@@ -40,10 +41,19 @@ def width_of(stream: Any) -> int:
 
 def fit(text: str, width: int) -> str:
     """`text` on one line of at most `width` characters: runs of whitespace (newlines too)
-    become one space, and a longer text is cut with an ellipsis."""
+    become one space, other control characters are shown escaped (`\\x1b`: items are data,
+    never terminal commands), and a longer text is cut with an ellipsis."""
     line = _SPACE.sub(" ", text).strip()
+    line = safe(line)
     width = max(width, 8)
     return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def safe(text: str) -> str:
+    """`text` with its control characters but newlines shown escaped (as `fit` shows them):
+    for prompts, which may come from a step's output."""
+    return _CONTROL.sub(lambda m: m.group() if m.group() == "\n" else
+                        f"\\x{ord(m.group()):02x}", text)
 
 
 def counted(lines: list[str], width: int, what: str = "more") -> list[str]:
@@ -151,7 +161,7 @@ def input_lines(request: dict, width: int) -> list[str]:
     """What an input gate asks, before its `> `: the prompt, the subject, the fields, and how
     to answer."""
     schema = request.get("responseSchema")
-    lines = [str(request.get("prompt") or "Input required")]
+    lines = [safe(str(request.get("prompt") or "Input required"))]
     subject = request.get("subject")
     if subject is not None:
         text = subject.get("text") if isinstance(subject, dict) and "text" in subject else None
@@ -241,7 +251,8 @@ def settle(envelope: dict, answer: Callable[[dict, Any], dict], ask: Callable[[s
                 shown = approval_lines(approval, width)
                 if shown:
                     say("\n".join(shown))
-                decision = Decision(approve=approved(_line(ask, f"{approval['prompt']} [y/N] ")))
+                prompt = f"{safe(str(approval.get('prompt')))} [y/N] "
+                decision = Decision(approve=approved(_line(ask, prompt)))
                 halt = approval
             else:
                 halt = envelope.get("requiresInput") or {}
