@@ -161,12 +161,17 @@ def test_progress_rewrites_one_line_and_clears_it():
     progress = terminal.Progress(stream)
     progress({"type": "started", "step": "a", "index": 0, "position": 1, "steps": 2})
     progress({"type": "finished", "step": "a", "index": 0, "durationMs": 3})
+    progress({"type": "started", "step": "a/b", "index": 1, "position": 1, "steps": 2,
+              "item": 1, "items": 1})
+    progress({"type": "finished", "step": "a", "index": 0, "durationMs": 4})
     progress.pause()
-    progress({"type": "started", "step": "b", "index": 1, "position": 2, "steps": 2})
+    progress({"type": "started", "step": "c", "index": 2, "position": 2, "steps": 2})
     progress.close()
     assert stream.getvalue() == (
         "\r\x1b[Klobster: step 1/2 · a started"
-        "\r\x1b[Klobster: step 1/2 · a finished in 3 ms\r\x1b[K")
+        "\r\x1b[Klobster: step 1/2 · a finished in 3 ms"
+        "\r\x1b[Klobster: step 1/2 · item 1/1 · a/b started"
+        "\r\x1b[Klobster: step 1/2 · a finished in 4 ms\r\x1b[K")
 
 
 # settle: the halts of a run, answered -------------------------------------------------------------

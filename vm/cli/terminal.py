@@ -330,6 +330,8 @@ class Progress:
             counts = counts_of(event)
             if counts is not None:
                 self.counts = counts
+            elif "/" not in str(event.get("step")):  # a top-level step: no loop's item
+                self.counts = self.counts.split(" · ")[0]
             text = progress_text(event, self.counts)
             if text is None or self.paused:
                 return
