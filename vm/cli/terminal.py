@@ -118,7 +118,7 @@ def field_lines(schema: Any) -> list[str]:
             parts.append(f"default {js.json_compact(sub['default'])}")
         if isinstance(sub, dict) and isinstance(sub.get("description"), str):
             parts.append(sub["description"])
-        lines.append(f"  {name.ljust(pad)}  " + ", ".join(parts))
+        lines.append(safe(f"  {name.ljust(pad)}  " + ", ".join(parts)))
     return lines
 
 
@@ -230,7 +230,8 @@ def allowed_text(values: list) -> str:
 
 # a run's halts, answered ----------------------------------------------------------------------
 class Leave(Exception):
-    """The person left the question (end of input, Ctrl-C): the run stays waiting."""
+    """The person left the question (end of input; an interrupt, where no signal handler
+    ends the process first): the run stays waiting."""
 
 
 def settle(envelope: dict, answer: Callable[[dict, Any], dict], ask: Callable[[str], str],
