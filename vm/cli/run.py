@@ -9,7 +9,6 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
-from vm.cli import terminal
 from vm.cli.common import (NO_VALUE, fail, file_problem, flag, human_error, is_terminal, listener,
                            print_json, shown, timeout, usage_error)
 from vm.core import js
@@ -143,7 +142,8 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
                                         f"{shown(ns.mode)})", "E020"))
     mode, file, args_json, dry_run, rest = ns.mode, ns.file, ns.args_json, ns.dry_run, ns.rest
     # a person at a terminal: halts are answered here (vm/cli/terminal.py)
-    person = mode == "human" and not dry_run and terminal.interactive(sys.stdin, sys.stderr)
+    person = (mode == "human" and not dry_run and is_terminal(sys.stdin)
+              and is_terminal(sys.stderr))
     try:
         timeout_ms = timeout(ns.timeout, "run")
         # progress lines only on a terminal, or when asked for (SPEC 9.19): on a pipe,
@@ -152,7 +152,9 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
         on_event, progress = listener(ns.events, "run", mode == "human" and not ns.quiet
                                       and visible)
         if progress is not None and is_terminal(sys.stderr):
-            on_event = progress = terminal.Progress(sys.stderr)
+            from vm.cli.terminal import Progress
+
+            on_event = progress = Progress(sys.stderr)
     except RequestError as exc:
         return print_json(exc.envelope) or 2 if mode == "tool" else usage_error(exc)
     workflow = file is not None
@@ -358,6 +360,7 @@ def _answer_halts(envelope: dict, options: Options, progress, reported: list,
     """At a terminal, each halt is shown and asked, and the run resumed with the answer (the
     checkpoint it parked is claimed at once); what the person leaves, and a stage that asked
     to `--emit` its halt, stay waiting."""
+    from vm.cli import terminal
     from vm.service.protocol.resuming import resume
 
     def answer(halt: dict, decision) -> dict:

@@ -23,14 +23,6 @@ _SPACE = re.compile(r"\s+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # would move the cursor, recolour, retitle...
 
 
-def interactive(stdin: Any, stderr: Any) -> bool:
-    """Whether a person sits at this run: stdin and stderr are both terminals."""
-    try:
-        return bool(stdin.isatty() and stderr.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
 def width_of(stream: Any) -> int:
     """The terminal's width in columns (DEFAULT_WIDTH when it cannot be told)."""
     try:

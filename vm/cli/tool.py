@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from vm.cli.common import print_json
 from vm.core import js
-from vm.core.detail import json_detail
 from vm.service.protocol.envelope import error_envelope, exit_code, too_deep
 from vm.service.protocol.options import Options
 from vm.service.protocol.request import MAX_REQUEST_BYTES, handle
@@ -43,6 +42,8 @@ def cmd_tool(argv: list[str], frontend: Frontend | None = None) -> int:
         except js.JSONTooDeep:
             envelope = too_deep("tool request").envelope
         except ValueError as exc:
+            from vm.core.detail import json_detail
+
             envelope = error_envelope("E002", "tool request must be valid JSON",
                                       detail=json_detail(exc))
     if envelope is None:

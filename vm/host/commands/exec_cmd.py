@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from vm.core import js
-from vm.core.detail import excerpt_detail
 from vm.host.commands import STDIN_MODES
 from vm.host.commands.base import CommandError, Context
 from vm.host.process import (Cancelled, CommandNotFound, OutputLimitExceeded, ProcessError,
@@ -34,6 +33,8 @@ def decode_stdout(stdout: bytes, as_json: bool) -> list:
         try:
             value = js.json_loads(text)
         except ValueError as exc:
+            from vm.core.detail import excerpt_detail
+
             raise CommandError(f"exec --json could not parse stdout as JSON: {exc}",
                                detail=excerpt_detail(text, exc)) from None
         return value if isinstance(value, list) else [value]

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, cast
 from attrs import evolve
 
 from vm.core import bounds, js
-from vm.core.detail import json_detail
 from vm.core.source import file_name, located
 from vm.host.children import Scope
 from vm.host.workdir import WorkdirRefused, contained_cwd
@@ -186,6 +185,8 @@ def parse_response_json(text: Any, name: str) -> Any:
     except js.JSONTooDeep:
         raise too_deep(name) from None
     except ValueError as exc:
+        from vm.core.detail import json_detail
+
         raise RequestError(f"{name} must be valid JSON", detail=json_detail(exc)) from None
     check_unicode(value, name)
     return value

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from attrs import evolve
 
 from vm.core import js
-from vm.core.detail import json_detail
 from vm.engine import machine
 from vm.host.children import Scope
 from vm.host.store import StoreError
@@ -78,6 +77,8 @@ def parse_args_json(args_json: str | None, command: str = "run") -> dict:
     except js.JSONTooDeep as exc:
         raise RequestError(str(exc), "E007") from None
     except ValueError as exc:
+        from vm.core.detail import json_detail
+
         raise RequestError(str(exc), detail=json_detail(exc.__cause__)) from None
     check_unicode(args, f"{command} --args-json")
     return args
