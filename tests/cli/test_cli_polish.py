@@ -245,8 +245,8 @@ def test_on_a_terminal_progress_is_one_line_rewritten_and_cleared(cli):
         os.close(leader)
     assert proc.stdout == b'[\n  "one\\n"\n]\n'
     text = seen.decode()
-    assert "\r\x1b[Klobster: step a started" in text
-    assert "\r\x1b[Klobster: step a finished in " in text
+    assert "\r\x1b[Klobster: step 1/1 · a started" in text  # with its counts (issue 21)
+    assert "\r\x1b[Klobster: step 1/1 · a finished in " in text
     assert text.endswith("\r\x1b[K") and "\n" not in text.replace("\r\n", "")
 
 

@@ -621,7 +621,10 @@ def test_doctor_notes_are_a_list_and_an_empty_approve_is_no_decision(cli):
 def test_args_json_usage_error_is_printed_bare_in_human_mode(cli):
     (cli.work / "w.lobster").write_text("steps:\n  - {id: a, run: echo hi}\n")
     proc = cli.run("run", "--file", "w.lobster", "--args-json", "{bad")
-    assert (proc.returncode, proc.stderr) == (2, "run --args-json must be valid JSON\n")
+    # the original's line bare, then ours: where the JSON stopped (issue 21, item 6)
+    assert (proc.returncode, proc.stderr) == (2, "run --args-json must be valid JSON\n  at line "
+                                              "1, column 2: \"b\" (Expecting property name "
+                                              "enclosed in double quotes)\n")
 
 
 def test_max_output_bytes_variable_message_and_check(cli):

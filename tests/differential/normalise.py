@@ -35,15 +35,17 @@ WORKFLOW_PARSE = (
 # Lines of our diagnostic rendering in human mode (file:line:col, the excerpt, the caret,
 # help): the same additive information as `error.location`.
 OUR_RENDERING = re.compile(
-    r"\S+:\d+:\d+: (error|warning)\[[A-Z]\d+\]: .*|\s*\d+ \| .*|\s+\|.*|  help: .*|  at \S+:\d+:\d+")
+    r"\S+:\d+:\d+: (error|warning)\[[A-Z]\d+\]: .*|\s*\d+ \| .*|\s+\|.*|  help: .*|  at \S+:\d+:\d+"
+    # an error's detail (issue 21, item 6): a JSON position, an output excerpt, allowed values
+    r"|  at line \d+, column \d+: .*|  output: .*|  at /\S*: allowed: .*")
 # (progress lines are not here: SPEC 9.19 allows them only on a terminal, which no case has;
 # the resume command on stderr is allow-list entry A13)
 VERSION_ARGV = (["version"], ["--version"], ["-v"])
 
 COMPARED = ("exitCode", "stdoutJson", "stdout", "stderr")
 # Additive error fields of ours (SPEC section 4; `checkpoint`: issue 24, a refused resume's
-# checkpoint state); the original has none of them.
-OURS_ONLY = ("code", "location", "checkpoint")
+# checkpoint state; `detail`: issue 21, what helps fix the input); the original has none.
+OURS_ONLY = ("code", "location", "checkpoint", "detail")
 
 
 class Normaliser:

@@ -97,6 +97,9 @@ def human_error(envelope: dict, rendered: str | None = None) -> int:
     elif error.get("location"):
         loc = error["location"]
         lines.append(f"  at {loc['file']}:{loc['line']}:{loc['column']}")
+    from vm.cli.terminal import detail_lines
+
+    lines += detail_lines(error)
     sys.stderr.write("\n".join(lines) + "\n")
     return exit_code(envelope)
 

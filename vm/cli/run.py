@@ -13,12 +13,12 @@ from vm.cli.common import (NO_VALUE, fail, file_problem, flag, human_error, is_t
                            print_json, shown, timeout, usage_error)
 from vm.core import js
 from vm.engine.outcome import Failed
-from vm.isa.frame import Pending
+from vm.isa.frame import Pending, PipelineApproveWait, PipelineAskWait
 from vm.service.frontend import WORKFLOW_EXTENSIONS
 from vm.service.protocol.envelope import RequestError, exit_code, ok_envelope
 from vm.service.protocol.options import Options
-from vm.service.protocol.running import (compile_refused, compiler, is_workflow_path,
-                                         parse_args_json, run)
+from vm.service.protocol.running import (compile_refused, compile_source, compiler,
+                                         is_workflow_path, parse_args_json, run)
 
 if TYPE_CHECKING:
     from vm.service.frontend import Frontend
@@ -57,6 +57,7 @@ RUN_FLAGS = ("mode", "file", "args-json", "dry-run", "quiet", "progress", "event
              "checkpoint-ttl")
 RUN_SWITCHES = ("dry-run", "quiet", "progress")
 MODES = ("tool", "human")
+DECLINED_EXIT = 1  # a declined approval ends the run with the original's status
 
 
 def _quote(token: str) -> str:
@@ -140,6 +141,9 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
         return usage_error(RequestError(f"run --mode must be tool or human (got "
                                         f"{shown(ns.mode)})", "E020"))
     mode, file, args_json, dry_run, rest = ns.mode, ns.file, ns.args_json, ns.dry_run, ns.rest
+    # a person at a terminal: halts are answered here (vm/cli/terminal.py)
+    person = (mode == "human" and not dry_run and is_terminal(sys.stdin)
+              and is_terminal(sys.stderr))
     try:
         timeout_ms = timeout(ns.timeout, "run")
         # progress lines only on a terminal, or when asked for (SPEC 9.19): on a pipe,
@@ -147,6 +151,10 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
         visible = ns.progress or is_terminal(sys.stderr)
         on_event, progress = listener(ns.events, "run", mode == "human" and not ns.quiet
                                       and visible)
+        if progress is not None and is_terminal(sys.stderr):
+            from vm.cli.terminal import Progress
+
+            on_event = progress = Progress(sys.stderr)
     except RequestError as exc:
         return print_json(exc.envelope) or 2 if mode == "tool" else usage_error(exc)
     workflow = file is not None
@@ -172,20 +180,29 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
         return fail(mode, RequestError("Empty pipeline", "E101"))
     rendered: list[str] = []
     reported: list = []
+    # the engine asks an approve stage's question itself only when no one answers halts here
     options = Options(mode=mode, write=rendered.append, stdin_is_tty=sys.stdin.isatty(),
-                      ask_line=_asker(progress), log=sys.stderr.write, report=reported.append,
-                      frontend=frontend, timeout_ms=timeout_ms, on_event=on_event)
+                      ask_line=None if person else _asker(progress), log=sys.stderr.write,
+                      report=reported.append, frontend=frontend, timeout_ms=timeout_ms,
+                      on_event=on_event)
     if dry_run:
         return _dry_run(pipeline, options, workflow, args_json)
     try:
         envelope = run(pipeline, options, args_json=args_json, file=workflow, program=program,
                        checkpoint_ttl=ns.checkpoint_ttl)
+        if person and envelope["ok"]:
+            emitted = _emit_check(reported, options, pipeline, program)
+            envelope = _answer_halts(envelope, options, progress, reported, ns.checkpoint_ttl,
+                                     emitted)
     finally:
         if progress is not None:
             progress.close()
     if mode == "tool":
         print_json(envelope)
         return exit_code(envelope)
+    if envelope.get("status") == "cancelled" and person:
+        sys.stderr.write("cancelled\n")  # declined: a calm end, with the original's exit code
+        return DECLINED_EXIT
     if not envelope["ok"]:
         return human_error(envelope, _rendered(options, reported, pipeline, workflow))
     sys.stdout.write("".join(rendered))
@@ -319,6 +336,52 @@ def _rendered(options: Options, reported: list, pipeline: str, workflow: bool) -
         main = os.path.join(os.getcwd(), pipeline.strip())
         return render_trap(problem, base_dir=os.path.dirname(os.path.realpath(main)))
     return render_trap(problem, source=Source("<pipeline>", pipeline))
+
+
+def _emit_check(reported: list, options: Options, pipeline: str, program):
+    """Whether the halt the run reported last is an `approve --emit` or `ask --emit` stage:
+    it halts even at a terminal, as in the original. Only a pipeline's stages can be one; the
+    program is compiled again (the same bytes) to look, the first time it is needed."""
+    compiled = [program]
+
+    def emitted() -> bool:
+        pending = next((r for r in reversed(reported) if isinstance(r, Pending)), None)
+        if not isinstance(pending, (PipelineApproveWait, PipelineAskWait)):
+            return False
+        if compiled[0] is None:
+            compiled[0] = compile_source(pipeline, options, os.getcwd())
+        return bool(getattr(compiled[0].halts[pending.halt], "emit", False))
+
+    return emitted
+
+
+def _answer_halts(envelope: dict, options: Options, progress, reported: list,
+                  checkpoint_ttl: str | None, emitted) -> dict:
+    """At a terminal, each halt is shown and asked, and the run resumed with the answer (the
+    checkpoint it parked is claimed at once); what the person leaves, and a stage that asked
+    to `--emit` its halt, stay waiting."""
+    from vm.cli import terminal
+    from vm.service.protocol.resuming import resume
+
+    def answer(halt: dict, decision) -> dict:
+        reported.clear()  # what the resumed run reports replaces what the halt reported
+        if progress is not None:
+            progress.resume()
+        return resume(options, decision, token=halt["resumeToken"],
+                      checkpoint_ttl=checkpoint_ttl)
+
+    def say(text: str) -> None:
+        if progress is not None:
+            progress.pause()  # the question has the terminal, even if an event comes late
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    def ask(prompt: str) -> str:
+        say(prompt)
+        return sys.stdin.readline()
+
+    return terminal.settle(envelope, answer, ask, lambda text: say(text + "\n"),
+                           terminal.width_of(sys.stderr), emitted)
 
 
 def _asker(progress):

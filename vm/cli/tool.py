@@ -41,8 +41,11 @@ def cmd_tool(argv: list[str], frontend: Frontend | None = None) -> int:
             request = js.json_loads(text)
         except js.JSONTooDeep:
             envelope = too_deep("tool request").envelope
-        except ValueError:
-            envelope = error_envelope("E002", "tool request must be valid JSON")
+        except ValueError as exc:
+            from vm.core.detail import json_detail
+
+            envelope = error_envelope("E002", "tool request must be valid JSON",
+                                      detail=json_detail(exc))
     if envelope is None:
         envelope = handle(request, Options(mode="tool", frontend=frontend))
     print_json(envelope)

@@ -466,8 +466,8 @@ def parse_args_json(text: str, command: str) -> dict:
         value = json_loads(text)
     except JSONTooDeep as exc:
         raise JSONTooDeep(f"{command} --args-json: {exc}") from None
-    except ValueError:
-        raise ValueError(f"{command} --args-json must be valid JSON") from None
+    except ValueError as exc:  # the cause keeps the position (vm.service.protocol.envelope)
+        raise ValueError(f"{command} --args-json must be valid JSON") from exc
     if not isinstance(value, dict):
         raise ValueError(f"{command} --args-json must be a JSON object")
     return value

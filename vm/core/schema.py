@@ -140,15 +140,33 @@ def first_error(schema: Any, value: Any) -> tuple[str, str] | None:
     report first, or None when `value` is valid. A failed `anyOf`/`oneOf` is reported as
     itself, not by the error of one of its branches."""
     try:
-        errors = sorted(_iter_errors(schema, value), key=lambda e: _order(e, schema, value))
+        error = _first(schema, value)
     except _Unapplicable as exc:  # a schema stored before $refs were checked: refused
         return "/", str(exc)
+    return None if error is None else (_pointer(error), _message(error))
+
+
+def error_detail(schema: Any, value: Any) -> dict | None:
+    """What the message of `first_error` leaves out (in Ajv's words it names no values): for
+    a value outside an `enum`, its path and the allowed values. None otherwise."""
+    try:
+        error = _first(schema, value)
+    except _Unapplicable:
+        return None
+    if error is None or error.validator != "enum" or not isinstance(error.validator_value,
+                                                                      list):
+        return None
+    return {"path": _pointer(error), "allowed": list(error.validator_value)}
+
+
+def _first(schema: Any, value: Any):
+    errors = sorted(_iter_errors(schema, value), key=lambda e: _order(e, schema, value))
     if not errors:
         return None
     error = errors[0]
     while error.context and error.validator not in ("anyOf", "oneOf"):
         error = error.context[0]
-    return _pointer(error), _message(error)
+    return error
 
 
 def all_errors(schema: Any, value: Any) -> list[tuple[str, str]]:

@@ -7,7 +7,9 @@ Every event is a plain JSON-ready dict with these keys first:
   index  the step's position in the program's step table (stable for one program)
   ms     milliseconds since the run (or the resumed run) started, from a monotonic clock
 and then the fields of its type:
-  started   -
+  started   position, steps: the 1-based position of the step's outermost step among the
+            program's top-level steps, and how many there are; item, items (inside a
+            for_each only): the 1-based iteration of the innermost loop, and its item count
   finished  durationMs; exitCode, stdoutBytes, stderrBytes when the step ran child processes
             (the last child's exit code, the bytes of all of them)
   retried   attempt (the attempt that failed), max, delayMs, code, message
@@ -54,6 +56,10 @@ class Event(TypedDict, total=False):
     step: str | None
     index: int | None
     ms: int
+    position: int
+    steps: int
+    item: int
+    items: int
     durationMs: int
     exitCode: int | None
     stdoutBytes: int
@@ -204,6 +210,8 @@ class Emitter:
         self.starts: dict[int, int] = {}  # pc -> index of the step whose work begins there
         self.ends: dict[int, int] = {}  # pc -> index of the pipeline stage it completes
         self._at: list[int | None] = []  # pc -> index of the step holding it
+        self._position: list[int] = []  # step index -> position of its top-level step
+        self._steps = 0  # how many top-level steps the program has
         self._ticket = _Ticket()
         self._dispatcher = _dispatcher(callback)
 
@@ -231,6 +239,10 @@ class Emitter:
             if block and all(ins.op in stage_ops for ins in block):
                 self.ends[info.last_pc] = index
         self._at = at
+        tops = [info.id for info in program.steps if "/" not in info.id and "(" not in info.id]
+        where = {name: n for n, name in enumerate(tops, 1)}
+        self._position = [where.get(info.id.split("/")[0], 0) for info in program.steps]
+        self._steps = len(tops)
 
     # delivery -------------------------------------------------------------------------------
     def emit(self, kind: str, step: str | None, index: int | None, /, **fields: Any) -> None:
@@ -266,13 +278,18 @@ class Emitter:
     def index_at(self, pc: int) -> int | None:
         return self._at[pc] if 0 <= pc < len(self._at) else None
 
-    def started(self, index: int) -> None:
+    def started(self, index: int, loops: list | tuple = ()) -> None:
+        """The step at `index` begins; `loops` is the frame's loop stack (the counts a
+        progress display shows)."""
         entry = _Open(self._info(index), index)
         stack = self.open.stack
         while stack and stack[-1].index == index:  # a loop's body again, or a retried step
             stack.pop()
         stack.append(entry)
-        self.emit("started", entry.id, index)
+        counts: dict[str, int] = {"position": self._position[index], "steps": self._steps}
+        if loops:
+            counts.update(item=loops[-1].index + 1, items=len(loops[-1].items))
+        self.emit("started", entry.id, index, **counts)
 
     def _close(self, short: str) -> _Open | None:
         stack = self.open.stack

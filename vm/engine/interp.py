@@ -46,7 +46,7 @@ def _loop(run: Run, code: tuple[Instr, ...], budget: int | None) -> Outcome:
         frame.pc = pc + 1
         try:
             if pc in starts:
-                events.started(starts[pc])
+                events.started(starts[pc], frame.loops)
             ctx = run.ctx = run.context()
             if ctx.deadline is not None and time.monotonic() > ctx.deadline:
                 raise CommandError("lobster runtime timed out", code="T420")
@@ -64,7 +64,7 @@ def _loop(run: Run, code: tuple[Instr, ...], budget: int | None) -> Outcome:
             if events is not None and not run.branch:
                 events.failed(None, frame.pc - 1, handled.code, handled.message)
             file, span = location(run.program, frame.pc - 1, frame.source_dir)
-            return Failed(handled.code, handled.message, file, span)
+            return Failed(handled.code, handled.message, file, span, handled.detail)
 
 
 HANDLERS = {

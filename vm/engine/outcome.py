@@ -22,12 +22,14 @@ class Parked:
 @frozen
 class Failed:
     """A trap: its stable code and message, and where it happened (the file as `location`
-    names it; the span is line, col, end_line, end_col)."""
+    names it; the span is line, col, end_line, end_col), and the error's detail for the
+    envelope (vm.host.commands.base.CommandError.detail)."""
 
     code: str
     message: str
     file: str | None = None
     span: tuple[int, int, int, int] | None = None
+    detail: dict | None = None
 
     @property
     def location(self) -> tuple[int, int] | None:

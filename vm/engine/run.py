@@ -195,7 +195,8 @@ class Run:
                 frame.pc = code[try_ins.c].b
                 return None
             return self.finish_workflow()
-        return Failed(error_code, message)
+        detail = exc.detail if message == exc.message else None  # of the error it reports
+        return Failed(error_code, message, detail=detail)
 
     def unwind(self, entry: TryFrame) -> None:
         """Drop loops and calls entered since the policy began."""

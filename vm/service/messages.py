@@ -113,6 +113,11 @@ class ErrorInfo(TypedDict):
     checkpoint: NotRequired[dict]
     """A refused resume: the checkpoint's state (`claimed`, `in_doubt`, `finished`,
     `cancelled`, `expired`), when and by whom it was claimed, and how and when it ended."""
+    detail: NotRequired[dict]
+    """What helps fix the input (the message stays the original's): for JSON that did not
+    parse, `line`, `column`, `char` (None: the text ended) and `reason`; for `exec --json`
+    output also `excerpt` (its first 200 characters) and `chars`; for a value outside an enum,
+    `path` and `allowed`."""
 
 
 class ErrorEnvelope(TypedDict):

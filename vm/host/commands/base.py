@@ -17,13 +17,16 @@ from vm.host.children import Scope
 
 
 class CommandError(Exception):
-    """A command refused its input or failed: becomes a `runtime_error` with this message."""
+    """A command refused its input or failed: becomes a `runtime_error` with this message
+    (and `detail`, the envelope's additive `error.detail`, when there is more to show)."""
 
-    def __init__(self, message: str, code: str = "T401", retryable: bool = True) -> None:
+    def __init__(self, message: str, code: str = "T401", retryable: bool = True,
+                 detail: dict | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
         self.retryable = retryable  # False once a side effect may have been dispatched
+        self.detail = detail
 
 
 @frozen

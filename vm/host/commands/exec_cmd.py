@@ -33,7 +33,10 @@ def decode_stdout(stdout: bytes, as_json: bool) -> list:
         try:
             value = js.json_loads(text)
         except ValueError as exc:
-            raise CommandError(f"exec --json could not parse stdout as JSON: {exc}") from None
+            from vm.core.detail import excerpt_detail
+
+            raise CommandError(f"exec --json could not parse stdout as JSON: {exc}",
+                               detail=excerpt_detail(text, exc)) from None
         return value if isinstance(value, list) else [value]
     return [line for line in text.replace("\r\n", "\n").split("\n") if line]
 

@@ -19,12 +19,16 @@ def ok_envelope(status: str, output: list, approval: dict | None = None,
             "requiresApproval": approval, "requiresInput": input_request}
 
 
-def error_envelope(code: str, message: str, location: dict | None = None) -> dict:
+def error_envelope(code: str, message: str, location: dict | None = None,
+                   detail: dict | None = None) -> dict:
     """An `ok: false` envelope (`vm.service.messages.ErrorEnvelope`): its `type` is the one
-    the code table gives `code`."""
+    the code table gives `code`. `detail` (additive: the message stays the original's) holds
+    what helps fix the input: a JSON position, an excerpt, the allowed values."""
     error: dict[str, Any] = {"type": codes.envelope_type(code), "message": message, "code": code}
     if location:
         error["location"] = location
+    if detail:
+        error["detail"] = detail
     return {"protocolVersion": PROTOCOL_VERSION, "ok": False, "error": error}
 
 
@@ -38,9 +42,10 @@ def exit_code(envelope: dict) -> int:
 class RequestError(Exception):
     """A refused request: its error envelope (E001, a bad request, unless said otherwise)."""
 
-    def __init__(self, message: str, code: str = "E001", location: dict | None = None) -> None:
+    def __init__(self, message: str, code: str = "E001", location: dict | None = None,
+                 detail: dict | None = None) -> None:
         super().__init__(message)
-        self.envelope = error_envelope(code, message, location)
+        self.envelope = error_envelope(code, message, location, detail)
 
 
 def internal_error(exc: BaseException) -> dict:

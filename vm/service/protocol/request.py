@@ -184,7 +184,9 @@ def parse_response_json(text: Any, name: str) -> Any:
         value = js.json_loads(text)
     except js.JSONTooDeep:
         raise too_deep(name) from None
-    except ValueError:
-        raise RequestError(f"{name} must be valid JSON") from None
+    except ValueError as exc:
+        from vm.core.detail import json_detail
+
+        raise RequestError(f"{name} must be valid JSON", detail=json_detail(exc)) from None
     check_unicode(value, name)
     return value

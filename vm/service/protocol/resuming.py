@@ -191,7 +191,7 @@ def _check_decision(frame: Frame, program: Program, decision: Decision,
     if not decision.has_response:
         raise RequestError("Workflow resume requires --response-json for input requests"
                            if workflow else "pipeline input resumes require response", "E511")
-    from vm.core.schema import first_error
+    from vm.core.schema import error_detail, first_error
 
     problem = first_error(pending.schema, decision.response)
     if problem is not None:
@@ -201,7 +201,7 @@ def _check_decision(frame: Frame, program: Program, decision: Decision,
         step = program.halts[pending.halt].step or ""
         what = f"Workflow input step {step}" if step else "pipeline input"
         raise RequestError(f"{what} response failed schema validation at {where}: {message}",
-                           "E512")
+                           "E512", detail=error_detail(pending.schema, decision.response))
     return None
 
 

@@ -77,7 +77,9 @@ def parse_args_json(args_json: str | None, command: str = "run") -> dict:
     except js.JSONTooDeep as exc:
         raise RequestError(str(exc), "E007") from None
     except ValueError as exc:
-        raise RequestError(str(exc)) from None
+        from vm.core.detail import json_detail
+
+        raise RequestError(str(exc), detail=json_detail(exc.__cause__)) from None
     check_unicode(args, f"{command} --args-json")
     return args
 
@@ -174,7 +176,7 @@ def _drive_with(program: Program, frame: Frame, options: Options, settings: Sett
         if outcome.span:
             location = {"file": outcome.file or program.header.source_name,
                         "line": outcome.span[0], "column": outcome.span[1]}
-        return error_envelope(outcome.code, outcome.message, location)
+        return error_envelope(outcome.code, outcome.message, location, outcome.detail)
     if isinstance(outcome, machine.Finished):
         envelope = ok_envelope("ok", outcome.output)
     else:
