@@ -7,7 +7,6 @@ control.py, gates.py and parallel.py); a run ends Finished, Parked or Failed (ou
 from __future__ import annotations
 
 import os
-import secrets
 import time
 from collections.abc import Callable
 from typing import Any
@@ -50,7 +49,7 @@ def new_frame(program: Program, *, cwd: str, mode: str, args: dict | None = None
     `source`: the path of the file the program was compiled from (or of its .lbc, which
     `lobsterc compile` writes beside it); the run's locations name files from its directory."""
     source_dir = os.path.dirname(file_name(source)) if source else ""
-    return Frame(format=FRAME_FORMAT, program_hash=program.hash, run_id=secrets.token_hex(16),
+    return Frame(format=FRAME_FORMAT, program_hash=program.hash, run_id=os.urandom(16).hex(),
                  created_at=time.time(), registers=[[] for _ in range(program.registers)],
                  args=dict(args or {}), cwd=cwd, mode=mode, source_dir=source_dir)
 
