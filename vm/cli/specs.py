@@ -159,12 +159,12 @@ GRAPH = Spec(
 DOCTOR = Spec(
     "doctor", "lobster doctor [--format text|json] [NOTE...]",
     "check that this installation runs pipelines, and show its setup",
-    "Run one pipeline and check the state store. Without --format: the original's envelope on\n"
-    "stdout, the report on stderr. The report: version, state dir, store (and whether it\n"
-    "answers), shell, extras installed, limits in force. Exit 1 (doctor_error, T499) when\n"
-    "something is wrong.",
-    (Flag("format", "text|json", "text: the report on stdout; json: the envelope, its item "
-                                 "carrying the report"),),
+    "Run one pipeline and check the state store, then print the envelope (as the original\n"
+    "does). With --format, also report the version, state dir, store (and whether it\n"
+    "answers), shell, extras installed and limits in force. Exit 1 (doctor_error, T499)\n"
+    "when something is wrong.",
+    (Flag("format", "text|json", "text: the report for people, instead of the envelope; json: "
+                                 "the envelope, its item carrying the report"),),
     (("NOTE", "words copied into the envelope's `notes`"),))
 
 COMPLETION = Spec(
