@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from vm.cli.common import shown, usage_error
+from vm.cli.common import refuse, shown, usage_error
+from vm.cli.flags import UsageError, parse
 from vm.cli.specs import SPECS
 from vm.service.protocol.envelope import RequestError
 
@@ -92,6 +93,10 @@ def completion_script(shell: str) -> str:
 
 
 def cmd_completion(argv: list[str]) -> int:
+    try:
+        _, argv = parse(SPECS["completion"], argv)
+    except UsageError as exc:
+        return refuse(exc)
     shell = argv[0] if len(argv) == 1 else None
     if shell not in ("bash", "zsh"):
         return usage_error(RequestError(f"completion takes bash or zsh (got "

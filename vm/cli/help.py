@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from vm.cli.flags import closest, render
+from vm.cli.flags import UsageError, closest, parse, render
 from vm.cli.specs import SPECS
 
 HEAD = "lobster - run tool pipelines as one call, with durable approval and input checkpoints"
@@ -31,13 +31,13 @@ pipeline commands: run `lobster help COMMAND`, or the pipeline `commands.list`.
 # an example value of each tool request field, for `lobster help tool` (a test holds every
 # field of the request table to having one)
 FIELD_EXAMPLES = {
-    "pipeline": "exec --json --shell 'echo [1,2]' | approve --prompt 'Go?'",
+    "pipeline": 'exec --json --shell "echo [1,2]" | approve --prompt Go?',
     "argsJson": '{"who": "bo"}',
     "cwd": "projects/inbox",
     "timeoutMs": 30000,
     "maxStdoutBytes": 1048576,
     "checkpointTtl": "12h",
-    "token": "<the resumeToken of the envelope>",
+    "token": "<resumeToken>",
     "approvalId": "1a2b3c4d",
     "approve": True,
     "responseJson": '{"name": "bo"}',
@@ -55,6 +55,12 @@ def overview() -> str:
 
 def cmd_help(argv: list[str]) -> int:
     """`lobster help [COMMAND]`: the texts are ours (SPEC 9.11)."""
+    try:
+        _, argv = parse(SPECS["help"], argv)
+    except UsageError as exc:
+        from vm.cli.common import refuse
+
+        return refuse(exc)
     if not argv:
         sys.stdout.write(overview())
         return 0
@@ -106,20 +112,24 @@ def request_fields() -> str:
     example: made from the request table `lobster tool` reads requests by."""
     from vm.service.protocol.request import REQUEST_FIELDS, REQUIRED_FIELDS
 
+    import shlex
+    import textwrap
+
     lines = ["request fields (a JSON object; \"action\" is \"run\" or \"resume\"):"]
     for action, fields in REQUEST_FIELDS.items():
         lines.append(f"  {action}:")
         for name, (schema, text) in fields.items():
-            need = " (required)" if name in REQUIRED_FIELDS.get(action, ()) else ""
-            example = json.dumps(FIELD_EXAMPLES.get(name))
-            lines.append(f"    {name} ({schema_type(schema)}){need}: {text}")
-            lines.append(f"      example: \"{name}\": {example}")
-    lines.append("  resume: name the run by token or approvalId, and give exactly one of "
-                 "approve, responseJson, cancel.")
+            need = ", required" if name in REQUIRED_FIELDS.get(action, ()) else ""
+            lines.append(f"    {name} ({schema_type(schema)}{need})")
+            lines += textwrap.wrap(text, 92, initial_indent=" " * 6,
+                                   subsequent_indent=" " * 6)
+            lines.append(f"      example: \"{name}\": {json.dumps(FIELD_EXAMPLES.get(name))}")
+    lines.append("  a resume names the run by token or approvalId, and gives exactly one of "
+                 "approve,\n  responseJson, cancel.")
     run = {"action": "run", "pipeline": FIELD_EXAMPLES["pipeline"]}
     resume = {"action": "resume", "token": FIELD_EXAMPLES["token"], "approve": True}
-    lines += ["examples:", f"  lobster tool '{json.dumps(run)}'",
-              f"  echo '{json.dumps(resume)}' | lobster tool -"]
+    lines += ["examples:", f"  lobster tool {shlex.quote(json.dumps(run))}",
+              f"  echo {shlex.quote(json.dumps(resume))} | lobster tool -"]
     return "\n".join(lines) + "\n"
 
 

@@ -83,14 +83,13 @@ def _dispatch(args: list[str], frontend: Frontend | None) -> int:
 
         return cmd_help([])
     head, rest = args[0], args[1:]
-    if head in ("--version", "-v") or (head == "version" and not set(rest) & set(HELP_FLAGS)):
-        sys.stdout.write(__version__ + "\n")
-        return 0
     if head in SPECS and set(rest) & set(HELP_FLAGS):
         from vm.cli.help import subcommand_help
 
         sys.stdout.write(subcommand_help(head))
         return 0
+    if head in ("--version", "-v", "version"):
+        return _version(rest if head == "version" else [])
     if head in HANDLERS:
         import importlib
 
@@ -112,6 +111,21 @@ def _dispatch(args: list[str], frontend: Frontend | None) -> int:
     from vm.cli.run import cmd_run
 
     return cmd_run(args, frontend)
+
+
+def _version(rest: list[str]) -> int:
+    """`lobster version`: the version; words after it are ignored, as the original ignores
+    them, an unknown option is refused (SPEC 9.20)."""
+    from vm.cli.flags import UsageError, parse
+
+    try:
+        parse(SPECS["version"], rest)
+    except UsageError as exc:
+        from vm.cli.common import refuse
+
+        return refuse(exc)
+    sys.stdout.write(__version__ + "\n")
+    return 0
 
 
 def _standard_fds() -> None:

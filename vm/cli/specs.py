@@ -116,7 +116,7 @@ GC = Spec(
      Flag("grace", "DURATION", "how long past its expiry a checkpoint is kept (default 1d)")))
 
 KEY = Spec(
-    "key", "lobster key list [--format text|json]\n       lobster key rotate [--format text|json]",
+    "key", "lobster key list|rotate [--format text|json]",
     "the signing key set: list it, or add a new key",
     "The signing key set of the state store: tokens and checkpoints are signed with the newest\n"
     "key and verified with any of them. After a key was lost, `rotate` starts a new one (the\n"
