@@ -52,7 +52,9 @@ RESUME = Spec(
                                 "responseSchema"),
      Flag("cancel", "true", "end the run without answering", optional=True),
      TIMEOUT, EVENTS,
-     Flag("checkpoint-ttl", "D", "the next checkpoint of the resumed run expires after D")),
+     Flag("checkpoint-ttl", "D", "the next checkpoint of the resumed run expires after D"),
+     Flag("mode", "tool", "accepted as `run` takes it, and ignored: resume always prints the "
+                          "envelope")),
     footer="A wrong answer is refused and the checkpoint stays; a token works once.")
 
 TOOL = Spec(
