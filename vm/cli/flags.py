@@ -8,9 +8,11 @@ machine."""
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from collections import namedtuple
+
+TYPE_CHECKING = False  # without importing typing: help loads nothing but its text
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
 
 NO_VALUE = "\0"  # a value flag given as the last word, without its value
 HELP_FLAGS = ("-h", "--help")
@@ -21,30 +23,22 @@ UNKNOWN_SUBCOMMAND = "E027"
 UNEXPECTED_ARGUMENT = "E028"
 
 
-class Flag(NamedTuple):
+class Flag(namedtuple("Flag", "name value help aliases optional repeat",
+                      defaults=((), False, False))):
     """One `--name`: a switch when `value` is empty, else it takes a value (shown in help as
-    `value`). `optional`: a switch that may carry a value (`--cancel`, `--cancel=false`);
-    `repeat`: its values are collected in a list."""
+    `value`). `aliases`: other names of it; `optional`: a switch that may carry a value
+    (`--cancel`, `--cancel=false`); `repeat`: its values are collected in a list."""
 
-    name: str
-    value: str
-    help: str
-    aliases: tuple[str, ...] = ()
-    optional: bool = False
-    repeat: bool = False
+    __slots__ = ()
 
 
-class Spec(NamedTuple):
+class Spec(namedtuple("Spec", "name usage summary about flags args footer",
+                      defaults=((), (), ""))):
     """A subcommand: its synopsis (the lines after `usage: `), one line for the overview, what
-    it does, its positional arguments (name, help) and its flags."""
+    it does, its flags (Flag), its positional arguments ((name, help) pairs) and a closing
+    paragraph."""
 
-    name: str
-    usage: str
-    summary: str
-    about: str
-    flags: tuple[Flag, ...] = ()
-    args: tuple[tuple[str, str], ...] = ()
-    footer: str = ""
+    __slots__ = ()
 
     def flag(self, name: str) -> Flag | None:
         return next((f for f in self.flags if name == f.name or name in f.aliases), None)
@@ -64,6 +58,8 @@ class UsageError(Exception):
 
 def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
     """The choice a mistyped word most likely meant, or None."""
+    import difflib
+
     found = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
     return found[0] if found else None
 

@@ -6,7 +6,6 @@ registry."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -110,6 +109,8 @@ def command_help(cmd) -> str:
 def request_fields() -> str:
     """Every field of a tool request, per action, with its JSON type, what it is and an
     example: made from the request table `lobster tool` reads requests by."""
+    import json
+
     from vm.service.protocol.request import REQUEST_FIELDS, REQUIRED_FIELDS
 
     import shlex
@@ -134,6 +135,8 @@ def request_fields() -> str:
 
 
 def schema_type(schema: dict) -> str:
+    import json
+
     if "const" in schema:
         return json.dumps(schema["const"])
     kind = schema.get("type", "any")
@@ -150,6 +153,8 @@ def executable() -> tuple[str, list[str]]:
 
 
 def mcp_config() -> str:
+    import json
+
     command, args = executable()
     config = {"mcpServers": {"lobster": {"command": command, "args": [*args, "mcp"]}}}
     return ("an MCP client's configuration for this installation (the absolute path, so it "

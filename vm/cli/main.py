@@ -27,13 +27,9 @@ def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) ->
     nothing else caught is a bug: one line (T498) and exit 1, never a traceback."""
     args = list(sys.argv[1:] if argv is None else argv)
     _standard_fds()
-    if args[:1] in (["version"], ["--version"], ["-v"]):
-        sys.stdout.write(__version__ + "\n")
-        return 0
-    if args[:1] in ([], ["help"], ["-h"], ["--help"]):
-        from vm.cli.help import cmd_help
-
-        return cmd_help(args[1:] if args[:1] == ["help"] else [])
+    answered = _text_only(args)
+    if answered is not None:
+        return answered
     from vm.cli.common import finish_events, print_json
 
     _install_signal_handlers()
@@ -74,22 +70,31 @@ HANDLERS = {"run": ("run", True), "resume": ("resume", False), "tool": ("tool", 
             "mcp": ("mcp", True), "pending": ("pending", False), "cancel": ("cancel", False),
             "history": ("history", False), "gc": ("gc", False), "key": ("key", False),
             "migrate": ("migrate", True), "graph": ("graph", True), "doctor": ("doctor", True),
-            "completion": ("completion", False), "help": ("help", False)}
+            "completion": ("completion", False)}
 
 
-def _dispatch(args: list[str], frontend: Frontend | None) -> int:
-    if not args or args[0] in HELP_FLAGS:
-        from vm.cli.help import cmd_help
-
-        return cmd_help([])
-    head, rest = args[0], args[1:]
+def _text_only(args: list[str]) -> int | None:
+    """Help and the version, answered before the signal handlers and the shared CLI helpers
+    load (tests/machine/test_import_budget.py); None for every other command line."""
+    head, rest = (args[0], args[1:]) if args else ("help", [])
+    if head in HELP_FLAGS:
+        head, rest = "help", []
     if head in SPECS and set(rest) & set(HELP_FLAGS):
         from vm.cli.help import subcommand_help
 
         sys.stdout.write(subcommand_help(head))
         return 0
+    if head == "help":
+        from vm.cli.help import cmd_help
+
+        return cmd_help(rest)
     if head in ("--version", "-v", "version"):
         return _version(rest if head == "version" else [])
+    return None
+
+
+def _dispatch(args: list[str], frontend: Frontend | None) -> int:
+    head, rest = args[0], args[1:]
     if head in HANDLERS:
         import importlib
 

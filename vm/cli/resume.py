@@ -8,7 +8,6 @@ import sys
 from vm.cli.common import listener, print_json, refuse, timeout
 from vm.cli.flags import NO_VALUE, UsageError, parse
 from vm.cli.specs import RESUME
-from vm.service import admin
 from vm.service.protocol.envelope import RequestError, exit_code
 from vm.service.protocol.options import Options
 from vm.service.protocol.request import parse_response_json
@@ -69,5 +68,7 @@ def _resume(values: dict) -> dict:
                       timeout_ms=timeout(values.get("timeout"), "resume"), on_event=on_event)
     ttl = values.get("checkpoint-ttl")
     if approval_id:
+        from vm.service import admin
+
         return admin.resume_by_id(options, decision, approval_id, checkpoint_ttl=ttl)
     return resume(options, decision, token=token, checkpoint_ttl=ttl)
