@@ -67,7 +67,8 @@ def run(argv: list[str]) -> tuple[int, str]:
             code = main(argv[1:])
         except SystemExit as exc:  # argparse's --help
             code = exc.code if isinstance(exc.code, int) else 0
-    return code or 0, out.getvalue()
+    # `lobster help mcp` names the running interpreter by its absolute path: not this machine's
+    return code or 0, out.getvalue().replace(sys.executable, "/path/to/venv/bin/python")
 
 
 def subcommands() -> list[str]:

@@ -606,8 +606,11 @@ def test_file_problems_are_parse_errors_in_the_originals_words(cli):
 
 
 def test_a_lone_positional_is_a_workflow_only_when_it_is_a_file(cli):
+    # SPEC 9.20: a word written as a path that names no file is a usage error, before the
+    # pipeline fallback (the original: `Unknown command: nope.lobster`, exit 1)
     env, code = cli.tool("run", "--mode", "tool", "nope.lobster")
-    assert (code, env["error"]["message"]) == (1, "Unknown command: nope.lobster")
+    assert (code, env["error"]["code"], env["error"]["message"]) == (
+        2, "E026", "no such file: nope.lobster")
 
 
 def test_doctor_notes_are_a_list_and_an_empty_approve_is_no_decision(cli):

@@ -113,6 +113,20 @@ def _unknown_mode(case, i, ref, ours) -> bool:
             and "error[E020]: run --mode must be tool or human" in (ours.get("stderr") or ""))
 
 
+def _front_door(case, i, ref, ours) -> bool:
+    """SPEC 9.20: what the original runs as a pipeline and answers `Unknown command: X` (or
+    ignores, as resume and doctor ignore an unknown option), ours refuses as a usage error
+    (exit 2) with E025-E028."""
+    env = ours.get("stdoutJson")
+    code = env["error"].get("code") if isinstance(env, dict) and isinstance(
+        env.get("error"), dict) else None
+    said = re.match(r"lobster: error\[(E02[5-8])\]: ", ours.get("stderr") or "")
+    code = code or (said.group(1) if said else None)
+    return ours.get("exitCode") == 2 and code in ("E025", "E026", "E027", "E028") and (
+        (message(ref) or "").startswith("Unknown command: ") or ref.get("exitCode") == 0
+        or (ours.get("argv") or [""])[0] == "resume")
+
+
 def _command_set(case, i, ref, ours) -> bool:
     argv = ours.get("argv") or []
     if (argv in ([], ["help"]) or argv[:1] == ["--help"]) and ref.get("exitCode") == ours.get("exitCode") == 0:
@@ -328,6 +342,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("A20", "an unknown --mode is refused", "SPEC §9.18 (docs/differences.md 18)",
           "`lobster run --mode X` with X other than tool or human is a usage error (E020, exit "
           "2); the original runs it in human mode.", _unknown_mode),
+    Entry("A21", "the command line is checked before the pipeline fallback", "SPEC §9.20",
+          "An unknown option (with `did you mean`), a word written as a path that names no "
+          "file, a word close to a subcommand, and stray words after a FILE are usage errors "
+          "(E025-E028, exit 2); the original runs them as a pipeline (`Unknown command: X`) "
+          "or ignores them.", _front_door),
     Entry("A9", "a workflow: path is literal", "SPEC §9.9",
           "Sub-workflows are compiled into the caller's program, so `workflow: ${w}.lobster` is "
           "refused; the original templates the path at run time.", _literal_workflow_path),

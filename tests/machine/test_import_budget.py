@@ -22,6 +22,7 @@ RUN_PATH = frozenset("""
     lobsterc lobsterc.frontend lobsterc.generate lobsterc.generate.cache lobsterc.syntax
     lobsterc.syntax.grammars
     vm vm.cli vm.cli.common vm.cli.main vm.cli.run vm.cli.resume
+    vm.cli.flags vm.cli.specs vm.cli.frontdoor
     vm.core vm.core.bounds vm.core.codes vm.core.condition vm.core.js vm.core.records
     vm.core.source
     vm.isa vm.isa.codec vm.isa.cost vm.isa.frame vm.isa.opcodes vm.isa.ops vm.isa.program
@@ -38,7 +39,8 @@ RUN_PATH = frozenset("""
     vm.service.protocol.envelope vm.service.protocol.options vm.service.protocol.park
     vm.service.protocol.request vm.service.protocol.resuming vm.service.protocol.running
 """.split())
-HELP_PATH = frozenset("lobsterc lobsterc.frontend vm vm.cli vm.cli.help vm.cli.main".split())
+HELP_PATH = frozenset("lobsterc lobsterc.frontend vm vm.cli vm.cli.help vm.cli.main "
+                      "vm.cli.flags vm.cli.specs".split())  # specs: the flag tables
 THIRD_PARTY = frozenset({"attr", "attrs", "msgpack",
                          "cython_runtime"})  # msgpack's compiled extension registers it
 HELP_THIRD_PARTY: frozenset[str] = frozenset()  # help is text: not even attrs

@@ -6,10 +6,9 @@ from __future__ import annotations
 import os
 import sys
 
+from vm.cli.flags import NO_VALUE, UsageError, parse
 from vm.core import js
 from vm.service.protocol.envelope import RequestError, exit_code
-
-NO_VALUE = "\0"  # a flag given as the last word, without its value
 
 
 def print_json(value) -> None:
@@ -159,31 +158,31 @@ class Usage(Exception):
     """A store subcommand's refused command line: its message, then the usage text (exit 2)."""
 
 
-def parse_flags(argv: list[str], flags: set[str], switches: set[str], usage: str) -> dict:
-    """`--flag value`, `--flag=value` and `--switch`; anything else is a usage error."""
-    values: dict = {}
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if word in ("-h", "--help"):
-            sys.stdout.write(usage)
-            raise SystemExit(0)
-        name, eq, inline = word[2:].partition("=") if word.startswith("--") else ("", "", "")
-        if name in switches and not eq:
-            values[name], i = True, i + 1
-        elif name in flags:
-            if eq:
-                values[name], i = inline, i + 1
-            elif i + 1 < len(argv):
-                values[name], i = argv[i + 1], i + 2
-            else:
-                raise Usage(f"--{name} requires a value")
-        else:
-            raise Usage(f"unexpected argument {word!r}")
+def parse_flags(argv: list[str], spec, takes: int = 0) -> tuple[dict, list[str]]:
+    """A store subcommand's flags and its (at most `takes`) positional words, read by its
+    table (vm/cli/specs.py): an unknown option or a stray word is a UsageError (one coded
+    line), a flag without its value a Usage."""
+    values, words = parse(spec, argv)
+    if len(words) > takes:
+        raise UsageError(f"unexpected argument {words[takes]!r} (`lobster help {spec.name}` "
+                         "shows the usage)")
+    for name, value in values.items():
+        if value == NO_VALUE:
+            raise Usage(f"--{name} requires a value")
     fmt = values.get("format", "text")
     if fmt not in ("text", "json"):
         raise Usage("--format must be text or json")
-    return values
+    return values, words
+
+
+def refuse(exc: UsageError, tool: bool = False) -> int:
+    """A refused command line: in human mode one line,
+    `lobster: error[CODE]: message`; in tool mode its envelope. Exit 2."""
+    if tool:
+        print_json(RequestError(exc.message, exc.code).envelope)
+        return 2
+    sys.stderr.write(f"lobster: error[{exc.code}]: {exc.message}\n")
+    return 2
 
 
 def seconds(text: str, name: str) -> float:

@@ -1,28 +1,20 @@
-"""`lobster completion bash|zsh`: a shell completion script, made from the tables of
-subcommands, their flags and the flags' values below."""
+"""`lobster completion bash|zsh`: a shell completion script, made from the subcommands' flag
+tables (vm/cli/specs.py) and the flags' values below."""
 
 from __future__ import annotations
 
 import sys
 
-from vm.cli.common import shown, usage_error
+from vm.cli.common import refuse, shown, usage_error
+from vm.cli.flags import UsageError, parse
+from vm.cli.specs import SPECS
 from vm.service.protocol.envelope import RequestError
 
-COMMANDS = ("run", "resume", "tool", "pending", "cancel", "history", "gc", "key", "migrate",
-            "mcp", "graph", "help", "doctor", "completion", "version")
-COMMAND_FLAGS = {
-    "run": "--mode --args-json --dry-run --file --timeout --quiet --progress --events "
-           "--checkpoint-ttl "
-           "--help",
-    "resume": "--token --id --approve --response-json --cancel --timeout --events "
-              "--checkpoint-ttl --help",
-    "pending": "--format --older-than --cancel --help",
-    "cancel": "--id --format --help",
-    "history": "--format --help",
-    "gc": "--dry-run --format --grace --help",
-    "key": "list rotate --format --help",
-    "graph": "--file --format --args-json --help",
-}
+COMMANDS = tuple(SPECS)
+COMMAND_FLAGS = {  # each subcommand's words to complete: its flags (and key's actions)
+    name: " ".join([*(("list", "rotate") if name == "key" else ()),
+                    *(f"--{n}" for n in spec.names())])
+    for name, spec in SPECS.items() if name not in ("help", "completion", "version")}
 FLAG_VALUES = {"--mode": "tool human", "--approve": "yes no", "--events": "jsonl",
                "--format": "json text mermaid dot ascii"}
 
@@ -43,7 +35,7 @@ _lobster() {
         --file) COMPREPLY=( $(compgen -f -- "$cur") ); return 0 ;;
     esac
     case "$sub" in
-        help) [ "$COMP_CWORD" -eq 2 ] && COMPREPLY=( $(compgen -W "run resume" -- "$cur") ); return 0 ;;
+        help) [ "$COMP_CWORD" -eq 2 ] && COMPREPLY=( $(compgen -W "@COMMANDS@" -- "$cur") ); return 0 ;;
         completion) COMPREPLY=( $(compgen -W "bash zsh" -- "$cur") ); return 0 ;;
 @FLAGS@
         *) words="" ;;
@@ -72,7 +64,7 @@ _lobster() {
         --file) _files; return ;;
     esac
     case "$sub" in
-        help) (( CURRENT == 3 )) && compadd -- run resume; return ;;
+        help) (( CURRENT == 3 )) && compadd -- @COMMANDS@; return ;;
         completion) compadd -- bash zsh; return ;;
 @FLAGS@
     esac
@@ -101,6 +93,10 @@ def completion_script(shell: str) -> str:
 
 
 def cmd_completion(argv: list[str]) -> int:
+    try:
+        _, argv = parse(SPECS["completion"], argv)
+    except UsageError as exc:
+        return refuse(exc)
     shell = argv[0] if len(argv) == 1 else None
     if shell not in ("bash", "zsh"):
         return usage_error(RequestError(f"completion takes bash or zsh (got "

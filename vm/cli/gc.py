@@ -4,25 +4,24 @@ from __future__ import annotations
 
 import sys
 
-from vm.cli.common import Usage, parse_flags, print_json, refused_usage, seconds, store_options
+from vm.cli.common import (Usage, parse_flags, print_json, refuse, refused_usage, seconds,
+                           store_options)
+from vm.cli.flags import UsageError, render
+from vm.cli.specs import GC
 from vm.host.store import StoreError
 from vm.service.protocol.envelope import RequestError, exit_code, store_error
 
-USAGE = """\
-usage: lobster gc [--dry-run] [--format text|json] [--grace DURATION]
-
-Remove what no checkpoint needs: programs no checkpoint refers to, old cache entries, leftovers
-of interrupted writes, and checkpoints expired longer than the grace (default 1d) ago.
---dry-run lists what would be removed. Safe while other lobster processes run.
-"""
+USAGE = render(GC)
 
 
 def cmd_gc(argv: list[str]) -> int:
     from vm.service import admin
 
     try:
-        values = parse_flags(argv, {"format", "grace"}, {"dry-run"}, USAGE)
+        values, _ = parse_flags(argv, GC)
         grace = seconds(values["grace"], "grace") if "grace" in values else admin.GC_GRACE_S
+    except UsageError as exc:
+        return refuse(exc)
     except Usage as exc:
         return refused_usage(exc, USAGE)
     try:

@@ -6,19 +6,15 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from vm.cli.common import file_problem, flag
+from vm.cli.common import file_problem, refuse
+from vm.cli.flags import NO_VALUE, UsageError, parse, render
+from vm.cli.specs import GRAPH
 from vm.service.protocol.envelope import RequestError
 
 if TYPE_CHECKING:
     from vm.service.frontend import Frontend
 
-USAGE = """\
-usage: lobster graph [--file] FILE [--format mermaid|dot|ascii] [--args-json J]
-
-Print a workflow file's steps and the data flow between them (nothing is run).
-  --format     mermaid (default), dot, or ascii
-  --args-json  a JSON object of args for ${arg} in the labels, over the file's defaults
-"""
+USAGE = render(GRAPH)
 
 NO_FILE = "graph requires a workflow file path (use --file <path>)"
 
@@ -28,33 +24,20 @@ def cmd_graph(argv: list[str], frontend: Frontend | None = None) -> int:
     exit 1."""
     from vm.service.protocol.running import compiler as find_compiler, parse_args_json
 
-    path, fmt, args_json = None, "mermaid", None
-    i = 0
     try:
-        while i < len(argv):
-            word = argv[i]
-            name = word[2:].split("=", 1)[0] if word.startswith("--") else None
-            if word in ("-h", "--help"):
-                sys.stdout.write(USAGE)
-                return 0
-            if name in ("file", "format", "args-json"):
-                value, i = flag(argv, i, name)
-                if value is None and name == "file":
-                    raise RequestError(NO_FILE)
-                if value is None:
-                    raise RequestError(f"graph --{name} requires a value")
-                if name == "file":
-                    path = value
-                elif name == "format":
-                    fmt = value
-                else:
-                    args_json = value
-            elif name is not None:
-                raise RequestError(f"graph does not take --{name}")
-            elif path is None:
-                path, i = word, i + 1
-            else:
-                raise RequestError("graph accepts one workflow file path")
+        values, words = parse(GRAPH, argv)
+    except UsageError as exc:
+        return refuse(exc)
+    try:
+        for name, value in values.items():
+            if value == NO_VALUE:
+                raise RequestError(NO_FILE if name == "file" else
+                                   f"graph --{name} requires a value")
+        paths = [*words, *([values["file"]] if "file" in values else [])]
+        if len(paths) > 1:
+            raise RequestError("graph accepts one workflow file path")
+        path = paths[0] if paths else None
+        fmt, args_json = values.get("format", "mermaid"), values.get("args-json")
         if not path:
             raise RequestError(NO_FILE)
         compiler = find_compiler(frontend)

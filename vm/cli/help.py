@@ -1,35 +1,21 @@
-"""`lobster help [COMMAND]` (and `lobster`, `-h`, `--help`): the usage of every subcommand,
-`run` and `resume` in full, or a pipeline command's help made from its signature. Loads
-nothing of the machine for the usage text."""
+"""`lobster help [COMMAND]` (and `lobster`, `-h`, `--help`, `lobster COMMAND --help`): the
+overview, a subcommand's help made from its flag table (vm/cli/specs.py), or a pipeline
+command's help made from its signature. The overview and a subcommand's help load nothing of
+the machine; `help tool` reads the request field table, a pipeline command's help the command
+registry."""
 
 from __future__ import annotations
 
+import os
 import sys
 
-USAGE = """\
-lobster - run tool pipelines as one call, with durable approval and input checkpoints
+from vm.cli.flags import UsageError, closest, parse, render
+from vm.cli.specs import SPECS
 
-usage:
-  lobster run [--mode tool|human] [--args-json J] [--dry-run] [--timeout T] [--quiet]
-              [--events jsonl] [--checkpoint-ttl 7d] (PIPELINE | FILE | --file FILE)
-  lobster PIPELINE                       the same as `lobster run PIPELINE`, in human mode
-  lobster resume (--token T | --id ID) (--approve yes|no | --response-json J | --cancel)
-              [--timeout T] [--events jsonl]
-  lobster tool [REQUEST | -]             one tool call: request JSON in, envelope out
-  lobster pending [--format json] [--older-than 7d [--cancel]]   checkpoints waiting, in doubt
-  lobster cancel --id ID                 end one checkpoint (approval id or state key)
-  lobster history ID [--format json]     one checkpoint's record: halted, claimed, outcome
-  lobster gc [--dry-run]                 remove what no checkpoint needs
-  lobster key list|rotate                the signing key set: list it, or add a new key
-  lobster migrate --to NEW.lobster (--id ID | --program HASH) [--dry-run] [--accept ID]
-                                         move paused runs onto a reviewed new version
-  lobster mcp                            serve run and resume as MCP tools over stdio
-  lobster graph [--file] FILE [--format mermaid|dot|ascii] [--args-json J]
-  lobster help [COMMAND]                 this text, `run`/`resume` in full, or a pipeline
-                                         command's help
-  lobster doctor                         check that this installation runs pipelines
-  lobster completion bash|zsh            a shell completion script (source it)
-  lobster version
+HEAD = "lobster - run tool pipelines as one call, with durable approval and input checkpoints"
+TAIL = """\
+`lobster PIPELINE` is the same as `lobster run PIPELINE`. `lobster help COMMAND` (or
+`lobster COMMAND --help`) shows one subcommand in full, or a pipeline command's help.
 
 examples:
   lobster run --mode tool "exec --json --shell 'echo [1,2,3]' | head --n 2"
@@ -37,35 +23,74 @@ examples:
   lobster resume --token <resumeToken> --approve yes
 
 environment: LOBSTER_STATE_DIR (default ~/.lobster/state), LOBSTER_SHELL (default /bin/sh),
-LOBSTER_MAX_OUTPUT_BYTES (cap on each child's output).
+LOBSTER_MAX_OUTPUT_BYTES (cap on each child's output); `lobster doctor` shows what is in force.
 pipeline commands: run `lobster help COMMAND`, or the pipeline `commands.list`.
 """
 
-FULL_HELP = ("run", "resume")  # subcommands with a help text of their own (HELP, beside them)
+# an example value of each tool request field, for `lobster help tool` (a test holds every
+# field of the request table to having one)
+FIELD_EXAMPLES = {
+    "pipeline": 'exec --json --shell "echo [1,2]" | approve --prompt Go?',
+    "argsJson": '{"who": "bo"}',
+    "cwd": "projects/inbox",
+    "timeoutMs": 30000,
+    "maxStdoutBytes": 1048576,
+    "checkpointTtl": "12h",
+    "token": "<resumeToken>",
+    "approvalId": "1a2b3c4d",
+    "approve": True,
+    "responseJson": '{"name": "bo"}',
+    "cancel": True,
+}
+
+
+def overview() -> str:
+    lines = [HEAD, "", "usage:"]
+    for spec in SPECS.values():
+        lines.append(f"  {spec.usage.splitlines()[0].strip()}")
+        lines.append(f"      {spec.summary}")
+    return "\n".join(lines) + "\n\n" + TAIL
 
 
 def cmd_help(argv: list[str]) -> int:
-    """`lobster help [COMMAND]`: our usage text, or a command's help made from its signature
-    (the texts are ours; the original's differ in wording, see README)."""
+    """`lobster help [COMMAND]`: the texts are ours (SPEC 9.11)."""
+    try:
+        _, argv = parse(SPECS["help"], argv)
+    except UsageError as exc:
+        from vm.cli.common import refuse
+
+        return refuse(exc)
     if not argv:
-        sys.stdout.write(USAGE)
+        sys.stdout.write(overview())
         return 0
-    if argv[0] == "run":
-        from vm.cli.run import HELP
-
-        sys.stdout.write(HELP)
+    name = argv[0]
+    if name in SPECS:
+        sys.stdout.write(subcommand_help(name))
         return 0
-    if argv[0] == "resume":
-        from vm.cli.resume import HELP
+    from vm.host.commands import COMMANDS, lookup
 
-        sys.stdout.write(HELP)
-        return 0
-    from vm.host.commands import lookup
-
-    cmd = lookup(argv[0])
+    cmd = lookup(name)
     if cmd is None:
-        sys.stderr.write(f"Unknown command: {argv[0]}\n")
+        sys.stderr.write(f"Unknown command: {name}\n")  # the original's words
+        guess = closest(name, [*SPECS, *COMMANDS])
+        if guess is not None:
+            sys.stderr.write(f"lobster: did you mean '{guess}'? (`lobster help {guess}`)\n")
         return 2
+    sys.stdout.write(command_help(cmd))
+    return 0
+
+
+def subcommand_help(name: str) -> str:
+    text = render(SPECS[name])
+    if name == "tool":
+        text += "\n" + request_fields()
+    elif name == "mcp":
+        text += "\n" + mcp_config()
+    return text
+
+
+def command_help(cmd) -> str:
+    """A pipeline command's help, from its signature."""
     lines = [f"{cmd.name} — {cmd.summary}", "",
              f"usage: {cmd.name}" + "".join(f" [--{f.name}{'' if f.kind == 'bool' else ' V'}]"
                                             for f in cmd.flags)
@@ -78,5 +103,60 @@ def cmd_help(argv: list[str]) -> int:
     lines.append(f"side effects: {cmd.effects}")
     for example in cmd.examples:
         lines.append(f"example: {example}")
-    sys.stdout.write("\n".join(lines) + "\n")
-    return 0
+    return "\n".join(lines) + "\n"
+
+
+def request_fields() -> str:
+    """Every field of a tool request, per action, with its JSON type, what it is and an
+    example: made from the request table `lobster tool` reads requests by."""
+    import json
+
+    from vm.service.protocol.request import REQUEST_FIELDS, REQUIRED_FIELDS
+
+    import shlex
+    import textwrap
+
+    lines = ["request fields (a JSON object; \"action\" is \"run\" or \"resume\"):"]
+    for action, fields in REQUEST_FIELDS.items():
+        lines.append(f"  {action}:")
+        for name, (schema, text) in fields.items():
+            need = ", required" if name in REQUIRED_FIELDS.get(action, ()) else ""
+            lines.append(f"    {name} ({schema_type(schema)}{need})")
+            lines += textwrap.wrap(text, 92, initial_indent=" " * 6,
+                                   subsequent_indent=" " * 6)
+            lines.append(f"      example: \"{name}\": {json.dumps(FIELD_EXAMPLES.get(name))}")
+    lines.append("  a resume names the run by token or approvalId, and gives exactly one of "
+                 "approve,\n  responseJson, cancel.")
+    run = {"action": "run", "pipeline": FIELD_EXAMPLES["pipeline"]}
+    resume = {"action": "resume", "token": FIELD_EXAMPLES["token"], "approve": True}
+    lines += ["examples:", f"  lobster tool {shlex.quote(json.dumps(run))}",
+              f"  echo {shlex.quote(json.dumps(resume))} | lobster tool -"]
+    return "\n".join(lines) + "\n"
+
+
+def schema_type(schema: dict) -> str:
+    import json
+
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    kind = schema.get("type", "any")
+    return " or ".join(kind) if isinstance(kind, list) else kind
+
+
+def executable() -> tuple[str, list[str]]:
+    """How a client starts this very `lobster`: the running script by its absolute path, or
+    this interpreter with `-m` when the process is not a script (an embedding, a test)."""
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if os.path.isfile(script) and os.access(script, os.X_OK) and not script.endswith(".py"):
+        return script, []
+    return sys.executable, ["-m", "vm.cli.main"]
+
+
+def mcp_config() -> str:
+    import json
+
+    command, args = executable()
+    config = {"mcpServers": {"lobster": {"command": command, "args": [*args, "mcp"]}}}
+    return ("an MCP client's configuration for this installation (the absolute path, so it "
+            "works from any\ndirectory and without activating a virtual environment):\n"
+            + json.dumps(config, indent=2) + "\n")

@@ -5,35 +5,25 @@ from __future__ import annotations
 
 import sys
 
-from vm.cli.common import Usage, parse_flags, print_json, refused_usage, store_options
+from vm.cli.common import (Usage, parse_flags, print_json, refuse, refused_usage,
+                           store_options)
+from vm.cli.flags import UsageError, render
+from vm.cli.specs import HISTORY
 from vm.service.protocol.envelope import exit_code
 
-USAGE = """\
-usage: lobster history ID [--format text|json]
-
-Show one checkpoint's record: where it is now (waiting, expired, claimed, finished, in_doubt,
-cancelled) and what happened to it: halted (program and items hashes, when), claimed (when, by
-which process, the decision and the approver's identity), and how it ended. ID is its approval
-id, its resume token, or the state key `lobster pending` lists. Ended checkpoints are kept for
-LOBSTER_TOMBSTONE_TTL (default 7d), then `lobster gc` removes their records.
-"""
+USAGE = render(HISTORY)
 
 
 def cmd_history(argv: list[str]) -> int:
     from vm.service import admin
 
-    ident = None
-    rest = []
-    for word in argv:
-        if ident is None and not word.startswith("-"):
-            ident = word
-        else:
-            rest.append(word)
     try:
-        values = parse_flags(rest, {"format", "id"}, set(), USAGE)
-        ident = ident or values.get("id")
+        values, words = parse_flags(argv, HISTORY, takes=1)
+        ident = words[0] if words else values.get("id")
         if not ident:
             raise Usage("history requires an ID (approval id, resume token or state key)")
+    except UsageError as exc:
+        return refuse(exc)
     except Usage as exc:
         return refused_usage(exc, USAGE)
     answer = admin.history(store_options(), ident)

@@ -4,32 +4,29 @@ from __future__ import annotations
 
 import sys
 
-from vm.cli.common import Usage, parse_flags, print_json, refused_usage, store_options
+from vm.cli.common import (Usage, parse_flags, print_json, refuse, refused_usage,
+                           store_options)
+from vm.cli.flags import UsageError, closest, render
+from vm.cli.specs import KEY
 from vm.host.store import StoreError
 from vm.service.protocol.envelope import store_error
 
-USAGE = """\
-usage: lobster key list [--format text|json]
-       lobster key rotate [--format text|json]
-
-The signing key set of the state store: tokens and checkpoints are signed with the newest key
-and verified with any of them. `list` shows each key's number and id (never the key), when it
-was made, and how many waiting checkpoints it signed. `rotate` adds a new key that signs from
-now on; the old ones keep verifying until their checkpoints end, and `lobster gc` then retires
-them. After a key was lost, `rotate` starts a new one (the checkpoints the lost key signed can
-only be cancelled).
-"""
+USAGE = render(KEY)
 
 
 def cmd_key(argv: list[str]) -> int:
     from vm.service import admin
 
-    action, rest = (argv[0], argv[1:]) if argv and not argv[0].startswith("-") else ("", argv)
     try:
-        values = parse_flags(rest, {"format"}, set(), USAGE)
+        values, words = parse_flags(argv, KEY, takes=1)
+        action = words[0] if words else ""
         if action not in ("list", "rotate"):
-            raise Usage(f"lobster key takes list or rotate (got {action!r})" if action
+            guess = closest(action, ("list", "rotate")) if action else None
+            raise Usage(f"lobster key takes list or rotate (got {action!r}"
+                        + (f"; did you mean {guess}?)" if guess else ")") if action
                         else "lobster key takes list or rotate")
+    except UsageError as exc:
+        return refuse(exc)
     except Usage as exc:
         return refused_usage(exc, USAGE)
     try:

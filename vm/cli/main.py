@@ -11,14 +11,14 @@ import os
 import sys
 
 from vm import __version__
+from vm.cli.flags import HELP_FLAGS
+from vm.cli.specs import SPECS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: help and version load
 if TYPE_CHECKING:  # nothing but their text (tests/machine/test_import_budget.py)
     from collections.abc import Sequence
 
     from vm.service.frontend import Frontend
-
-STORE_COMMANDS = ("pending", "cancel", "history", "gc", "key")  # each takes argv alone
 
 
 def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) -> int:
@@ -27,13 +27,9 @@ def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) ->
     nothing else caught is a bug: one line (T498) and exit 1, never a traceback."""
     args = list(sys.argv[1:] if argv is None else argv)
     _standard_fds()
-    if args[:1] in (["version"], ["--version"], ["-v"]):
-        sys.stdout.write(__version__ + "\n")
-        return 0
-    if args[:1] in ([], ["help"], ["-h"], ["--help"]):
-        from vm.cli.help import cmd_help
-
-        return cmd_help(args[1:] if args[:1] == ["help"] else [])
+    answered = _text_only(args)
+    if answered is not None:
+        return answered
     from vm.cli.common import finish_events, print_json
 
     _install_signal_handlers()
@@ -69,58 +65,72 @@ def _tool_mode(args: list[str]) -> bool:
                                         for a, b in zip(args, args[1:]))
 
 
-def _dispatch(args: list[str], frontend: Frontend | None) -> int:
-    if not args or args[0] in ("-h", "--help"):
-        from vm.cli.help import cmd_help
+# subcommand -> its module's function, and whether it takes the compiler
+HANDLERS = {"run": ("run", True), "resume": ("resume", False), "tool": ("tool", True),
+            "mcp": ("mcp", True), "pending": ("pending", False), "cancel": ("cancel", False),
+            "history": ("history", False), "gc": ("gc", False), "key": ("key", False),
+            "migrate": ("migrate", True), "graph": ("graph", True), "doctor": ("doctor", True),
+            "completion": ("completion", False)}
 
-        return cmd_help([])
-    head, rest = args[0], args[1:]
-    if head in ("version", "--version", "-v"):
-        sys.stdout.write(__version__ + "\n")
+
+def _text_only(args: list[str]) -> int | None:
+    """Help and the version, answered before the signal handlers and the shared CLI helpers
+    load (tests/machine/test_import_budget.py); None for every other command line."""
+    head, rest = (args[0], args[1:]) if args else ("help", [])
+    if head in HELP_FLAGS:
+        head, rest = "help", []
+    if head in SPECS and set(rest) & set(HELP_FLAGS):
+        from vm.cli.help import subcommand_help
+
+        sys.stdout.write(subcommand_help(head))
         return 0
     if head == "help":
         from vm.cli.help import cmd_help
 
         return cmd_help(rest)
-    if head == "graph":
-        from vm.cli.graph import cmd_graph
+    if head in ("--version", "-v", "version"):
+        return _version(rest if head == "version" else [])
+    return None
 
-        return cmd_graph(rest, frontend)
-    if head == "completion":
-        from vm.cli.completion import cmd_completion
 
-        return cmd_completion(rest)
-    if head in STORE_COMMANDS:
+def _dispatch(args: list[str], frontend: Frontend | None) -> int:
+    head, rest = args[0], args[1:]
+    if head in HANDLERS:
         import importlib
 
-        return getattr(importlib.import_module(f"vm.cli.{head}"), f"cmd_{head}")(rest)
-    if head == "migrate":  # paused runs onto a reviewed new version (vm/service/migrate.py)
-        from vm.cli.migrate import cmd_migrate
+        module, takes_frontend = HANDLERS[head]
+        handler = getattr(importlib.import_module(f"vm.cli.{module}"),
+                          "main" if head == "mcp" else f"cmd_{head}")
+        return handler(rest, frontend) if takes_frontend else handler(rest)
+    if set(rest) & set(HELP_FLAGS):  # a pipeline with --help: the overview, as the original
+        from vm.cli.help import cmd_help
 
-        return cmd_migrate(rest, frontend)
-    if "-h" in rest or "--help" in rest:
-        from vm.cli.help import FULL_HELP, cmd_help
+        return cmd_help([])
+    from vm.cli.frontdoor import mistyped_subcommand
 
-        return cmd_help([head] if head in FULL_HELP else [])
-    if head == "resume":
-        from vm.cli.resume import cmd_resume
+    refused = mistyped_subcommand(head)  # SPEC 9.20: before the pipeline fallback
+    if refused is not None:
+        from vm.cli.common import refuse
 
-        return cmd_resume(rest)
-    if head == "mcp":
-        from vm.cli.mcp import main as serve_mcp
-
-        return serve_mcp(rest, frontend)
-    if head == "tool":
-        from vm.cli.tool import cmd_tool
-
-        return cmd_tool(rest, frontend)
-    if head == "doctor":
-        from vm.cli.doctor import cmd_doctor
-
-        return cmd_doctor(rest, frontend)
+        return refuse(refused, tool=_tool_mode(args))
     from vm.cli.run import cmd_run
 
-    return cmd_run(rest if head == "run" else args, frontend)
+    return cmd_run(args, frontend)
+
+
+def _version(rest: list[str]) -> int:
+    """`lobster version`: the version; words after it are ignored, as the original ignores
+    them, an unknown option is refused (SPEC 9.20)."""
+    from vm.cli.flags import UsageError, parse
+
+    try:
+        parse(SPECS["version"], rest)
+    except UsageError as exc:
+        from vm.cli.common import refuse
+
+        return refuse(exc)
+    sys.stdout.write(__version__ + "\n")
+    return 0
 
 
 def _standard_fds() -> None:

@@ -20,6 +20,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from vm import __version__, install_hint
+from vm.cli.flags import UsageError, parse, render
+from vm.cli.specs import MCP
 from vm.core import js
 from vm.service import protocol
 from vm.service.protocol.envelope import error_envelope, unknown_field as refused_field
@@ -27,16 +29,7 @@ from vm.service.protocol.envelope import error_envelope, unknown_field as refuse
 if TYPE_CHECKING:
     from vm.service.frontend import Frontend
 
-USAGE = """\
-usage: lobster mcp
-
-Serve Lobster as an MCP server over stdin/stdout: the tools lobster_run and lobster_resume
-take the fields of `lobster tool`'s run and resume requests and return its envelope;
-lobster_pending lists the checkpoints that wait, as `lobster pending --format json` does;
-lobster_history shows one checkpoint's record, as `lobster history ID --format json` does.
-Runs start in the directory the server was started in; state lives in LOBSTER_STATE_DIR
-(or LOBSTER_STORE), as for every lobster command. Needs the mcp extra:
-""" + install_hint("mcp") + ".\n"
+USAGE = render(MCP)
 
 MISSING = "lobster mcp needs the mcp extra: " + install_hint("mcp")
 
@@ -312,11 +305,18 @@ async def serve(options: protocol.Options) -> None:
 def main(argv: Sequence[str], frontend: Frontend | None = None) -> int:
     """`lobster mcp`: 0 when the client closes the connection, 1 without the extra."""
     if argv and argv[0] in ("-h", "--help", "help"):
-        sys.stdout.write(USAGE)
+        from vm.cli.help import subcommand_help
+
+        sys.stdout.write(subcommand_help("mcp"))
         return 0
-    if argv:
-        sys.stderr.write(f"lobster mcp takes no arguments (got {argv[0]!r})\n")
-        return 2
+    try:
+        _, words = parse(MCP, argv)
+        if words:
+            raise UsageError(f"lobster mcp takes no arguments (got {words[0]!r})")
+    except UsageError as exc:
+        from vm.cli.common import refuse
+
+        return refuse(exc)
     try:
         import anyio
         import mcp.server  # noqa: F401

@@ -6,47 +6,30 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from vm.cli.common import refuse
+from vm.cli.flags import NO_VALUE, UsageError, parse, render
+from vm.cli.specs import MIGRATE
 from vm.core import js
 from vm.service.migrate import MigrateError, MigrationResult, migrate
 from vm.service.protocol.options import Options
 
-USAGE = """\
-usage: lobster migrate --to NEW.lobster (--id ID | --program HASH) [--dry-run]
-                       [--accept FINDING-ID]... [--format text|json]
-
-Move paused runs onto a reviewed new version of their workflow: the checkpoint ID (approval id
-or state key), or every paused run of the program HASH (at least 8 hex digits). Each move is
-checked first: the gate exists in the new program, unchanged; the steps before it are the same;
-every result the new program reads after it is in the paused run. The safety diff of what
-changes after the gate is printed; a weakening in it refuses the move until accepted
-(--accept ID, as `lobsterc diff`). --dry-run checks and prints, and changes nothing.
-Exit 0 when every chosen run was migrated (or is sound, with --dry-run), 1 otherwise.
-"""
+USAGE = render(MIGRATE)
 
 
 def cmd_migrate(argv: list[str], frontend: Any = None) -> int:
-    values: dict[str, Any] = {"accept": []}
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if word in ("-h", "--help"):
-            sys.stdout.write(USAGE)
-            return 0
-        name, eq, inline = word[2:].partition("=") if word.startswith("--") else ("", "", "")
-        if name == "dry-run" and not eq:
-            values["dry-run"], i = True, i + 1
-        elif name in ("to", "id", "program", "accept", "format"):
-            if not eq and i + 1 >= len(argv):
-                sys.stderr.write(f"--{name} requires a value\n{USAGE}")
-                return 2
-            value, i = (inline, i + 1) if eq else (argv[i + 1], i + 2)
-            if name == "accept":
-                values["accept"] += [a for a in value.split(",") if a]
-            else:
-                values[name] = value
-        else:
-            sys.stderr.write(f"unexpected argument {word!r}\n{USAGE}")
-            return 2
+    try:
+        values, words = parse(MIGRATE, argv)
+        if words:
+            raise UsageError(f"unexpected argument {words[0]!r} (`lobster help migrate` shows "
+                             "the usage)")
+    except UsageError as exc:
+        return refuse(exc)
+    missing = next((n for n, v in values.items() if NO_VALUE in (v if n == "accept" else [v])),
+                   None)
+    if missing is not None:
+        sys.stderr.write(f"--{missing} requires a value\n{USAGE}")
+        return 2
+    values["accept"] = [a for value in values.get("accept", []) for a in value.split(",") if a]
     fmt = values.get("format", "text")
     wrong = ("--to NEW names the new version" if "to" not in values else
              "name one of --id ID and --program HASH" if ("id" in values) == ("program" in values)

@@ -5,29 +5,26 @@ from __future__ import annotations
 
 import sys
 
-from vm.cli.common import Usage, parse_flags, print_json, refused_usage, seconds, store_options
+from vm.cli.common import (Usage, parse_flags, print_json, refuse, refused_usage, seconds,
+                           store_options)
+from vm.cli.flags import UsageError, render
+from vm.cli.specs import PENDING
 from vm.host.store import StoreError
 from vm.service.protocol.envelope import RequestError, exit_code, store_error
 
-USAGE = """\
-usage: lobster pending [--format text|json] [--older-than DURATION [--cancel]]
-
-List the checkpoints that wait for a decision (waiting or expired), those being resumed now
-(claimed: their resume holds a live lease) and those whose resume failed, was cut off or
-stopped renewing its lease (in_doubt, with the reason and the step reached). --older-than 7d
-keeps those at least that old (durations: 30m, 12h, 7d, 1w, 1h30m); with --cancel they are
-cancelled (never a claimed one). `lobster history ID` shows one checkpoint's whole record.
-"""
+USAGE = render(PENDING)
 
 
 def cmd_pending(argv: list[str]) -> int:
     from vm.service import admin
 
     try:
-        values = parse_flags(argv, {"format", "older-than"}, {"cancel"}, USAGE)
+        values, _ = parse_flags(argv, PENDING)
         if values.get("cancel") and "older-than" not in values:
             raise Usage("--cancel needs --older-than (cancel one with `lobster cancel --id`)")
         older = seconds(values["older-than"], "older-than") if "older-than" in values else None
+    except UsageError as exc:
+        return refuse(exc)
     except Usage as exc:
         return refused_usage(exc, USAGE)
     problem = admin.key_problem(store_options()) if not values.get("cancel") else None

@@ -1,61 +1,34 @@
-"""`lobster resume`: continue a run parked at a gate, by its token or approval id, and print
-the envelope (as `--mode tool` does)."""
+"""`lobster resume`: continue a run parked at a gate, by its token or any id `lobster pending`
+lists, and print the envelope (as `--mode tool` does)."""
 
 from __future__ import annotations
 
 import sys
 
-from vm.cli.common import NO_VALUE, flag, listener, print_json, timeout
+from vm.cli.common import listener, print_json, refuse, timeout
+from vm.cli.flags import NO_VALUE, UsageError, parse
+from vm.cli.specs import RESUME
 from vm.service.protocol.envelope import RequestError, exit_code
 from vm.service.protocol.options import Options
 from vm.service.protocol.request import parse_response_json
 from vm.service.protocol.resuming import Decision, resume
 
-HELP = """\
-usage: lobster resume (--token T | --id ID) (--approve yes|no | --response-json J | --cancel)
-                      [--timeout T] [--events jsonl] [--checkpoint-ttl D]
-
-Continue a run that stopped at a gate, and print its envelope (as `--mode tool` does).
-
-which run:
-  --token T          the resumeToken of the envelope that stopped
-  --id ID            the approvalId of an approval request (8 hex digits), instead
-the answer (exactly one):
-  --approve yes|no   the decision on an approval request (also y/n, true/false); `no`
-                     ends the run, cancelled
-  --response-json J  the answer to an input request: JSON valid under its responseSchema
-  --cancel           end the run without answering
-options:
-  --timeout T        stop the resumed run after T: milliseconds or a duration (30s)
-  --events jsonl     every run event as one JSON line on stderr
-  --checkpoint-ttl D the next checkpoint of the resumed run expires after D
-
-A wrong answer is refused and the checkpoint stays; a token works once.
-"""
-
 NO_DECISION = "resume requires --approve yes|no, --response-json, or --cancel"
 
 
 def cmd_resume(argv: list[str]) -> int:
-    values: dict[str, str | None] = {}
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        name = word[2:].split("=", 1)[0] if word.startswith("--") else ""
-        if name in ("token", "id", "approve", "decision", "response-json", "timeout", "events",
-                    "checkpoint-ttl"):
-            values[name], i = flag(argv, i, name)
-            if values[name] is None and name in ("timeout", "events"):
-                values[name] = NO_VALUE
-        elif name == "cancel":
-            if "=" in word:
-                values["cancel"], i = word.split("=", 1)[1], i + 1
-            elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
-                values["cancel"], i = argv[i + 1], i + 2
-            else:
-                values["cancel"], i = "true", i + 1
-        else:
-            i += 1
+    """Stray words are ignored, as the original ignores them; an unknown option is refused
+    (SPEC 9.20). A value flag without its value counts as not given, except --timeout and
+    --events, which are refused."""
+    try:
+        values, _ = parse(RESUME, argv)
+    except UsageError as exc:
+        return refuse(exc, tool=True)
+    for name in list(values):
+        if values[name] == NO_VALUE and name not in ("timeout", "events"):
+            del values[name]
+    if values.get("cancel") is True:
+        values["cancel"] = "true"
     try:
         envelope = _resume(values)
     except RequestError as exc:
@@ -68,7 +41,7 @@ def _resume(values: dict) -> dict:
     token, approval_id = values.get("token"), values.get("id")
     if not token and not approval_id:
         raise RequestError("resume requires --token or --id")
-    approve = values.get("approve", values.get("decision")) or None  # '' is no decision
+    approve = values.get("approve") or None  # '' is no decision
     chosen = [k for k in ("approve", "response-json", "cancel")
               if (values.get(k) if k != "approve" else approve) is not None]
     if len(chosen) > 1:
@@ -95,5 +68,7 @@ def _resume(values: dict) -> dict:
                       timeout_ms=timeout(values.get("timeout"), "resume"), on_event=on_event)
     ttl = values.get("checkpoint-ttl")
     if approval_id:
-        return resume(options, decision, approval_id=approval_id, checkpoint_ttl=ttl)
+        from vm.service import admin
+
+        return admin.resume_by_id(options, decision, approval_id, checkpoint_ttl=ttl)
     return resume(options, decision, token=token, checkpoint_ttl=ttl)

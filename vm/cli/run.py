@@ -10,7 +10,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from vm.cli.common import (NO_VALUE, fail, file_problem, flag, human_error, is_terminal, listener,
-                           print_json, shown, timeout, usage_error)
+                           print_json, refuse, shown, timeout, usage_error)
+from vm.cli.frontdoor import pipeline_words
+from vm.cli.specs import RUN
 from vm.core import js
 from vm.engine.outcome import Failed
 from vm.isa.frame import Pending, PipelineApproveWait, PipelineAskWait
@@ -23,39 +25,9 @@ from vm.service.protocol.running import (compile_refused, compile_source, compil
 if TYPE_CHECKING:
     from vm.service.frontend import Frontend
 
-HELP = """\
-usage: lobster run [options] (PIPELINE | FILE | --file FILE)
-       lobster PIPELINE
-
-Run a pipeline, or a workflow file, to its end or to its first approval or input gate.
-
-what to run:
-  PIPELINE           pipeline text, one argument ('exec --json --shell "ls" | head --n 2') or
-                     several words joined
-  FILE               a workflow file (.lobster, .yaml, .yml, .json), a compiled program
-                     (.lbc, from `lobsterc compile`) or a file of pipeline text (.pipeline)
-  --file FILE        a workflow file, whatever its name looks like
-
-options (before the pipeline, or after a single FILE or quoted PIPELINE):
-  --mode human|tool  human (default): the output as text, progress on a terminal;
-                     tool: one JSON envelope on stdout
-  --args-json J      a JSON object of the workflow's args (over its defaults)
-  --dry-run          print what would run, and run nothing
-  --timeout T        stop the run after T: milliseconds (30000) or a duration (30s, 2m)
-  --quiet            human mode: no resume hint on stderr
-  --progress         human mode: progress lines on stderr even when it is not a terminal
-  --events jsonl     every run event as one JSON line on stderr (either mode)
-  --checkpoint-ttl D a checkpoint this run parks expires after D (30m, 12h, 7d)
-
-At a gate the run stops and saves its state: human mode prints the `lobster resume`
-command that continues it. Exit codes: 0 (also when waiting at a gate), 1 runtime error,
-2 bad input.
-"""
-
 _SAFE = re.compile(r"^[A-Za-z0-9_\-./:=@,+%]+$")
-RUN_FLAGS = ("mode", "file", "args-json", "dry-run", "quiet", "progress", "events", "timeout",
-             "checkpoint-ttl")
-RUN_SWITCHES = ("dry-run", "quiet", "progress")
+RUN_FLAGS = tuple(f.name for f in RUN.flags)  # the table `lobster help run` shows
+RUN_SWITCHES = tuple(f.name for f in RUN.flags if not f.value)
 MODES = ("tool", "human")
 DECLINED_EXIT = 1  # a declined approval ends the run with the original's status
 
@@ -136,7 +108,10 @@ def _names_file(word: str) -> bool:
 
 def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
     ns = parse_run(argv)
+    refused = pipeline_words(ns.rest) if ns.file is None else None  # SPEC 9.20
     ns.mode = "human" if ns.mode is None else ns.mode
+    if refused is not None:
+        return refuse(refused, tool=ns.mode == "tool")
     if ns.mode not in MODES:
         return usage_error(RequestError(f"run --mode must be tool or human (got "
                                         f"{shown(ns.mode)})", "E020"))

@@ -6,7 +6,9 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from vm.cli.common import print_json
+from vm.cli.common import print_json, refuse
+from vm.cli.flags import UsageError, parse
+from vm.cli.specs import TOOL
 from vm.core import js
 from vm.service.protocol.envelope import error_envelope, exit_code, too_deep
 from vm.service.protocol.options import Options
@@ -19,6 +21,13 @@ if TYPE_CHECKING:
 def cmd_tool(argv: list[str], frontend: Frontend | None = None) -> int:
     """One request: at most MAX_REQUEST_BYTES of JSON text, nested at most MAX_JSON_DEPTH."""
     limit = MAX_REQUEST_BYTES
+    try:
+        _, argv = parse(TOOL, argv)
+        if len(argv) > 1:
+            raise UsageError(f"unexpected argument {argv[1]!r}: tool takes one request (quote "
+                             "the JSON as one argument)")
+    except UsageError as exc:
+        return refuse(exc, tool=True)
     if argv and argv[0] != "-":
         text = argv[0]
         oversize = len(text.encode("utf-8", "surrogateescape")) > limit

@@ -44,6 +44,10 @@ CODES: dict[str, Code] = {
     "E022": Code("unknown --events format", PARSE),
     "E023": Code("a .lbc or .pipeline file that cannot be read or loaded", PARSE),
     "E024": Code("unknown shell for completion", PARSE),
+    "E025": Code("unknown command-line option", PARSE),
+    "E026": Code("a command-line path that names no file", PARSE),
+    "E027": Code("unknown subcommand", PARSE),
+    "E028": Code("unexpected command-line argument", PARSE),
     # pipeline syntax
     "E101": Code("empty pipeline", PARSE),
     "E102": Code("unclosed quote", PARSE),

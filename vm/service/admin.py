@@ -247,6 +247,17 @@ def cancel(options: Options, ident: str) -> dict:
     return unknown_approval_id(ident).envelope
 
 
+def resume_by_id(options: Options, decision: Decision, ident: str, *,
+                 checkpoint_ttl: str | int | None = None) -> dict:
+    """Resume the checkpoint any id `pending` lists names: an approval id (an approval gate)
+    or a state key (any gate, input gates included, which have no approval id). Anything
+    else is refused as an unknown approval id, in the original's words."""
+    key = (ident or "").strip()
+    if approval_id_form(key) is None and STATE_KEY.fullmatch(key) and "_resume_" in key:
+        return resume(options, decision, state_key=key, checkpoint_ttl=checkpoint_ttl)
+    return resume(options, decision, approval_id=ident, checkpoint_ttl=checkpoint_ttl)
+
+
 def cancel_older_than(options: Options, seconds: float,
                       now: float | None = None) -> list[dict[str, Any]]:
     """Cancel every listed checkpoint (waiting, expired or in doubt; never one claimed) at

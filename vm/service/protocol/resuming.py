@@ -38,15 +38,16 @@ class Decision:
 
 def resume(options: Options, decision: Decision, *, token: str | None = None,
            approval_id: str | None = None, scope: Scope | None = None,
-           checkpoint_ttl: str | int | None = None) -> dict:
-    """Continue a parked run: check the token, load, check the decision, claim, step on. The
-    resumed run is bounded by the options, as `run` is; `checkpoint_ttl` is as for `run`, for
-    the checkpoint the resumed run may reach next."""
+           checkpoint_ttl: str | int | None = None, state_key: str | None = None) -> dict:
+    """Continue a parked run, named by its token, its approval id or its state key (what
+    `lobster pending` lists for any gate): check, load, check the decision, claim, step on.
+    The resumed run is bounded by the options, as `run` is; `checkpoint_ttl` is as for `run`,
+    for the checkpoint the resumed run may reach next."""
     try:
         settings = evolve(Settings.of(options),
                           checkpoint_ttl_ms=request_ttl_ms(checkpoint_ttl, "checkpoint_ttl"))
         return resume_settled(options, settings, scope or Scope(), decision, token=token,
-                              approval_id=approval_id)
+                              approval_id=approval_id, state_key=state_key)
     except RequestError as exc:
         return exc.envelope
     except Exception as exc:  # noqa: BLE001 - the last resort, as in `handle`
@@ -96,7 +97,7 @@ def resume_settled(options: Options, settings: Settings, scope: Scope, decision:
         taken = lifecycle.claim(store, parked, frame, decision=_decision_name(decision),
                                 approved_by=approved_by or _approver(options.env),
                                 lease_s=claim_lease_s(options),
-                                via="approvalId" if approval_id else "token",
+                                via=_via(token, approval_id),
                                 step=_step_reached(program, frame))
         if taken is None:
             return unparked(store, state_key, decision.cancel, not_found, approval_id)
@@ -153,6 +154,11 @@ def _run_claimed(taken: lifecycle.Claim, program: Program, frame: Frame, decisio
     else:
         taken.finish("error", envelope["error"].get("code"))
     return envelope
+
+
+def _via(token: str | None, approval_id: str | None) -> str:
+    """How the resume named its checkpoint, for the claim record."""
+    return "approvalId" if approval_id else "token" if token else "stateKey"
 
 
 def _decision_name(decision: Decision) -> str:
