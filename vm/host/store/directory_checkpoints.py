@@ -149,6 +149,17 @@ class CheckpointFiles:
                              f"{exc.strerror or exc}") from None
         return True
 
+    def claim_checkpoint(self, state_key: str, claimant: Claimant, lease_until: float,
+                         record: dict) -> dict | None:
+        from vm.host.store.lifecycle import decode_record, encode_record
+
+        previous = decode_record(self.read_record(state_key))
+        if previous is not None:
+            record = {**record, "events": [*previous["events"], *record["events"]]}
+        if not self.claim_frame(state_key, claimant, lease_until, encode_record(record)):
+            return None
+        return record
+
     def renew_claim(self, state_key: str, lease_until: float) -> bool:
         """Move the lease of this checkpoint's claim to `lease_until` (not synced: a lease
         lost in a crash only ends sooner). False when there is no claim any more."""

@@ -79,7 +79,7 @@ def halted_event(parked: Parked, frame: Frame | None, step: str | None = None) -
     return event
 
 
-def _encode(record: dict) -> bytes:
+def encode_record(record: dict) -> bytes:
     return json.dumps(record, separators=(",", ":"), ensure_ascii=True).encode("ascii")
 
 
@@ -259,7 +259,7 @@ class Claim:
         self.record["events"].append(event)
         self.record["state"] = state
         try:
-            self.store.settle_claim(self.state_key, _encode(self.record), durable=durable)
+            self.store.settle_claim(self.state_key, encode_record(self.record), durable=durable)
         except OSError as exc:
             raise StoreError(f"the store {self.store.location} cannot be written: "
                              f"{exc.strerror or exc}") from None
@@ -300,7 +300,7 @@ class Claim:
         self.record["events"].append({**event, "at": time.time()})
         self.record["state"] = WAITING
         try:
-            self.store.write_record(self.state_key, _encode(self.record))
+            self.store.write_record(self.state_key, encode_record(self.record))
             self.store.repark(self.state_key, blob, expires_at, key=key)
         except OSError as exc:
             raise StoreError(f"the store {self.store.location} cannot be written: "
@@ -318,20 +318,17 @@ def claim(store: StateStore, parked: Parked, frame: Frame | None, *, decision: s
     pending = frame.pending if frame is not None else None
     claimant = Claimant(pending.kind if pending else "",
                         (pending.approval_id or pending.step or "") if pending else "")
-    previous = decode_record(store.read_record(parked.state_key))
-    events = list(previous["events"]) if previous else []
-    events += [halted_event(parked, frame, step),
-               {"event": CLAIMED, "at": now, "by": who(), "decision": decision,
-                "approvedBy": approved_by, "via": via}]
+    events = [halted_event(parked, frame, step),
+              {"event": CLAIMED, "at": now, "by": who(), "decision": decision,
+               "approvedBy": approved_by, "via": via}]
     record = {"v": RECORD_VERSION, "stateKey": parked.state_key, "state": CLAIMED,
               "events": events}
-    try:
-        taken = store.claim_frame(parked.state_key, claimant, lease_until=now + lease_s,
-                                  record=_encode(record))
+    try:  # the store puts these events after those of any record already there
+        record = store.claim_checkpoint(parked.state_key, claimant, now + lease_s, record)
     except OSError as exc:
         raise StoreError(f"the store {store.location} cannot be written: "
                          f"{exc.strerror or exc}") from None
-    if not taken:
+    if record is None:
         return None
     return Claim(store, parked.state_key, record, lease_s)
 
@@ -354,7 +351,7 @@ def cancel(store: StateStore, state_key: str, frame: Frame | None = None,
         record["events"] = [*record["events"], event]
         record["state"] = CANCELLED
         try:
-            store.settle_claim(state_key, _encode(record))
+            store.settle_claim(state_key, encode_record(record))
         except OSError as exc:
             raise StoreError(f"the store {store.location} cannot be written: "
                              f"{exc.strerror or exc}") from None
