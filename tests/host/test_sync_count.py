@@ -71,7 +71,8 @@ def _cycle(tmp_path: Path, request: dict, decision: Decision) -> tuple[Recorded,
         envelope = halt.result
         wait = envelope.get("requiresApproval") or envelope.get("requiresInput")
         assert wait, envelope
-        done = Recorded(lambda: resume(options, decision, token=wait["resumeToken"]))
+        token = wait["resumeToken"]
+        done = Recorded(lambda token=token: resume(options, decision, token=token))
         assert done.result["status"] == "ok", done.result
     return halt, done
 
