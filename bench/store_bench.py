@@ -9,6 +9,17 @@ renewer started), finish it (its record kept as a tombstone, the claimed frame r
 program is saved once per process. Without --url a throwaway PostgreSQL cluster is made with durable
 settings (fsync on, synchronous_commit on). The "no sync" row sets synchronous_commit off for
 the session, to show what the WAL flushes cost. Prints a table; asserts nothing.
+
+bench/run.py calls the functions below (each returns a figure, prints nothing):
+
+- `sync_probe(directory, seconds)`: durable replaces per second in `directory` (create, write,
+  fsync, rename, fsync of the directory): the disk's limit a durable cycle is measured against;
+- `durable_cycles(directory, seconds)`: full cycles per second (run to a halt through `handle`,
+  `resume` to the end) with the state directory store in `directory`, in this process;
+- `pg_cycles(url, processes, seconds)`: the same full cycles per second with the PostgreSQL
+  store at `url`, from `processes` processes together;
+- `flat_cost(location, pending)`: ms per full cycle with 10 and with `pending` checkpoints
+  waiting in the store at `location` (the extra ones written directly, without runs).
 """
 
 from __future__ import annotations
@@ -60,6 +71,128 @@ def measure(location: str, processes: int, seconds: float) -> float:
     for worker in workers:
         worker.join()
     return total / seconds
+
+
+PIPELINE = "state.get none | map --wrap v | approve --prompt ok | pick v"
+
+
+def _full_cycles(location: str, seconds: float, cwd: str) -> tuple[int, float]:
+    """Full cycles through `handle` and `resume` for `seconds` (after one warm-up cycle): how
+    many, and the seconds they took."""
+    from vm.service.protocol import Decision, Options, handle, resume
+
+    options = Options(cwd=cwd, state_dir=location, env={"PATH": os.environ.get("PATH", "")})
+    cycles, start, spent = -1, 0.0, 0.0
+    while spent < seconds:
+        if cycles == 0:
+            start = time.perf_counter()
+        envelope = handle({"action": "run", "pipeline": PIPELINE}, options)
+        token = envelope["requiresApproval"]["resumeToken"]
+        done = resume(options, Decision(approve=True), token=token)
+        assert done["status"] == "ok", done
+        cycles += 1
+        spent = time.perf_counter() - start if cycles else 0.0
+    return cycles, spent
+
+
+def sync_probe(directory: str, seconds: float) -> float:
+    """Durable replaces per second in `directory`: create, write (4 KiB), fsync, rename,
+    fsync of the directory: what the disk allows a durable store at most."""
+    os.makedirs(directory, exist_ok=True)
+    data, target = os.urandom(4096), os.path.join(directory, "probe")
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        tmp = f"{target}.{count}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        count += 1
+    rate = count / (time.perf_counter() - start)
+    os.unlink(target)
+    return rate
+
+
+def durable_cycles(directory: str, seconds: float) -> float:
+    """Full cycles per second with the state directory store in `directory`."""
+    os.makedirs(directory, exist_ok=True)
+    cycles, spent = _full_cycles(os.path.join(directory, "state"), seconds, directory)
+    return cycles / spent
+
+
+def _pg_worker(url: str, seconds: float, cwd: str, barrier, results) -> None:
+    from vm.service.protocol import Options, handle
+
+    handle({"action": "run", "pipeline": PIPELINE}, Options(cwd=cwd, state_dir=url, env={}))
+    barrier.wait()
+    results.put(_full_cycles(url, seconds, cwd))
+
+
+def pg_cycles(url: str, processes: int, seconds: float) -> float:
+    """Full cycles per second with the PostgreSQL store at `url`, from `processes` processes
+    together (each its own pool, as a fleet of gateways)."""
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(processes), context.Queue()
+    with tempfile.TemporaryDirectory() as cwd:
+        workers = [context.Process(target=_pg_worker, args=(url, seconds, cwd, barrier, results))
+                   for _ in range(processes)]
+        for worker in workers:
+            worker.start()
+        done = [results.get() for _ in workers]
+        for worker in workers:
+            worker.join()
+    return sum(cycles / spent for cycles, spent in done)
+
+
+def _fill(location: str, count: int) -> None:
+    """Add `count` waiting checkpoints (frame, approval id) to the store directly: written
+    in bulk, not synced one by one (the cycles measured afterwards sync as they always do)."""
+    store = open_store(location, {})
+    key = store.key()
+    prefix = f"pipeline_resume_fill{time.monotonic_ns()}"
+    if location.startswith(("postgresql://", "postgres://")):
+        import psycopg
+
+        with psycopg.connect(location, autocommit=True) as conn:
+            conn.execute("INSERT INTO lobster_frames (state_key, body, expires_at, mac)"
+                         " SELECT %s || g, %s, now() + interval '7 days', %s"
+                         " FROM generate_series(1, %s) g", (prefix, FRAME, key[:32], count))
+            conn.execute("INSERT INTO lobster_approvals (approval_id, state_key)"
+                         " SELECT substr(md5(%s || g), 1, 8), %s || g"
+                         " FROM generate_series(1, %s) g ON CONFLICT DO NOTHING",
+                         (prefix, prefix, count))
+        return
+    from vm.host.store import files
+
+    synced = files.fsync_fd
+    files.fsync_fd = lambda fd, path: None  # bulk: durability of the filler is not measured
+    try:
+        for index in range(count):
+            state_key = f"{prefix}_{index}"
+            store.new_approval_id(state_key)
+            store.save_frame(state_key, FRAME, expires_at=time.time() + 7 * 86400, key=key)
+    finally:
+        files.fsync_fd = synced
+
+
+def flat_cost(location: str, pending: int, seconds: float = 2.0) -> tuple[float, float]:
+    """ms per full cycle with 10 checkpoints waiting in the store at `location` (a directory
+    or a PostgreSQL URL), then with `pending` waiting."""
+    figures = []
+    with tempfile.TemporaryDirectory() as cwd:
+        for total in (10, pending):
+            _fill(location, total - (10 if figures else 0))
+            cycles, spent = _full_cycles(location, seconds, cwd)
+            figures.append(spent / cycles * 1000)
+    return figures[0], figures[1]
 
 
 def main() -> None:

@@ -233,6 +233,12 @@ class StateStore(Protocol):
         finish_claim or settle_claim; `record` (the checkpoint's lifecycle record) is
         written with the claim and durable with it."""
 
+    def claim_checkpoint(self, state_key: str, claimant: Claimant, lease_until: float,
+                         record: dict) -> dict | None:
+        """claim_frame with a lifecycle record: `record` (JSON data) is written with the claim,
+        its events after those of a record already there (a checkpoint released and parked
+        again keeps its history). Returns the record as written, None when not taken."""
+
     def renew_claim(self, state_key: str, lease_until: float) -> bool:
         """Extend a claim's lease (not necessarily durable); False when it has no claim."""
 

@@ -1,15 +1,19 @@
 """The state directory store: programs by hash, frames by run key, approval ids, the signing
 key, claim records, `state.*` values and cache entries. Every write is atomic (temp file, fsync,
 rename, fsync of the dir; vm/host/store/files.py), except cache entries, which are hints and are
-not synced. The keys are directory_keys.py, everything in runs/ directory_checkpoints.py; this
+not synced, and frames and programs, published with one sync where the filesystem makes that
+enough (files.publish). The keys are directory_keys.py, everything in runs/ directory_checkpoints.py; this
 module holds the layout, the programs, values, cache entries and leftovers.
 
   <state>/key                      key 1 of the signing key set: 32 random bytes, mode 0600,
                                    created on first use (never while checkpoints exist)
   <state>/keys/<n>                 key n >= 2, added by `lobster key rotate`; the newest signs,
                                    every one verifies until gc retires it (vm/service/admin.py)
-  <state>/programs/<hash>.lbc      compiled programs (msgpack), written once
-  <state>/runs/<state_key>.frame   parked frames; claimed by removing the file. Since format 2:
+  <state>/programs/<hash>.lbc      compiled programs (msgpack), written once (files.publish)
+  <state>/runs/<state_key>.frame   parked frames (files.publish: one sync where the filesystem
+                                   allows; an empty one is a power loss before that sync, read
+                                   as none, a leftover for gc); claimed by removing the file.
+                                   Since format 2:
                                    "LBXA", the frame's MAC (32 bytes, base.frame_mac), the expiry
                                    (unix seconds, a big-endian double; NaN: never), the msgpack.
                                    Format 1 (read, never authentic): the msgpack alone, or
@@ -50,7 +54,7 @@ from vm.host.store.base import (STATE_KEY, CacheEntry, StoreError, cache_name, v
                                 value_json)
 from vm.host.store.directory_checkpoints import CheckpointFiles
 from vm.host.store.directory_keys import KeyFiles
-from vm.host.store.files import atomic_write, read_file, remove_file, scan_dir
+from vm.host.store.files import atomic_write, publish, read_file, remove_file, scan_dir
 
 
 class Store(KeyFiles, CheckpointFiles):
@@ -81,12 +85,12 @@ class Store(KeyFiles, CheckpointFiles):
         path = self.program_path(program_hash)
         stored = read_file(path)
         if stored is None or (intact is not None and not intact(stored)):
-            atomic_write(path, encode())
+            publish(path, encode())
             return
         try:
             os.utime(path)  # saved again: gc leaves it alone for a while
         except FileNotFoundError:  # collected just now: write it back
-            atomic_write(path, encode())
+            publish(path, encode())
 
     def load_program_bytes(self, program_hash: str) -> bytes | None:
         return read_file(self.program_path(program_hash))
@@ -193,8 +197,14 @@ class Store(KeyFiles, CheckpointFiles):
         directory, name = os.path.split(path)
         if name.startswith(".") and name.endswith(".tmp"):
             return True
-        if os.path.normpath(directory) != os.path.normpath(self.runs) \
-                or not name.endswith(".approval"):
+        if os.path.normpath(directory) != os.path.normpath(self.runs):
+            return False
+        if name.endswith(".frame"):  # empty: a power loss before its sync (files.publish)
+            try:
+                return os.lstat(path).st_size == 0
+            except FileNotFoundError:
+                return False
+        if not name.endswith(".approval"):
             return False
         try:
             state_key = os.readlink(path)

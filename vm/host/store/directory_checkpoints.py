@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from vm.host.store.base import (FRAME_MAC_SIZE, STATE_KEY, Parked, StoreError, approval_id_form,
                                 frame_mac)
-from vm.host.store.files import (atomic_write, fsync_dir, make_private_dirs, read_file,
-                                 remove_file, scan_dir)
+from vm.host.store.files import (atomic_write, fsync_dir, make_private_dirs, publish,
+                                 read_file, remove_file, scan_dir)
 
 if TYPE_CHECKING:
     from vm.host.store.claims import Claimant, ClaimRecord
@@ -67,11 +67,18 @@ class CheckpointFiles:
     def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None,
                    key: bytes | None = None) -> None:
         """Park a frame. It, and an approval id published for it just before, are durable
-        when this returns: they share a directory, and one sync of it covers both."""
+        when this returns: `publish` commits the rename (and the journal before it, which holds
+        the id's symlink) with one sync where the filesystem allows, else syncs the file and
+        then the directory, which covers both names. A frame that could not be made durable is
+        removed: its key was never handed out."""
         head = SEALED_MAGIC + frame_mac(key or self.key(), state_key, blob) \
             + _EXPIRY.pack(math.nan if expires_at is None else expires_at)
-        atomic_write(self.frame_path(state_key), head + blob, sync_dir=False)
-        fsync_dir(self.runs)
+        path = self.frame_path(state_key)
+        try:
+            publish(path, head + blob)
+        except OSError:
+            remove_file(path)
+            raise
 
     def read_frame(self, state_key: str) -> bytes | None:
         parked = self.read_parked(state_key)
@@ -83,6 +90,8 @@ class CheckpointFiles:
                 data = fh.read()
                 created_at = os.fstat(fh.fileno()).st_mtime
         except FileNotFoundError:
+            return None
+        if not data:  # a power loss before its one sync (files.publish): never handed out
             return None
         mac, expires_at, blob = split_frame_file(data)
         return Parked(state_key, blob, created_at, expires_at, mac)
@@ -139,6 +148,17 @@ class CheckpointFiles:
             raise StoreError(f"the state directory {self.root} cannot be written: "
                              f"{exc.strerror or exc}") from None
         return True
+
+    def claim_checkpoint(self, state_key: str, claimant: Claimant, lease_until: float,
+                         record: dict) -> dict | None:
+        from vm.host.store.lifecycle import decode_record, encode_record
+
+        previous = decode_record(self.read_record(state_key))
+        if previous is not None:
+            record = {**record, "events": [*previous["events"], *record["events"]]}
+        if not self.claim_frame(state_key, claimant, lease_until, encode_record(record)):
+            return None
+        return record
 
     def renew_claim(self, state_key: str, lease_until: float) -> bool:
         """Move the lease of this checkpoint's claim to `lease_until` (not synced: a lease

@@ -10,7 +10,8 @@ import stat
 
 from vm.host.store.base import (KEY_BYTES, KEY_MAX_BYTES, KeyInfo, SigningKeyError, StoreError,
                                 check_key, key_id, lost_key_error)
-from vm.host.store.files import PRIVATE_FILE, fsync_dir, make_private_dirs, remove_file, scan_dir
+from vm.host.store.files import (PRIVATE_FILE, fsync_dir, fsync_fd, make_private_dirs,
+                                 remove_file, scan_dir)
 
 
 class KeyFiles:
@@ -106,7 +107,7 @@ class KeyFiles:
         with os.fdopen(fd, "wb") as fh:
             fh.write(secrets.token_bytes(KEY_BYTES))
             fh.flush()
-            os.fsync(fh.fileno())
+            fsync_fd(fh.fileno(), tmp)
         try:
             os.link(tmp, path)  # first writer wins; a concurrent creator reads the winner's key
         except FileExistsError:

@@ -24,11 +24,14 @@ claims directly.
 from __future__ import annotations
 
 import hashlib
+import heapq
+import itertools
 import json
 import os
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -79,7 +82,7 @@ def halted_event(parked: Parked, frame: Frame | None, step: str | None = None) -
     return event
 
 
-def _encode(record: dict) -> bytes:
+def encode_record(record: dict) -> bytes:
     return json.dumps(record, separators=(",", ":"), ensure_ascii=True).encode("ascii")
 
 
@@ -224,10 +227,56 @@ def abandon_all(reason: str) -> None:
         held.doubt(reason, held.progress())
 
 
+class _Renewals:
+    """Starts a claim's lease renewer only when the claim has been held for a third of its
+    lease, the time of its first renewal: most resumes end long before, and then no thread is
+    started for them (starting one per resume was a measurable share of a cycle). One
+    scheduler thread per process waits for the next claim due; it does no I/O, so a store that
+    is slow to answer one renewal never delays another claim's (each has its own renewer)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._due: list[tuple[float, int, weakref.ref[Claim]]] = []
+        self._count = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def add(self, claim: Claim) -> None:
+        with self._lock:
+            due = time.monotonic() + claim.lease_s / 3
+            heapq.heappush(self._due, (due, next(self._count), weakref.ref(claim)))
+            if self._thread is None or not self._thread.is_alive():  # first, or forked since
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="lobster-lease-scheduler")
+                self._thread.start()
+            elif self._due[0][0] == due:  # sooner than the one it waits for
+                self._lock.notify()
+
+    def _run(self) -> None:
+        with self._lock:
+            while True:
+                now = time.monotonic()
+                while self._due and self._due[0][0] <= now:
+                    claim = heapq.heappop(self._due)[2]()
+                    if claim is not None and not claim.ended:
+                        claim.start_renewing()
+                self._lock.wait(self._due[0][0] - now if self._due else None)
+
+    def after_fork(self) -> None:
+        """In a forked child: no scheduler runs, and the parent's claims are not this one's."""
+        self._lock = threading.Condition()
+        self._due = []
+        self._thread = None
+
+
+_RENEWALS = _Renewals()
+os.register_at_fork(after_in_child=_RENEWALS.after_fork)
+
+
 class Claim:
     """A claimed checkpoint, held by this process while its resume runs. Its lease is renewed
-    by a daemon thread until `finish`, `doubt` or `release`; exactly one of them ends it.
-    `progress` (set by the resume) says which step the run is in."""
+    by a daemon thread (started once the claim has lived a third of its lease: _Renewals)
+    until `finish`, `doubt` or `release`; exactly one of them ends it. `progress` (set by the
+    resume) says which step the run is in."""
 
     def __init__(self, store: StateStore, state_key: str, record: dict, lease_s: float) -> None:
         self.store = store
@@ -238,17 +287,21 @@ class Claim:
         self.progress: Callable[[], str | None] = lambda: None
         _HELD[state_key] = self
         self._stop = threading.Event()
-        self._renewer = threading.Thread(target=self._renew, daemon=True,
-                                         name=f"lobster-lease-{state_key[-8:]}")
-        self._renewer.start()
+        _RENEWALS.add(self)
+
+    def start_renewing(self) -> None:
+        """Renew the lease now, then every third of it, on a thread of its own."""
+        threading.Thread(target=self._renew, daemon=True,
+                         name=f"lobster-lease-{self.state_key[-8:]}").start()
 
     def _renew(self) -> None:
-        while not self._stop.wait(self.lease_s / 3):
+        while not self._stop.is_set():
             try:
                 if not self.store.renew_claim(self.state_key, time.time() + self.lease_s):
                     return  # cancelled from outside: nothing left to renew
             except (StoreError, OSError):
-                continue  # the store is away: try again; the lease may lapse meanwhile
+                pass  # the store is away: try again; the lease may lapse meanwhile
+            self._stop.wait(self.lease_s / 3)
 
     def _end(self, event: dict, state: str, durable: bool) -> None:
         if self.ended:
@@ -259,7 +312,7 @@ class Claim:
         self.record["events"].append(event)
         self.record["state"] = state
         try:
-            self.store.settle_claim(self.state_key, _encode(self.record), durable=durable)
+            self.store.settle_claim(self.state_key, encode_record(self.record), durable=durable)
         except OSError as exc:
             raise StoreError(f"the store {self.store.location} cannot be written: "
                              f"{exc.strerror or exc}") from None
@@ -300,7 +353,7 @@ class Claim:
         self.record["events"].append({**event, "at": time.time()})
         self.record["state"] = WAITING
         try:
-            self.store.write_record(self.state_key, _encode(self.record))
+            self.store.write_record(self.state_key, encode_record(self.record))
             self.store.repark(self.state_key, blob, expires_at, key=key)
         except OSError as exc:
             raise StoreError(f"the store {self.store.location} cannot be written: "
@@ -318,20 +371,17 @@ def claim(store: StateStore, parked: Parked, frame: Frame | None, *, decision: s
     pending = frame.pending if frame is not None else None
     claimant = Claimant(pending.kind if pending else "",
                         (pending.approval_id or pending.step or "") if pending else "")
-    previous = decode_record(store.read_record(parked.state_key))
-    events = list(previous["events"]) if previous else []
-    events += [halted_event(parked, frame, step),
-               {"event": CLAIMED, "at": now, "by": who(), "decision": decision,
-                "approvedBy": approved_by, "via": via}]
+    events = [halted_event(parked, frame, step),
+              {"event": CLAIMED, "at": now, "by": who(), "decision": decision,
+               "approvedBy": approved_by, "via": via}]
     record = {"v": RECORD_VERSION, "stateKey": parked.state_key, "state": CLAIMED,
               "events": events}
-    try:
-        taken = store.claim_frame(parked.state_key, claimant, lease_until=now + lease_s,
-                                  record=_encode(record))
+    try:  # the store puts these events after those of any record already there
+        record = store.claim_checkpoint(parked.state_key, claimant, now + lease_s, record)
     except OSError as exc:
         raise StoreError(f"the store {store.location} cannot be written: "
                          f"{exc.strerror or exc}") from None
-    if not taken:
+    if record is None:
         return None
     return Claim(store, parked.state_key, record, lease_s)
 
@@ -354,7 +404,7 @@ def cancel(store: StateStore, state_key: str, frame: Frame | None = None,
         record["events"] = [*record["events"], event]
         record["state"] = CANCELLED
         try:
-            store.settle_claim(state_key, _encode(record))
+            store.settle_claim(state_key, encode_record(record))
         except OSError as exc:
             raise StoreError(f"the store {store.location} cannot be written: "
                              f"{exc.strerror or exc}") from None

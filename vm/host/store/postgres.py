@@ -39,6 +39,7 @@ class PostgresStore:
     def __init__(self, url: str) -> None:
         self._backend = shared_backend(url)
         self.location = self._backend.location
+        self._read_keys: list[bytes] | None = None  # read with the last read_parked
 
     def _connection(self) -> AbstractContextManager[Any]:
         return self._backend.connection()
@@ -73,7 +74,11 @@ class PostgresStore:
         return [key for _, key, _ in self._key_rows()]
 
     def verification_keys(self) -> list[bytes]:
-        keys = self.keys()
+        """The key set; the one read_parked just read with its frame, if it did (a resume
+        checks the frame it read right after, and needs no second round trip for the keys)."""
+        keys, self._read_keys = self._read_keys, None
+        if not keys:
+            keys = self.keys()
         if not keys:
             count = self.count_checkpoints()
             if count:
@@ -128,14 +133,12 @@ class PostgresStore:
     # programs ------------------------------------------------------------------------------
     def save_program(self, program_hash: str, encode: Callable[[], bytes],
                      intact: Callable[[bytes], bool] | None = None) -> None:
-        if intact is not None:
-            blob = self.load_program_bytes(program_hash)
-            if blob is not None and not intact(blob):
-                self._save_program(program_hash, encode())
-                return
-        touched = self._lazy("UPDATE lobster_programs SET used_at = now() FROM lazy"
-                             " WHERE hash = %s RETURNING 1", (program_hash,))
-        if touched is None:
+        """One round trip when the program is stored and intact: it is touched, and its bytes
+        come back to be checked, in one statement."""
+        row = self._lazy("UPDATE lobster_programs SET used_at = now() FROM lazy"
+                         f" WHERE hash = %s RETURNING {'body' if intact else '1'}",
+                         (program_hash,))
+        if row is None or (intact is not None and not intact(bytes(row[0]))):
             self._save_program(program_hash, encode())
 
     def _save_program(self, program_hash: str, body: bytes) -> None:
@@ -180,8 +183,15 @@ class PostgresStore:
                " WHERE claimed_at IS NULL")
 
     def read_parked(self, state_key: str) -> Parked | None:
-        row = self._one(self._PARKED + " AND state_key = %s", (state_key,))
-        return None if row is None else _parked(row)
+        """The frame, and in the same round trip the key set, kept for the verification_keys
+        call that follows (see there)."""
+        row = self._one("SELECT f.*, (SELECT array_agg(key ORDER BY id DESC) FROM lobster_keys)"
+                        f" FROM ({self._PARKED} AND state_key = %s) f", (state_key,))
+        if row is None:
+            return None
+        keys = row[-1] or []
+        self._read_keys = [check_key(bytes(k), f"of {self.location}") for k in keys] or None
+        return _parked(row[:-1])
 
     def list_parked(self) -> list[Parked]:
         with self._connection() as conn:
@@ -212,6 +222,24 @@ class PostgresStore:
                             (json.dumps(claimant.to_json()), lease_until, state_key,
                              _record_state(record), record.decode("utf-8")))
         return row is not None
+
+    def claim_checkpoint(self, state_key: str, claimant: Claimant, lease_until: float,
+                         record: dict) -> dict | None:
+        """One statement: the claim, and the record written with it, its events appended to
+        those of a record already there (in SQL, so no round trip reads it first)."""
+        row = self._once("WITH c AS (UPDATE lobster_frames SET claimed_at = now(),"
+                         " claimant = %s, lease_until = to_timestamp(%s)"
+                         " WHERE state_key = %s AND claimed_at IS NULL RETURNING state_key)"
+                         " INSERT INTO lobster_records AS r (state_key, state, record)"
+                         " SELECT state_key, %s, %s::jsonb FROM c ON CONFLICT (state_key)"
+                         " DO UPDATE SET state = excluded.state, updated_at = now(),"
+                         " record = jsonb_set(excluded.record, '{events}', CASE"
+                         " WHEN jsonb_typeof(r.record->'events') = 'array'"
+                         " THEN r.record->'events' ELSE '[]'::jsonb END"
+                         " || (excluded.record->'events')) RETURNING record::text",
+                         (json.dumps(claimant.to_json()), lease_until, state_key,
+                          str(record.get("state", "")), json.dumps(record)))
+        return None if row is None else json.loads(row[0])
 
     def renew_claim(self, state_key: str, lease_until: float) -> bool:
         row = self._lazy("UPDATE lobster_frames SET lease_until = to_timestamp(%s) FROM lazy"
