@@ -17,7 +17,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from . import forkserver
+from . import forkserver, node_driver
 from .normalise import Normaliser
 
 STEP_TIMEOUT_S = 60
@@ -169,22 +169,57 @@ def run_case(case: dict, command: list[str]) -> list[dict]:
 
     One record per step: action, argv, exitCode, stdoutJson or stdout, stderr.
     A step whose resume token never came is still run (with a placeholder token), so a
-    missing halt shows up as a difference in that step rather than an exception."""
+    missing halt shows up as a difference in that step rather than an exception.
+
+    The original's runs go through a Node driver (node_driver.py) when they can; a case that
+    one of its runs could not vouch for is run again from the start in fresh processes."""
+    if not node_driver.can_drive(command):
+        return _run_steps(case, command, None)
+    driver = None
+
+    def drive(argv: list[str], work: Path, env: dict) -> tuple:
+        nonlocal driver
+        if driver is None:
+            driver = node_driver.Pool.take(command[0], _driver_env())
+        return driver.run(argv, cwd=work, env=env, timeout=STEP_TIMEOUT_S)
+
+    try:
+        return _run_steps(case, command, drive)
+    except node_driver.Unfaithful:
+        return _run_steps(case, command, None)
+    finally:
+        if driver is not None:
+            node_driver.Pool.give_back(driver)
+
+
+def _driver_env() -> dict:
+    """What a driver starts under: a step's environment without what is the step's own."""
+    own = ("HOME", "LOBSTER_STATE_DIR")
+    return {k: v for k, v in _base_env().items() if k not in own}
+
+
+def _base_env() -> dict:
+    return {k: v for k, v in _ENVIRON.items()
+            if not k.startswith(("LOBSTER_", "APUS_", "CLAWD_", "OPENCLAW_"))} | {
+        "TZ": "UTC", "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
+
+
+def _run_steps(case: dict, command: list[str], drive) -> list[dict]:
+    """The case's steps in a fresh root; `drive(argv, work, env)` runs the plain `command`
+    steps when given (a step with its own `bin` is always a fresh process)."""
     root = Path(tempfile.mkdtemp(prefix="lobster-diff-"))
     work, state, home = root / "work", root / "state", root / "home"
     work.mkdir()
     home.mkdir()
     _write_files(work, case.get("files", {}))
-    if case.get("stateFiles"):   # where each engine keeps a state.set value: <state>/ and <state>/values/
+    if case.get("stateFiles"):  # each engine's state.set values: <state>/ and <state>/values/
         _write_files(state, case["stateFiles"])
         _write_files(state / "values", case["stateFiles"])
     server = _serve(case["server"]) if case.get("server") else None
     url = f"http://127.0.0.1:{server.server_address[1]}" if server else "<server>"
     norm = Normaliser(root)
-    base = {k: v for k, v in _ENVIRON.items()
-            if not k.startswith(("LOBSTER_", "APUS_", "CLAWD_", "OPENCLAW_"))}
-    base.update(HOME=str(home), LOBSTER_STATE_DIR=str(state), TZ="UTC",
-                LC_ALL="C.UTF-8", LANG="C.UTF-8")
+    base = _base_env()
+    base.update(HOME=str(home), LOBSTER_STATE_DIR=str(state))
     seen: list = []
     records: list[dict] = []
     try:
@@ -199,7 +234,9 @@ def run_case(case: dict, command: list[str]) -> list[dict]:
             prefix = command
             if step.get("bin"):  # another executable the package installs beside `lobster`
                 prefix = [str(Path(command[0]).parent / step["bin"])]
-            if len(prefix) == 1 and forkserver.can_fork(prefix[0]):
+            if drive is not None and not step.get("bin"):
+                code, out, err = drive(argv, work, env)
+            elif len(prefix) == 1 and forkserver.can_fork(prefix[0]):
                 code, out, err = forkserver.ForkServer.get(env).run(
                     prefix + argv, cwd=work, env=env, timeout=STEP_TIMEOUT_S)
             else:
