@@ -306,6 +306,19 @@ def test_a_closed_stderr_or_stdout_is_not_a_traceback(cli):
         assert (no_stdout.returncode, "Traceback" in no_stdout.stderr) == (0, False), argv
 
 
+def test_a_full_stdout_is_one_line_not_a_traceback(cli):
+    """`>/dev/full`: help and version (answered before the shared CLI helpers load), a listing
+    and a run each say T497 on one line and exit 1."""
+    for argv in (["--help"], ["version"], ["help", "run"], ["pending"],
+                 ["run", "exec --json --shell 'echo [1]'"]):
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run([LOBSTER, *argv], cwd=cli.work, env=cli.env, stdout=full,
+                                  stderr=subprocess.PIPE, text=True, timeout=60)
+        assert proc.returncode == 1, argv
+        assert proc.stderr == ("lobster: error[T497]: cannot write to standard output "
+                               "(No space left on device)\n"), argv
+
+
 # Runs: a step is over when its child is; what the child left behind goes with it -------------
 def _running(argv_text: str) -> list[int]:
     """The pids whose command line is `argv_text` (words joined by spaces)."""

@@ -27,9 +27,15 @@ def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) ->
     nothing else caught is a bug: one line (T498) and exit 1, never a traceback."""
     args = list(sys.argv[1:] if argv is None else argv)
     _standard_fds()
-    answered = _text_only(args)
-    if answered is not None:
-        return answered
+    try:
+        answered = _text_only(args)
+        if answered is not None:
+            sys.stdout.flush()
+            return answered
+    except BrokenPipeError:
+        return _reader_gone()
+    except OSError as exc:
+        return _unwritable(exc)
     from vm.cli.common import finish_events, print_json
 
     _install_signal_handlers()
@@ -39,6 +45,8 @@ def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) ->
         except BrokenPipeError:
             raise
         except Exception as exc:  # noqa: BLE001 - the last resort
+            if _output_refused(exc):
+                return _unwritable(exc)
             from vm.service.protocol.envelope import internal_error
 
             envelope = internal_error(exc)
@@ -49,11 +57,35 @@ def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) ->
             return 1
         finally:
             finish_events()
-    except BrokenPipeError:  # the reader went away (`| head -1`): nothing more to say to it
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.close(null)
-        return 1
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader went away (`| head -1`): nothing more to say to it."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    return 1
+
+
+def _unwritable(exc: OSError) -> int:
+    """Standard output refused the answer (`>/dev/full`, a device error): one line, T497, exit
+    1; what was already buffered for it is dropped so the exit does not fail again."""
+    code = "T497"
+    sys.stderr.write(f"lobster: error[{code}]: cannot write to standard output "
+                     f"({exc.strerror or exc})\n")
+    _reader_gone()
+    return 1
+
+
+def _output_refused(exc: BaseException) -> bool:
+    """Whether an exception is a device refusing a write, not a bug: the store's own file
+    errors name their file, a write to standard output names none."""
+    import errno
+
+    return (isinstance(exc, OSError) and exc.filename is None
+            and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO))
 
 
 def _tool_mode(args: list[str]) -> bool:

@@ -109,6 +109,7 @@ CODES: dict[str, Code] = {
     "T452": Code("signing key unusable (too short or long, open to others, not a file)", RUNTIME),
     "T460": Code("cost limit reached", RUNTIME),
     "T470": Code("server busy: too many runs and resumes at once", RUNTIME),
+    "T497": Code("standard output could not be written (disk full, device error)", RUNTIME),
     "T498": Code("internal error (a bug in Lobster; nothing was consumed by it)", RUNTIME),
     "T499": Code("environment check failed", DOCTOR),
     # tokens and resume decisions
