@@ -218,9 +218,14 @@ def test_settle_declines_on_anything_but_yes():
 
 def test_a_refused_answer_leaves_the_run_waiting_and_says_why():
     halted = _halted("approval")
-    refused = {"ok": False, "error": {"type": "parse_error", "message": "needs an approver"}}
+    refused = {"ok": False, "error": {"type": "parse_error", "code": "E513",
+                                      "message": "needs an approver"}}
     end, said, _, _ = _settle(halted, ["y\n"], [refused])
     assert end is halted and said[-1] == "lobster: needs an approver"
+    # a parse error that is not a refusal of the answer (the token went bad) is the end
+    gone = {"ok": False, "error": {"type": "parse_error", "code": "E501",
+                                   "message": "Invalid token"}}
+    assert _settle(halted, ["y\n"], [gone])[0] is gone
     failed = {"ok": False, "error": {"type": "runtime_error", "message": "boom"}}
     assert _settle(halted, ["y\n"], [failed])[0] is failed  # the run itself failed
 

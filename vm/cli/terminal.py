@@ -255,7 +255,7 @@ def settle(envelope: dict, answer: Callable[[dict, Any], dict], ask: Callable[[s
             say("")
             return envelope
         answered = answer(halt, decision)
-        if not answered.get("ok") and answered["error"].get("type") == "parse_error":
+        if not answered.get("ok") and answered["error"].get("code") in STILL_WAITS:
             # the answer was refused (an approver rule, say): the checkpoint still waits
             say(f"lobster: {answered['error']['message']}")
             return envelope
@@ -281,6 +281,11 @@ def _line(ask: Callable[[str], str], prompt: str) -> str:
     if not text:  # end of input (an empty line is "\n")
         raise Leave
     return text
+
+
+# refusals of an answer made before the checkpoint is claimed: it still waits, and the halt is
+# shown again; any other error (the token went bad, the resume failed) is the answer's end
+STILL_WAITS = frozenset({"E510", "E511", "E512", "E513"})
 
 
 # progress -----------------------------------------------------------------------------------
