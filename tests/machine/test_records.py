@@ -77,3 +77,18 @@ def test_define_frozen_true_is_hashable():
         a: int
 
     assert hash(Pair(1)) == hash(Pair(1))
+
+
+@pytest.mark.parametrize("option", ["eq", "order", "hash", "unsafe_hash", "repr", "cmp"])
+def test_an_option_the_shared_methods_would_ignore_is_refused(option):
+    with pytest.raises(TypeError, match=f"does not take {option}"):
+        @records.frozen(**{option: True})
+        class Point:
+            x: int
+
+
+def test_a_field_compared_by_a_key_function_is_refused():
+    with pytest.raises(TypeError, match="field name compares by a key function"):
+        @records.frozen
+        class Named:
+            name: str = attrs.field(eq=str.lower)

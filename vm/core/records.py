@@ -7,7 +7,9 @@ the generated `__repr__` and `__eq__`/`__hash__` were two fifths of that cost (a
 66 ms start-up, measured on the run path's imports). The methods below behave as attrs' do:
 `repr` lists the fields whose `repr` is on, `==` compares the fields whose `eq` is on between
 instances of exactly the same class, a frozen record hashes those fields, a mutable one is
-unhashable. A class that writes one of these methods itself keeps its own.
+unhashable. A class that writes one of these methods itself keeps its own. The options that
+would change those methods (`eq`, `order`, `hash`, `unsafe_hash`, `repr`, `cmp`) and a field's
+`eq=<key function>` are refused when the class is built: use attrs itself for such a class.
 """
 
 from __future__ import annotations
@@ -44,9 +46,21 @@ def _hash(self: Any) -> int:
     return hash((type(self), _compared(self)))
 
 
+# attrs options the shared methods do not honour
+_REFUSED = ("eq", "order", "hash", "unsafe_hash", "repr", "cmp")
+
+
 def _build(cls: type, decorator: Any, hashable: bool, options: dict[str, Any]) -> type:
+    refused = [name for name in _REFUSED if name in options]
+    if refused:
+        raise TypeError(f"{cls.__qualname__}: vm.core.records does not take {', '.join(refused)}"
+                        f" (its repr, == and hash are shared); use attrs directly")
     own = {name for name in ("__repr__", "__eq__", "__ne__", "__hash__") if name in vars(cls)}
     built = decorator(cls, repr=False, eq=False, **options)
+    keyed = [a.name for a in built.__attrs_attrs__ if a.eq_key is not None]
+    if keyed:
+        raise TypeError(f"{cls.__qualname__}: field {', '.join(keyed)} compares by a key "
+                        f"function, which vm.core.records does not apply; use attrs directly")
     shared = {"__repr__": _repr, "__eq__": _eq, "__ne__": _ne,
               "__hash__": _hash if hashable else None}
     for name, method in shared.items():
