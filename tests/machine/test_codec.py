@@ -75,6 +75,17 @@ def test_a_value_that_is_not_plain_data_fails_to_save_rather_than_being_mangled(
         codec.dump_frame(frame)
 
 
+def test_a_record_is_written_as_its_field_is_typed_not_as_its_list_starts():
+    from vm.isa.frame import LoopFrame
+
+    frame = machine.new_frame(compile_pipeline("json"), cwd=".", mode="tool")
+    frame.loops = [LoopFrame(site=0, items=[1, 2]), LoopFrame(site=3, items=[], index=1)]
+    assert codec.load_frame(codec.dump_frame(frame)) == frame
+    frame.registers = [LoopFrame(site=0, items=[]), 1]  # a record where plain data belongs
+    with pytest.raises(TypeError):
+        codec.dump_frame(frame)
+
+
 def test_tampered_program_hash_is_refused():
     raw = msgpack.unpackb(codec.dump_program(compile_pipeline("exec --shell 'echo hi'")))
     raw["constants"][0]["shell"] = "rm -rf /"

@@ -126,21 +126,32 @@ def _register_record(cls: type) -> None:
             raise TypeError(f"not a {cls.__name__} record")
         return cls(**{k: shapes[k](v) for k, v in raw.items()})
 
+    plains: list[tuple[str, Callable[[Any], Any] | None]] = []
+
     def unstructure(value: Any) -> dict:
-        return {name: _plain(getattr(value, name)) for name in names}
+        if not plains:
+            plains.extend((f.name, _plainer(f.type)) for f in attrs.fields(cls))
+        return {name: getattr(value, name) if plain is None else plain(getattr(value, name))
+                for name, plain in plains}
 
     _own(cls, structure, unstructure)
 
 
-def _plain(value: Any) -> Any:
-    """A field's value as plain data: a record (or a list or tuple of records) unstructured,
-    anything else as it is (plain data already; msgpack refuses the rest)."""
-    kind = type(value)
-    if kind in _UNSTRUCTURE:
-        return _UNSTRUCTURE[kind](value)
-    if (kind is tuple or kind is list) and value and type(value[0]) in _UNSTRUCTURE:
-        return [_plain(v) for v in value]
-    return value
+def _plainer(tp: Any) -> Callable[[Any], Any] | None:
+    """How a field annotated `tp` is written as plain data, chosen from the annotation as
+    `_shape` reads it back: a record (or a list or tuple of records) unstructured by its own
+    table, None for a field that is plain data already (msgpack refuses anything else)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (list, tuple) and args and _plainer(args[0]) is not None:
+        each = _plainer(args[0])
+        return lambda v: [each(x) for x in v]
+    if origin in (types.UnionType, typing.Union) and type(None) in args:
+        (inner,) = [a for a in args if a is not type(None)]
+        plain = _plainer(inner)
+        return None if plain is None else (lambda v: None if v is None else plain(v))
+    if isinstance(tp, type) and tp in _UNSTRUCTURE:
+        return lambda v: _UNSTRUCTURE[type(v)](v)  # by the value's class: a variant's own tag
+    return None
 
 
 def _register_variants(base: type, variants: tuple[type, ...]) -> None:
