@@ -112,12 +112,16 @@ def test_out_of_range_operands_fail_verification():
         codec.load_program(msgpack.packb(raw))
 
 
+def _containers(inner):
+    return st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+
+
+_PACKED = st.recursive(st.none() | st.booleans() | st.integers(-10, 10) | st.text(max_size=5),
+                       _containers, max_leaves=12).map(msgpack.packb)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=200) | st.builds(
-    lambda v: msgpack.packb(v), st.recursive(
-        st.none() | st.booleans() | st.integers(-10, 10) | st.text(max_size=5),
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner,
-                                                                   max_size=4), max_leaves=12)))
+@given(st.binary(max_size=200) | _PACKED)
 def test_junk_blobs_raise_only_load_error(blob):
     for load in (codec.load_program, codec.load_frame):
         try:
