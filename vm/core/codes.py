@@ -125,6 +125,10 @@ CODES: dict[str, Code] = {
 }
 
 
+# the original's words for a run, step or call past its deadline (T420), written once
+TIMED_OUT = "lobster runtime timed out"
+
+
 def envelope_type(code: str) -> str:
     """The envelope `error.type` a code is reported with."""
     return CODES[code].envelope

@@ -12,6 +12,7 @@ from vm.engine import control, data, gates, parallel
 from vm.engine.outcome import Failed, Finished, Outcome, Parked, location
 from vm.engine.run import Run
 from vm.host.commands import CommandError
+from vm.host.commands.base import timed_out
 from vm.isa.frame import Frame
 from vm.isa.opcodes import Op
 from vm.isa.program import Instr, Program
@@ -49,7 +50,7 @@ def _loop(run: Run, code: tuple[Instr, ...], budget: int | None) -> Outcome:
                 events.started(starts[pc], frame.loops)
             ctx = run.ctx = run.context()
             if ctx.deadline is not None and time.monotonic() > ctx.deadline:
-                raise CommandError("lobster runtime timed out", code="T420")
+                raise timed_out()
             done = HANDLERS[ins.op](run, ins)
             if done is not None:
                 return done

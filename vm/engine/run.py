@@ -15,6 +15,7 @@ from vm.core.condition import MISSING
 from vm.engine import refs, steps
 from vm.engine.outcome import Failed, Finished
 from vm.host.commands import CommandError, Context
+from vm.host.commands.base import timed_out
 from vm.host.process import ProcessError, env_output_cap
 from vm.isa.frame import CallFrame, Frame, LoopFrame, TryFrame
 from vm.isa.ops import Loop, Policy, Retry
@@ -257,7 +258,7 @@ def wait(ctx: Context, ms: float) -> None:
             scope = scope.parent
         now = time.monotonic()
         if deadline is not None and deadline <= end and now >= deadline - 0.001:
-            raise CommandError("lobster runtime timed out", code="T420", retryable=False)
+            raise timed_out(retryable=False)
         if now >= end:
             return
         stop = end if deadline is None else min(end, deadline)

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from vm.core.codes import TIMED_OUT
 from vm.core.records import frozen
 from vm.host.children import Child, Scope, kill_child, release_child, spawn_child
 
@@ -95,7 +96,7 @@ class CommandNotFound(ProcessError):
 class ProcessTimeout(ProcessError):
     """The deadline passed; the child's process group was killed."""
 
-    def __init__(self, message: str = "lobster runtime timed out") -> None:
+    def __init__(self, message: str = TIMED_OUT) -> None:
         super().__init__(message)
 
 

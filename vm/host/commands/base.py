@@ -29,6 +29,13 @@ class CommandError(Exception):
         self.detail = detail
 
 
+def timed_out(retryable: bool = True) -> CommandError:
+    """The run's deadline passed (T420, the original's words); `retryable` as above."""
+    from vm.core.codes import TIMED_OUT
+
+    return CommandError(TIMED_OUT, code="T420", retryable=retryable)
+
+
 @frozen
 class Flag:
     """One `--name` flag. `kind` is "bool" (never takes the next token), "str" or "num" (both

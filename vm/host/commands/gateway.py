@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from vm.core import js
-from vm.host.commands.base import Args, CommandError, Context
+from vm.host.commands.base import Args, CommandError, Context, timed_out
 
 ENV_PREFIXES = ("APUS", "CLAWD", "OPENCLAW")
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -167,7 +167,7 @@ def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Conte
     if ctx.deadline is not None:
         timeout = ctx.deadline - time.monotonic()
         if timeout <= 0:
-            raise CommandError("lobster runtime timed out", code="T420")
+            raise timed_out()
     # a credential goes to the URL's own host and nowhere else: no proxy, no redirect
     opener = _credential_opener() if token else urllib.request.build_opener()
     try:
@@ -186,7 +186,7 @@ def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Conte
         reason = getattr(exc, "reason", exc)
         if isinstance(reason, (socket.timeout, TimeoutError)) and ctx.deadline is not None \
                 and time.monotonic() >= ctx.deadline - 0.01:
-            raise CommandError("lobster runtime timed out", code="T420", retryable=False) from None
+            raise timed_out(retryable=False) from None
         if cap_prefix:
             raise CommandError(f"{name} request failed: {reason}", retryable=False) from None
         raise CommandError("fetch failed", retryable=False) from None  # the original's words

@@ -12,7 +12,6 @@ after dispatch is `retryable=False`.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -21,7 +20,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from vm.core import js
-from vm.host.commands.base import Args, CommandError, Context
+from vm.host.commands.base import Args, CommandError, Context, timed_out
 from vm.host.commands.gateway import LOCAL_HOSTS, from_env, post_json
 
 # `openclaw` is the original's name for the gateway provider, and the one its cache keys and
@@ -407,7 +406,7 @@ def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
         attempt += 1
         if attempt > 1:
             if ctx.deadline is not None and time.monotonic() >= ctx.deadline:
-                raise CommandError("lobster runtime timed out", code="T420", retryable=False)
+                raise timed_out(retryable=False)
             payload["retryContext"] = {"attempt": attempt,
                                        **({"validationErrors": errors} if errors else {})}
         envelope = adapter.invoke(payload, ctx)
