@@ -11,7 +11,6 @@ so they are written without fsync.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from functools import lru_cache
 
 from lobsterc.syntax import grammars
 from vm import __version__
+from vm.core.digest import sha256
 from vm.host.store import StateStore
 from vm.isa import codec
 from vm.isa.program import FORMAT_VERSION, Program
@@ -52,13 +52,13 @@ def _files(folder: str, prefix: str) -> list[str]:
 
 
 def key(kind: str, source: str) -> str:
-    return hashlib.sha256(f"{compiler_fingerprint()}\0{kind}\0{source}".encode()).hexdigest()
+    return sha256(f"{compiler_fingerprint()}\0{kind}\0{source}".encode()).hexdigest()
 
 
 def file_sha(path: str) -> str | None:
     try:
         with open(path, "rb") as file:
-            return hashlib.sha256(file.read()).hexdigest()
+            return sha256(file.read()).hexdigest()
     except OSError:
         return None
 

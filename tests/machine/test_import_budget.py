@@ -23,7 +23,8 @@ RUN_PATH = frozenset("""
     lobsterc.syntax.grammars
     vm vm.cli vm.cli.common vm.cli.main vm.cli.run vm.cli.resume
     vm.cli.flags vm.cli.specs vm.cli.frontdoor
-    vm.core vm.core.bounds vm.core.codes vm.core.condition vm.core.js vm.core.records
+    vm.core vm.core.bounds vm.core.codes vm.core.condition vm.core.digest vm.core.js
+    vm.core.records
     vm.core.source
     vm.isa vm.isa.codec vm.isa.cost vm.isa.frame vm.isa.opcodes vm.isa.ops vm.isa.program
     vm.isa.regions vm.isa.verify
@@ -48,6 +49,7 @@ HELP_NEVER_STDLIB = frozenset({"typing", "json", "signal", "subprocess"})
 NEVER = frozenset({
     "lark", "jsonschema", "psycopg", "psycopg_pool", "mcp", "anyio", "httpx", "requests",
     "http", "urllib.request", "email", "ssl", "asyncio", "importlib.metadata",
+    "_hashlib", "socket", "secrets",  # OpenSSL (vm.core.digest), a hostname, random bytes
     "lobsterc.syntax.parse", "lobsterc.load", "lobsterc.check", "lobsterc.generate.codegen",
     "lobsterc.generate.workflow", "lobsterc.diagnostics",
 })

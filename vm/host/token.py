@@ -8,13 +8,12 @@ store's key). The token carries no state: it is useless without the store that i
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import json
+import os
 import re
-import secrets
 from collections.abc import Sequence
 
+from vm.core.digest import equal, hmac_sha256
 from vm.core.records import frozen
 
 KINDS = {"pipeline-resume": "pipeline", "workflow-file": "workflow"}
@@ -24,7 +23,7 @@ _STATE_KEY = re.compile(r"^(pipeline|workflow)_resume_[0-9a-f]{32}$")
 def new_state_key(origin: str) -> str:
     """A fresh key for a checkpoint of a run of that origin ("pipeline" | "workflow"); the
     key names its origin, as the reference's keys do."""
-    return f"{origin}_resume_{secrets.token_hex(16)}"
+    return f"{origin}_resume_{os.urandom(16).hex()}"
 
 
 def origin_of(state_key: str) -> str:
@@ -58,8 +57,8 @@ class Token:
 
 
 def _sign(kind: str, state_key: str, key: bytes) -> str:
-    mac = hmac.new(key, f"1\x001\x00{kind}\x00{state_key}".encode(), hashlib.sha256)
-    return base64.urlsafe_b64encode(mac.digest()[:18]).decode().rstrip("=")
+    mac = hmac_sha256(key, f"1\x001\x00{kind}\x00{state_key}".encode())
+    return base64.urlsafe_b64encode(mac[:18]).decode().rstrip("=")
 
 
 def issue(kind: str, state_key: str, key: bytes) -> str:
@@ -103,8 +102,8 @@ def decode(text: str) -> Token:
 def verify(token: Token, keys: bytes | Sequence[bytes] | None) -> None:
     """The token's signature matches under the key, or one key of the key set, given."""
     given = token.sig.encode("utf-8", "surrogatepass")
-    # bytes: compare_digest refuses str with non-ASCII characters (a forged sig may have them)
-    if not any(hmac.compare_digest(given, _sign(token.kind, token.state_key, key).encode("ascii"))
+    # bytes: a constant-time compare refuses str with non-ASCII (a forged sig may have them)
+    if not any(equal(given, _sign(token.kind, token.state_key, key).encode("ascii"))
                for key in ([] if keys is None else [keys] if isinstance(keys, bytes) else keys)):
         raise TokenError("Invalid token: signature does not match this state directory",
                          code="E502")

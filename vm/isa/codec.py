@@ -20,7 +20,6 @@ hash check, verify; a frame is checked against its program before anything acts 
 from __future__ import annotations
 
 import functools
-import hashlib
 import types
 import typing
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from typing import Any
 import attrs
 import msgpack
 
+from vm.core.digest import sha256
 from vm.isa import ops
 from vm.isa.cost import Charge, CostLimit, Ledger
 from vm.isa.frame import (FRAME_FORMAT, PENDING_KINDS, CallFrame, Frame, LoopFrame, Pending,
@@ -115,7 +115,6 @@ def _shape(tp: Any) -> Callable[[Any], Any]:
 def _register_record(cls: type) -> None:
     # vm/isa/ops.py and vm/isa/frame.py keep their annotations as objects (no `from __future__ import
     # annotations`), so no string is evaluated here
-    names = tuple(f.name for f in attrs.fields(cls))
     required = {f.name for f in attrs.fields(cls) if f.default is attrs.NOTHING}
     shapes: dict[str, Callable[[Any], Any]] = {}
 
@@ -243,7 +242,7 @@ def _body(program: Program) -> dict:
 
 def program_hash(program: Program) -> str:
     """sha256 of the canonical msgpack encoding of everything but the header."""
-    return hashlib.sha256(_pack(_body(program))).hexdigest()
+    return sha256(_pack(_body(program))).hexdigest()
 
 
 def seal(program: Program) -> Program:
@@ -276,7 +275,7 @@ def intact(blob: bytes, program_hash: str) -> bool:
 def load_program(blob: bytes) -> Program:
     """Decode and verify a program; a process that loads the same bytes again (a gateway
     resuming many runs of one program) gets the verified object back at once."""
-    digest = hashlib.sha256(blob).digest()
+    digest = sha256(blob).digest()
     program = _LOADED.get(digest)
     if program is None:
         program = _decode_program(blob)

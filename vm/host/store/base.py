@@ -3,13 +3,13 @@ the state directory (`directory.py`) and PostgreSQL (`postgres.py`); claim recor
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from vm.core.digest import equal, hmac_sha256
 
 if TYPE_CHECKING:
     from vm.host.store.claims import Claimant, ClaimRecord
@@ -37,7 +37,7 @@ KEY_MAX_BYTES = 4096
 
 def key_id(key: bytes) -> str:
     """A key's public name (8 hex digits): derived from it one way, never the key itself."""
-    return hmac.new(key, b"lobster-key-id", hashlib.sha256).hexdigest()[:8]
+    return hmac_sha256(key, b"lobster-key-id").hex()[:8]
 
 
 def check_key(key: bytes, where: str) -> bytes:
@@ -129,7 +129,7 @@ class Parked(NamedTuple):
         the key, or one key of the key set, given."""
         if keys is None or self.mac is None:
             return False
-        return any(hmac.compare_digest(self.mac, frame_mac(key, self.state_key, self.blob))
+        return any(equal(self.mac, frame_mac(key, self.state_key, self.blob))
                    for key in ([keys] if isinstance(keys, bytes) else keys))
 
 
@@ -140,10 +140,7 @@ def frame_mac(key: bytes, state_key: str, blob: bytes) -> bytes:
     """HMAC-SHA256, under the store's signing key, of a frame's bytes and the state key it is
     parked under (the frame names its program's content hash, so the program is covered too):
     a frame planted, edited or moved to another key does not match."""
-    mac = hmac.new(key, b"lobster-frame\x001\x00", hashlib.sha256)
-    mac.update(state_key.encode("utf-8") + b"\x00")
-    mac.update(blob)
-    return mac.digest()
+    return hmac_sha256(key, b"lobster-frame\x001\x00", state_key.encode("utf-8") + b"\x00", blob)
 
 
 class CacheEntry(NamedTuple):

@@ -11,9 +11,7 @@ from attrs import field, frozen
 
 
 def _hostname() -> str:
-    import socket
-
-    return socket.gethostname()
+    return os.uname().nodename  # socket.gethostname(), without loading socket
 
 
 @frozen

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import secrets
 import struct
 import time
 from typing import TYPE_CHECKING
@@ -295,7 +294,7 @@ class CheckpointFiles:
         durable before the id is handed out. Lookups of an id whose frame is gone say "not
         found", so one left behind by a crash in between is harmless."""
         for _ in range(16):
-            approval_id = secrets.token_hex(4)
+            approval_id = os.urandom(4).hex()
             link = os.path.join(self.runs, f"{approval_id}.approval")
             try:
                 os.symlink(state_key, link)

@@ -5,7 +5,6 @@ as it is read (a regular file, private to its owner, of a key's length)."""
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 
 from vm.host.store.base import (KEY_BYTES, KEY_MAX_BYTES, KeyInfo, SigningKeyError, StoreError,
@@ -101,11 +100,11 @@ class KeyFiles:
         path = self._key_path(number)
         directory = os.path.dirname(path)
         make_private_dirs(directory)
-        tmp = os.path.join(directory, f".key.{secrets.token_hex(6)}.tmp")
+        tmp = os.path.join(directory, f".key.{os.urandom(6).hex()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
         os.fchmod(fd, PRIVATE_FILE)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(secrets.token_bytes(KEY_BYTES))
+            fh.write(os.urandom(KEY_BYTES))
             fh.flush()
             fsync_fd(fh.fileno(), tmp)
         try:

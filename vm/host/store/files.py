@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import secrets
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
@@ -61,7 +60,7 @@ def atomic_write(path: str, data: bytes, mode: int = PRIVATE_FILE, sync_dir: boo
     sync (which makes the rename durable) to the caller; `sync=False` syncs nothing (a hint
     may be lost, never torn by a writer that dies)."""
     directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+    tmp = os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     try:
         fd = os.open(tmp, flags, mode)
@@ -185,7 +184,7 @@ def publish(path: str, data: bytes) -> None:
     if not one_sync_publish(directory):
         atomic_write(path, data)
         return
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.urandom(6).hex()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     try:
         fd = os.open(tmp, flags, PRIVATE_FILE)

@@ -23,18 +23,17 @@ claims directly.
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import itertools
 import json
 import os
-import socket
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from vm.core.digest import sha256
 from vm.host.store.base import StateStore, StoreError
 from vm.isa.frame import StepApprovalWait
 
@@ -56,14 +55,14 @@ LEASE_LAPSED = ("its lease expired: the resume holding it stopped renewing it (k
 
 def who() -> str:
     """This process, as a claim records it: pid@host."""
-    return f"{os.getpid()}@{socket.gethostname()}"
+    return f"{os.getpid()}@{os.uname().nodename}"
 
 
 def items_hash(items: Any) -> str:
     """sha256 of the halt's items as canonical JSON: what an approver was shown."""
     text = json.dumps(items, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       default=str)
-    return "sha256:" + hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
+    return "sha256:" + sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
 
 
 def halted_event(parked: Parked, frame: Frame | None, step: str | None = None) -> dict[str, Any]:
