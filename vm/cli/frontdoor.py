@@ -7,14 +7,14 @@ second-guessed: a real pipeline runs as in the original."""
 from __future__ import annotations
 
 import os
-import re
 
 from vm.cli.flags import (NO_SUCH_FILE, UNEXPECTED_ARGUMENT, UNKNOWN_SUBCOMMAND, UsageError,
                           closest, is_option, unknown_option)
 from vm.cli.specs import RUN, SPECS
+from vm.core.patterns import compiled
 
 FILE_EXTENSIONS = (".lobster", ".yaml", ".yml", ".json", ".lbc", ".pipeline")
-_WORD = re.compile(r"[A-Za-z][\w.-]*")
+_WORD = compiled(r"[A-Za-z][\w.-]*")
 
 
 def mistyped_subcommand(word: str) -> UsageError | None:

@@ -5,7 +5,6 @@ resume hint); `--dry-run` prints the plan instead."""
 from __future__ import annotations
 
 import os
-import re
 import sys
 from typing import TYPE_CHECKING
 
@@ -14,6 +13,7 @@ from vm.cli.common import (NO_VALUE, fail, file_problem, flag, human_error, is_t
 from vm.cli.frontdoor import pipeline_words
 from vm.cli.specs import RUN
 from vm.core import js
+from vm.core.patterns import compiled
 from vm.engine.outcome import Failed
 from vm.isa.frame import Pending, PipelineApproveWait, PipelineAskWait
 from vm.service.frontend import WORKFLOW_EXTENSIONS
@@ -25,7 +25,7 @@ from vm.service.protocol.running import (compile_refused, compile_source, compil
 if TYPE_CHECKING:
     from vm.service.frontend import Frontend
 
-_SAFE = re.compile(r"^[A-Za-z0-9_\-./:=@,+%]+$")
+_SAFE = compiled(r"^[A-Za-z0-9_\-./:=@,+%]+$")
 RUN_FLAGS = tuple(f.name for f in RUN.flags)  # the table `lobster help run` shows
 RUN_SWITCHES = tuple(f.name for f in RUN.flags if not f.value)
 MODES = ("tool", "human")

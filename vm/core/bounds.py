@@ -6,14 +6,14 @@ value (a 400-digit TTL, 10**30, NaN) fails at once with its limit named."""
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
+from vm.core.patterns import compiled
 from vm.core.records import frozen
 
 MAX_TEXT = 64  # characters of a duration or number given as text; past this it is refused
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
-_PART = re.compile(r"(\d+)(ms|s|m|h|d|w)")
+_PART = compiled(r"(\d+)(ms|s|m|h|d|w)")
 DAY_MS = _UNIT_MS["d"]
 
 

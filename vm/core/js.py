@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from vm.core.patterns import compiled
+
 __all__ = [
     "UNDEFINED", "compare", "format_number", "get_path", "get_prop", "get_value_path",
     "is_array_index", "js_object", "js_parse_int", "js_trim", "js_type", "json_compact",
@@ -81,8 +83,8 @@ def truthy(v: Any) -> bool:
 
 # ---- property paths -------------------------------------------------------------------
 
-_INDEX_RE = re.compile(r"0|[1-9][0-9]*")
-_ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
+_INDEX_RE = compiled(r"0|[1-9][0-9]*")
+_ASTRAL_RE = compiled("[\U00010000-\U0010ffff]")
 
 
 def is_array_index(key: str) -> bool:
@@ -153,9 +155,9 @@ def js_object(pairs: Any) -> dict:
 
 # ---- Number() -------------------------------------------------------------------------
 
-_DECIMAL_RE = re.compile(
+_DECIMAL_RE = compiled(
     r"[+-]?(?:Infinity|[0-9]+\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)")
-_RADIX_RE = re.compile(r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)")
+_RADIX_RE = compiled(r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)")
 _RADIX = {"x": 16, "o": 8, "b": 2}
 
 
@@ -355,8 +357,8 @@ if _c_make_encoder is not None:
 else:  # pragma: no cover - CPython always has the C encoder
     _encode_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
                                        check_circular=False, default=_refuse).encode
-_PY_FLOAT_RE = re.compile(r"[0-9]e[+-][0-9]|[0-9]\.0(?![0-9])")
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_PY_FLOAT_RE = compiled(r"[0-9]e[+-][0-9]|[0-9]\.0(?![0-9])")
+_SURROGATE_RE = compiled("[\ud800-\udfff]")
 
 
 def _escape_surrogates(text: str) -> str:
@@ -481,7 +483,7 @@ def json_pretty(v: Any) -> str:
 _SHAPE = bytes(
     ord("9") if 48 <= i <= 57 else i if i in b'":' else ord(" ") if i in b" \t\n\r" else ord("x")
     for i in range(256))
-_INDEX_KEY_RE = re.compile(r'"(?:0|[1-9][0-9]*)"[ \t\n\r]*:')
+_INDEX_KEY_RE = compiled(r'"(?:0|[1-9][0-9]*)"[ \t\n\r]*:')
 
 
 def _text_shape(text: str) -> tuple[bool, bool]:
@@ -508,8 +510,8 @@ def _reject_constant(name: str) -> Any:
 # JSON text nested deeper than this is refused wherever Lobster reads it (requests, args,
 # answers, tokens, a child's stdout): deeper values could not be stored in a checkpoint.
 MAX_JSON_DEPTH = 256
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_BRACKETS = re.compile(r"[\[\]{}]")
+_JSON_STRING = compiled(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKETS = compiled(r"[\[\]{}]")
 
 
 class JSONTooDeep(ValueError):

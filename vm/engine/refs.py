@@ -11,11 +11,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from vm.core import js
+from vm.core.patterns import compiled
 from vm.host.commands.base import CommandError
 
-ARG = re.compile(r"\$\{([A-Za-z0-9_-]+)\}")
-REF = re.compile(r"\$([A-Za-z0-9_-]+)((?:\.[A-Za-z0-9_]+)+)")
-WHOLE_REF = re.compile(r"^\$([A-Za-z0-9_-]+)((?:\.[A-Za-z0-9_]+)+)$")
+ARG = compiled(r"\$\{([A-Za-z0-9_-]+)\}")
+REF = compiled(r"\$([A-Za-z0-9_-]+)((?:\.[A-Za-z0-9_]+)+)")
+WHOLE_REF = compiled(r"^\$([A-Za-z0-9_-]+)((?:\.[A-Za-z0-9_]+)+)$")
 _FALSE_DEFAULTS = ("approved", "skipped")
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
 from collections.abc import Sequence
 
 from vm.core.digest import equal, hmac_sha256
+from vm.core.patterns import compiled
 from vm.core.records import frozen
 
 KINDS = {"pipeline-resume": "pipeline", "workflow-file": "workflow"}
-_STATE_KEY = re.compile(r"^(pipeline|workflow)_resume_[0-9a-f]{32}$")
+_STATE_KEY = compiled(r"^(pipeline|workflow)_resume_[0-9a-f]{32}$")
 
 
 def new_state_key(origin: str) -> str:

@@ -4,12 +4,12 @@ table renderers, with the reference's JavaScript semantics."""
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from functools import cmp_to_key
 from typing import Any
 
 from vm.core import js
+from vm.core.patterns import compiled
 from vm.host.commands.base import Args, CommandError, Context
 from vm.core.js import UNDEFINED
 
@@ -17,7 +17,7 @@ __all__ = ["WHERE_RE", "dedupe", "group_by", "head", "map_items", "pick", "rende
            "render_table", "sort", "where"]
 
 _LINE = r"[^\n\r\u2028\u2029]"
-WHERE_RE = re.compile(
+WHERE_RE = compiled(
     rf"([a-zA-Z0-9_.]+){js.WS_CLASS}*(==|=|!=|<=|>=|<|>){js.WS_CLASS}*({_LINE}+)\Z")
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from vm.core.digest import equal, hmac_sha256
+from vm.core.patterns import compiled
 
 if TYPE_CHECKING:
     from vm.host.store.claims import Claimant, ClaimRecord
@@ -74,10 +75,10 @@ def default_state_dir(env: dict | os._Environ = os.environ) -> str:
     return configured or os.path.join(os.path.expanduser("~"), ".lobster", "state")
 
 
-STATE_KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")  # a run key: never a path
-APPROVAL_ID = re.compile(r"[0-9a-f]{8}")
-CACHE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a cache kind or key: never a path
-_KEY_CHARS = re.compile(r"[^a-z0-9._-]+")
+STATE_KEY = compiled(r"[A-Za-z0-9_-]{1,128}")  # a run key: never a path
+APPROVAL_ID = compiled(r"[0-9a-f]{8}")
+CACHE_NAME = compiled(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a cache kind or key: never a path
+_KEY_CHARS = compiled(r"[^a-z0-9._-]+")
 
 
 def value_name(key: str) -> str:
