@@ -98,11 +98,13 @@ def render_error(exc: CompileError) -> str:
 
 def lobster(argv: Sequence[str] | None = None) -> int:
     """The `lobster` console script: vm's CLI wired to this compiler with no entry-point lookup,
-    so a cached run or a resume starts as fast as the VM alone."""
+    so a cached run or a resume starts as fast as the VM alone. Called by the script (no
+    `argv`), it also ends the process (`vm.cli.main.leave`); called with `argv`, it returns."""
     import lobsterc.frontend
-    from vm.cli.main import main
+    from vm.cli.main import leave, main
 
-    return main(argv, frontend=lobsterc.frontend)
+    code = main(argv, frontend=lobsterc.frontend)
+    return code if argv is not None else leave(code)
 
 
 def _invoke_shim(name: str, argv: Sequence[str] | None) -> int:

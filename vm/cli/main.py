@@ -88,6 +88,25 @@ def _output_refused(exc: BaseException) -> bool:
             and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO))
 
 
+def leave(code: int) -> int:
+    """The end of a `lobster` process (the console script calls this with main's exit code):
+    when nothing is left for the interpreter to do at exit (stdout and stderr flushed, no
+    other thread, no atexit callback), exit at once instead of tearing down some 200 modules
+    and their objects one by one, which takes longer than many commands do (about 8 ms of a
+    cached run's 80, measured). Otherwise, and never in-process, the ordinary exit."""
+    import atexit
+    import threading
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return code  # the ordinary exit reports it as it would
+    if threading.active_count() == 1 and getattr(atexit, "_ncallbacks", lambda: 1)() == 0:
+        os._exit(code)
+    return code
+
+
 def _tool_mode(args: list[str]) -> bool:
     """Whether this command answers with envelopes on stdout."""
     head = args[0] if args else ""
@@ -210,4 +229,4 @@ def _install_signal_handlers() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(leave(main()))

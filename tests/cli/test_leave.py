@@ -1,0 +1,42 @@
+"""vm.cli.main.leave: the console script's quick exit skips the interpreter's teardown only
+when nothing is left to run at exit, and never loses buffered output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+SCRIPT = """\
+import atexit, sys, threading
+from vm.cli.main import leave, main
+if "at-exit" in sys.argv:
+    atexit.register(lambda: print("at exit ran"))
+if "thread" in sys.argv:
+    import time
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread ran")), daemon=False).start()
+sys.stdout.write("buffered, not yet flushed\\n")
+code = leave(main(["version"]))
+print("after leave", code)
+"""
+
+
+def _run(*flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", SCRIPT, *flags], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_nothing_left_to_run_exits_at_once_with_the_output_flushed():
+    proc = _run()
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[0] == "buffered, not yet flushed"
+    assert "after leave" not in proc.stdout  # the process ended in leave()
+
+
+def test_an_atexit_callback_gets_the_ordinary_exit():
+    proc = _run("at-exit")
+    assert proc.stdout.splitlines()[-2:] == ["after leave 0", "at exit ran"]
+
+
+def test_another_thread_gets_the_ordinary_exit():
+    proc = _run("thread")
+    assert "after leave 0" in proc.stdout and "thread ran" in proc.stdout
