@@ -101,8 +101,10 @@ def lobster(argv: Sequence[str] | None = None) -> int:
     so a cached run or a resume starts as fast as the VM alone. Called by the script (no
     `argv`), it also ends the process (`vm.cli.main.leave`); called with `argv`, it returns."""
     import lobsterc.frontend
-    from vm.cli.main import leave, main
+    from vm.cli.main import leave, main, one_process
 
+    if argv is None:
+        one_process()
     code = main(argv, frontend=lobsterc.frontend)
     return code if argv is not None else leave(code)
 

@@ -40,3 +40,18 @@ def test_an_atexit_callback_gets_the_ordinary_exit():
 def test_another_thread_gets_the_ordinary_exit():
     proc = _run("thread")
     assert "after leave 0" in proc.stdout and "thread ran" in proc.stdout
+
+
+def test_the_console_script_raises_the_collector_threshold_and_embedders_keep_theirs():
+    probe = ("import gc, sys\n"
+             "from lobsterc.frontend import lobster\n"
+             "sys.argv = ['lobster', 'version']\n"
+             "before = gc.get_threshold()\n"
+             "lobster(['version'])\n"  # in-process, as an embedder calls it: settings kept
+             "assert gc.get_threshold() == before, gc.get_threshold()\n"
+             "import atexit; atexit.register(lambda: print('threshold', gc.get_threshold()[0]))\n"
+             "lobster()\n")  # the console script's call
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "threshold 100000"
