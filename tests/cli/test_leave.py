@@ -11,9 +11,10 @@ import atexit, sys, threading
 from vm.cli.main import leave, main
 if "at-exit" in sys.argv:
     atexit.register(lambda: print("at exit ran"))
-if "thread" in sys.argv:
+if "thread" in sys.argv or "daemon" in sys.argv:
     import time
-    threading.Thread(target=lambda: (time.sleep(0.3), print("thread ran")), daemon=False).start()
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread ran")),
+                     daemon="daemon" in sys.argv).start()
 sys.stdout.write("buffered, not yet flushed\\n")
 code = leave(main(["version"]))
 print("after leave", code)
@@ -37,9 +38,14 @@ def test_an_atexit_callback_gets_the_ordinary_exit():
     assert proc.stdout.splitlines()[-2:] == ["after leave 0", "at exit ran"]
 
 
-def test_another_thread_gets_the_ordinary_exit():
+def test_a_thread_the_interpreter_waits_for_gets_the_ordinary_exit():
     proc = _run("thread")
     assert "after leave 0" in proc.stdout and "thread ran" in proc.stdout
+
+
+def test_a_daemon_thread_is_abandoned_as_the_ordinary_exit_would():
+    proc = _run("daemon")
+    assert proc.returncode == 0 and "after leave" not in proc.stdout
 
 
 def test_the_console_script_raises_the_collector_threshold_and_embedders_keep_theirs():
