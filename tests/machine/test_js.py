@@ -297,3 +297,36 @@ def test_format_number_round_trips(f):
 def test_numeric_compare_matches_python_on_numbers(a, b):
     assert js.compare(a, "<", b) is (a < b)
     assert js.loose_eq(a, b) is (a == b)
+
+
+# ---- the nesting guard of JSON.parse --------------------------------------------------------
+def _depth(value) -> int:
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+# strings made of what could confuse a reader of the text: brackets, quotes, backslashes
+_TRICKY = st.text(alphabet='[]{}"\\a\u00e9\U0001f600', max_size=6)
+_VALUES = st.recursive(
+    st.none() | st.integers() | _TRICKY,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TRICKY, inner, max_size=3),
+    max_leaves=30)
+
+
+@given(_VALUES, st.integers(0, 6))
+def test_depth_over_reads_the_nesting_and_skips_strings(value, limit):
+    text = json.dumps(value, ensure_ascii=False)
+    assert js.json_depth_over(text, limit) == (_depth(value) > limit)
+
+
+def test_depth_over_the_bound_is_refused_and_at_it_is_parsed():
+    at = "[" * js.MAX_JSON_DEPTH + "]" * js.MAX_JSON_DEPTH
+    assert js.json_loads(at) is not None
+    with pytest.raises(js.JSONTooDeep):
+        js.json_loads("[" + at + "]")
+    # brackets inside strings do not count, escaped quotes do not end a string
+    hidden = json.dumps(["\\\"" + "[" * 500, {"k[[": "]]\\"}])
+    assert js.json_loads(hidden)[0].endswith("[")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import operator
@@ -510,8 +511,10 @@ def _reject_constant(name: str) -> Any:
 # JSON text nested deeper than this is refused wherever Lobster reads it (requests, args,
 # answers, tokens, a child's stdout): deeper values could not be stored in a checkpoint.
 MAX_JSON_DEPTH = 256
-_JSON_STRING = compiled(r'"(?:[^"\\]|\\.)*"', re.S)
-_BRACKETS = compiled(r"[\[\]{}]")
+# what a JSON text's nesting is read from: quotes and brackets (every other byte deleted), and
+# each bracket's step in depth
+_NOT_SHAPE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
+_DEPTH_STEP = tuple(1 if byte in b"[{" else -1 if byte in b"]}" else 0 for byte in range(256))
 
 
 class JSONTooDeep(ValueError):
@@ -523,18 +526,20 @@ class JSONTooDeep(ValueError):
 
 def json_depth_over(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether JSON text opens more than `limit` arrays or objects inside each other (strings
-    are skipped; a text that is not JSON at all gives some answer, and is refused later)."""
+    are skipped; a text that is not JSON at all gives some answer, and is refused later).
+    Done with bytes operations only (a 12 MB text in about 20 ms, where a pass of a string
+    pattern took 250): escaped backslashes and quotes go, then every byte but quotes and
+    brackets; a string then reads `"..."` with only its brackets inside, and the many that
+    hold none are dropped whole before the few left are cut out."""
     if text.count("[") + text.count("{") <= limit:
         return False
-    depth = 0
-    for bracket in _BRACKETS.findall(_JSON_STRING.sub("", text)):
-        if bracket in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        else:
-            depth -= 1
-    return False
+    data = text.encode("utf-8", "surrogatepass")
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    shape = data.translate(None, _NOT_SHAPE).replace(b'""', b"")
+    if b'"' in shape:
+        shape = b"".join(shape.split(b'"')[::2])  # the even pieces lie outside strings
+    return max(itertools.accumulate(map(_DEPTH_STEP.__getitem__, shape)), default=0) > limit
 
 
 def json_loads(text: str | bytes) -> Any:
