@@ -62,6 +62,12 @@ def _predicate(expr: str) -> Callable[[Any], bool]:
                 return UNDEFINED
         return item
 
+    if op in ("=", "==") and type(value) is str:
+        def same_text(item: Any) -> bool:  # the common `field=word`: a string meets a string
+            found = lhs(item)
+            return found == value if type(found) is str else js.loose_eq(found, value)
+
+        return same_text
     if op in ("=", "=="):
         return lambda item: js.loose_eq(lhs(item), value)
     if op == "!=":
