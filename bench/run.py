@@ -324,7 +324,11 @@ def main() -> None:
     ap.add_argument("--no-pg", action="store_true", help="leave out the PostgreSQL rows")
     ap.add_argument("--pending", type=int, default=100_000)
     ap.add_argument("--quick", action="store_true", help="3 runs, 1 s loops, 10 000 pending")
+    ap.add_argument("--write", metavar="DOC", help="also put the table into DOC (e.g. "
+                    "docs/benchmarks.md), between its bench-table markers")
     args = ap.parse_args()
+    if args.write:
+        sys.stdout = _Tee(sys.stdout)
     if args.quick:
         args.runs, args.seconds, args.pending = 3, 1.0, 10_000
     for package in ("vm", "lobsterc"):
@@ -341,6 +345,38 @@ def main() -> None:
         compile_row()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    if args.write:
+        write_table(Path(args.write), sys.stdout.text())
+
+
+class _Tee:
+    """stdout that also keeps what was written (for --write)."""
+
+    def __init__(self, stream) -> None:
+        self.stream, self.parts = stream, []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+START, END = "<!-- bench-table: written by bench/run.py --write -->", "<!-- bench-table end -->"
+
+
+def write_table(doc: Path, table: str) -> None:
+    """Replace what lies between the markers in `doc` with `table` in a code fence."""
+    text = doc.read_text()
+    head, start, rest = text.partition(START)
+    _, end, tail = rest.partition(END)
+    if not start or not end:
+        raise SystemExit(f"{doc}: no bench-table markers ({START} ... {END})")
+    doc.write_text(f"{head}{START}\n```\n{table.rstrip()}\n```\n{END}{tail}")
 
 
 if __name__ == "__main__":
