@@ -218,7 +218,8 @@ def test_help_mcp_gives_the_absolute_path_of_this_executable(cli):
     config = json.loads(proc.stdout[proc.stdout.index("{"):])
     server = config["mcpServers"]["lobster"]
     assert server == {"command": os.path.abspath(shutil.which(LOBSTER) or LOBSTER),
-                      "args": ["mcp"]}
+                      "args": ["mcp"], "cwd": str(cli.work),
+                      "env": {"LOBSTER_STATE_DIR": os.path.abspath(cli.env["LOBSTER_STATE_DIR"])}}
     assert os.path.isabs(server["command"])
 
 

@@ -156,7 +156,11 @@ def mcp_config() -> str:
     import json
 
     command, args = executable()
-    config = {"mcpServers": {"lobster": {"command": command, "args": [*args, "mcp"]}}}
-    return ("an MCP client's configuration for this installation (the absolute path, so it "
-            "works from any\ndirectory and without activating a virtual environment):\n"
-            + json.dumps(config, indent=2) + "\n")
+    server: dict = {"command": command, "args": [*args, "mcp"], "cwd": os.getcwd()}
+    state = os.environ.get("LOBSTER_STATE_DIR")
+    if state:  # a client starts the server without this shell's environment
+        server["env"] = {"LOBSTER_STATE_DIR": os.path.abspath(state)}
+    config = {"mcpServers": {"lobster": server}}
+    return ("an MCP client's configuration for this installation (absolute paths, so it works "
+            "from any\ndirectory and without activating a virtual environment; runs start "
+            "in `cwd`):\n" + json.dumps(config, indent=2) + "\n")

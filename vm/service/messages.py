@@ -20,9 +20,9 @@ class RunRequest(TypedDict):
     cwd: NotRequired[str]
     """The run's working directory, relative to `Options.cwd` and inside it."""
     timeoutMs: NotRequired[int]
-    """Wall-clock limit of this call in milliseconds (at least 200)."""
+    """Wall-clock limit of this call in milliseconds (less counts as 200)."""
     maxStdoutBytes: NotRequired[int]
-    """Cap on the envelope and on each child's output, in bytes (at least 1024)."""
+    """Cap on the envelope and on each child's output, in bytes (less counts as 1024)."""
     checkpointTtl: NotRequired[str | int]
     """How long a checkpoint this call parks stays resumable: a duration (`30m`, `7d`) or ms."""
 

@@ -28,10 +28,11 @@ MAX_REQUEST_BYTES = 4 * 1024 * 1024  # one tool request's JSON text (E006)
 
 _BOUNDS = {  # their limits: vm/core/bounds.py
     "timeoutMs": ({"type": "number", **bounds.schema(bounds.TIMEOUT_MS, text=False)},
-                  f"wall-clock limit of this call in ms (default {DEFAULT_TIMEOUT_MS}, at least 200)"),
+                  f"wall-clock limit of this call in ms (default {DEFAULT_TIMEOUT_MS}; "
+                  "less counts as 200)"),
     "maxStdoutBytes": ({"type": "number", **bounds.schema(bounds.MAX_STDOUT_BYTES, text=False)},
                        f"cap on the envelope and on each child's output in bytes (default "
-                       f"{DEFAULT_MAX_STDOUT_BYTES}, at least 1024)"),
+                       f"{DEFAULT_MAX_STDOUT_BYTES}; less counts as 1024)"),
     "checkpointTtl": ({"type": ["string", "integer"], **bounds.schema(bounds.CHECKPOINT_TTL)},
                       "how long a checkpoint this call parks stays resumable: a duration (30m, "
                       "12h, 7d) or ms; before the workflow's checkpoint_ttl and "
