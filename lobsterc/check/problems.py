@@ -7,14 +7,13 @@ each yielding its problems with their locations, in the order the file is report
 
 The first error, as the original reports it, is the first of them (`first_problem`): no other
 checker decides it. Lint reads the same generators (`lint_problems`): every unknown key, every
-repeated id and every invalid responseSchema, each with lint's detail, then the first other
-problem; the document is never copied nor patched to get past them.
+repeated id and every invalid responseSchema, each with lint's detail, then every other problem
+of the values and types; the document is never copied nor patched to get past them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import chain
 
 from lobsterc.check.keys import unknown_keys
 from lobsterc.check.types import type_problems
@@ -33,8 +32,12 @@ def iter_problems(doc: Document) -> Iterator[Diagnostic]:
     """Every problem of a parsed workflow file: keys, then values, then the types of the values
     the rules have not already reported (a value the reference refuses is not reported twice)."""
     yield from key_problems(doc)
+    yield from _values_then_types(doc, value_problems(doc))
+
+
+def _values_then_types(doc: Document, values: Iterator[Diagnostic]) -> Iterator[Diagnostic]:
     reported = set()
-    for problem in value_problems(doc):
+    for problem in values:
         reported.add(_place(problem))
         yield problem
     for problem in type_problems(doc):
@@ -70,11 +73,15 @@ def load_checked(path: str) -> Document:
 
 def lint_problems(doc: Document) -> tuple[list[Diagnostic], Diagnostic | None]:
     """For lint, which reports as much as it can: every unknown key (E217), every repeated step
-    id (E210, with where it was first defined) and every responseSchema that is not a JSON
-    Schema (E213); and the first other problem, or None (the file is then built as it is)."""
+    id (E210, with where it was first defined), every responseSchema that is not a JSON Schema
+    (E213) and every other problem of the values and types; the first of those others comes
+    apart (the file cannot be built when there is one), the rest are in the list. None: the
+    file is built as it is."""
     found = [*key_problems(doc), *repeated_ids(doc), *bad_response_schemas(doc)]
-    rest = chain(value_problems(doc, lenient=True), type_problems(doc))
-    return found, next(rest, None)
+    rest = list(_values_then_types(doc, value_problems(doc, lenient=True)))
+    if not rest:
+        return found, None
+    return [*found, *rest[1:]], rest[0]
 
 
 def repeated_ids(doc: Document, steps: list | None = None, at: Path = ("steps",),

@@ -371,7 +371,8 @@ def _check_execution(step: dict, sid: str, at: Path, is_parallel: bool,
         + is_parallel
         + is_for_each
     )
-    approval, inputs = is_approval(step.get("approval", ABSENT)), is_input(step.get("input", ABSENT))
+    approval = is_approval(step.get("approval", ABSENT))
+    inputs = is_input(step.get("input", ABSENT))
     kinds = "run, command, pipeline, workflow, parallel, or for_each"
     if count == 0 and not approval and not inputs:
         yield (f"Workflow step {sid} requires run, command, pipeline, workflow, parallel, "
