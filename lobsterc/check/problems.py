@@ -20,6 +20,7 @@ from lobsterc.check.types import type_problems
 from lobsterc.check.values import value_problems
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.load import Document, Path, parse_text, read_text
+from lobsterc.syntax.source import Span
 
 __all__ = ["iter_problems", "first_problem", "lint_problems", "validated", "load_checked"]
 
@@ -36,18 +37,24 @@ def iter_problems(doc: Document) -> Iterator[Diagnostic]:
 
 
 def _values_then_types(doc: Document, values: Iterator[Diagnostic]) -> Iterator[Diagnostic]:
-    reported = set()
+    """The value problems, then the type problems at none of their places nor around them: the
+    schema's "not valid" of an object whose field the rules refused says that again."""
+    reported: list[Span | None] = []
     for problem in values:
-        reported.add(_place(problem))
+        reported.append(problem.span)
         yield problem
     for problem in type_problems(doc):
-        if _place(problem) not in reported:
+        if not any(_said(problem.span, span) for span in reported):
             yield problem
 
 
-def _place(problem: Diagnostic) -> tuple[int, int] | None:
-    span = problem.span
-    return None if span is None else (span.line, span.col)
+def _said(outer: Span | None, inner: Span | None) -> bool:
+    """Whether a problem at `outer` is about what one at `inner` said: same start, or around."""
+    if outer is None or inner is None:
+        return outer is inner
+    start, end = (outer.line, outer.col), (outer.end_line, outer.end_col)
+    return start == (inner.line, inner.col) or (
+        start <= (inner.line, inner.col) and (inner.end_line, inner.end_col) <= end)
 
 
 def first_problem(doc: Document) -> Diagnostic | None:
