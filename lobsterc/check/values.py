@@ -182,11 +182,10 @@ def _check_step(step: Any, at: Path, walk: _Walk) -> Iterator[Problem]:
     if not _truthy(sid) or not isinstance(sid, str):
         yield "Workflow step requires an id", (*at, "id")
         return
-    kind_known = yield from _check_workflow_ref(step, sid, at)
+    yield from _check_workflow_ref(step, sid, at)
     parallel = step.get("parallel", ABSENT)
     if parallel is not ABSENT and not isinstance(parallel, dict):
         yield f"Workflow step {sid} parallel must be an object", (*at, "parallel")
-        kind_known = False
     is_parallel = isinstance(parallel, dict)
     if is_parallel:
         yield from _check_parallel(parallel, sid, (*at, "parallel"), walk.seen)
@@ -194,11 +193,10 @@ def _check_step(step: Any, at: Path, walk: _Walk) -> Iterator[Problem]:
     if for_each is not ABSENT and not isinstance(for_each, str):
         yield (f"Workflow step {sid} for_each must be a string (step reference expression)",
                (*at, "for_each"))
-        kind_known = False
     is_for_each = isinstance(for_each, str)
     if is_for_each:
         yield from _check_for_each(step, sid, at, walk)
-    if kind_known:
+    if all(_typed(step, key, kind) for key, kind in _KIND_FIELDS):
         yield from _check_execution(step, sid, at, is_parallel, is_for_each)
     yield from _check_strings(step, f"Workflow step {sid}", at)
     yield from _check_input(step, sid, at, walk)
@@ -217,8 +215,17 @@ def _id_of(value: Any) -> str | None:
     return sid if isinstance(sid, str) and sid else None
 
 
+# the fields that name a step's kind: with one of the wrong type, the kind cannot be told
+_KIND_FIELDS = (("workflow", str), ("parallel", dict), ("for_each", str))
+
+
+def _typed(step: dict, key: str, kind: type) -> bool:
+    """Whether a step's field is absent or of its type."""
+    value = step.get(key, ABSENT)
+    return value is ABSENT or isinstance(value, kind)
+
+
 def _check_workflow_ref(step: dict, sid: str, at: Path) -> Iterator[Problem]:
-    """Returns whether `workflow` has a type that lets the step's kind be told."""
     workflow = step.get("workflow", ABSENT)
     if workflow is not ABSENT and not isinstance(workflow, str):
         yield f"Workflow step {sid} workflow must be a string (file path)", (*at, "workflow")
@@ -228,7 +235,6 @@ def _check_workflow_ref(step: dict, sid: str, at: Path) -> Iterator[Problem]:
     if args is not ABSENT and not isinstance(args, dict):
         yield (f"Workflow step {sid} workflow_args must be a plain object",
                (*at, "workflow_args"))
-    return workflow is ABSENT or isinstance(workflow, str)
 
 
 def _check_parallel(parallel: dict, sid: str, at: Path, seen: set[str]) -> Iterator[Problem]:
