@@ -4,10 +4,10 @@ adds warnings, W3xx. RULES is the registry of warnings: one small generator per 
 (lobsterc.check.lint_rules; the injection rules in lobsterc.check.lint_injection).
 
 How far lint gets in a workflow file: a YAML/JSON syntax error stops it; every unknown key,
-repeated step id and invalid JSON Schema is reported (lobsterc.check.problems.lint_problems), and
-the first other structural problem stops it; the file is then built as it is written (nothing is
-copied or renamed), the checker reports every error of every step (references, conditions,
-pipelines, sub-workflows), and the warning rules run. The rules that need the compiled program
+repeated step id, invalid JSON Schema and other structural problem is reported
+(lobsterc.check.problems.lint_problems), and a structural problem stops it; else the file is
+built as it is written (nothing is copied or renamed), the checker reports every error of every
+step (references, conditions, pipelines, sub-workflows), and the warning rules run. The rules that need the compiled program
 (unreachable steps, the approval proof) run when nothing above was an error.
 """
 

@@ -7,20 +7,20 @@ each yielding its problems with their locations, in the order the file is report
 
 The first error, as the original reports it, is the first of them (`first_problem`): no other
 checker decides it. Lint reads the same generators (`lint_problems`): every unknown key, every
-repeated id and every invalid responseSchema, each with lint's detail, then the first other
-problem; the document is never copied nor patched to get past them.
+repeated id and every invalid responseSchema, each with lint's detail, then every other problem
+of the values and types; the document is never copied nor patched to get past them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import chain
 
 from lobsterc.check.keys import unknown_keys
 from lobsterc.check.types import type_problems
 from lobsterc.check.values import value_problems
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.load import Document, Path, parse_text, read_text
+from lobsterc.syntax.source import Span
 
 __all__ = ["iter_problems", "first_problem", "lint_problems", "validated", "load_checked"]
 
@@ -33,18 +33,28 @@ def iter_problems(doc: Document) -> Iterator[Diagnostic]:
     """Every problem of a parsed workflow file: keys, then values, then the types of the values
     the rules have not already reported (a value the reference refuses is not reported twice)."""
     yield from key_problems(doc)
-    reported = set()
-    for problem in value_problems(doc):
-        reported.add(_place(problem))
+    yield from _values_then_types(doc, value_problems(doc))
+
+
+def _values_then_types(doc: Document, values: Iterator[Diagnostic]) -> Iterator[Diagnostic]:
+    """The value problems, then the type problems at none of their places nor around them: the
+    schema's "not valid" of an object whose field the rules refused says that again."""
+    reported: list[Span | None] = []
+    for problem in values:
+        reported.append(problem.span)
         yield problem
     for problem in type_problems(doc):
-        if _place(problem) not in reported:
+        if not any(_said(problem.span, span) for span in reported):
             yield problem
 
 
-def _place(problem: Diagnostic) -> tuple[int, int] | None:
-    span = problem.span
-    return None if span is None else (span.line, span.col)
+def _said(outer: Span | None, inner: Span | None) -> bool:
+    """Whether a problem at `outer` is about what one at `inner` said: same start, or around."""
+    if outer is None or inner is None:
+        return outer is inner
+    start, end = (outer.line, outer.col), (outer.end_line, outer.end_col)
+    return start == (inner.line, inner.col) or (
+        start <= (inner.line, inner.col) and (inner.end_line, inner.end_col) <= end)
 
 
 def first_problem(doc: Document) -> Diagnostic | None:
@@ -70,11 +80,15 @@ def load_checked(path: str) -> Document:
 
 def lint_problems(doc: Document) -> tuple[list[Diagnostic], Diagnostic | None]:
     """For lint, which reports as much as it can: every unknown key (E217), every repeated step
-    id (E210, with where it was first defined) and every responseSchema that is not a JSON
-    Schema (E213); and the first other problem, or None (the file is then built as it is)."""
+    id (E210, with where it was first defined), every responseSchema that is not a JSON Schema
+    (E213) and every other problem of the values and types; the first of those others comes
+    apart (the file cannot be built when there is one), the rest are in the list. None: the
+    file is built as it is."""
     found = [*key_problems(doc), *repeated_ids(doc), *bad_response_schemas(doc)]
-    rest = chain(value_problems(doc, lenient=True), type_problems(doc))
-    return found, next(rest, None)
+    rest = list(_values_then_types(doc, value_problems(doc, lenient=True)))
+    if not rest:
+        return found, None
+    return [*found, *rest[1:]], rest[0]
 
 
 def repeated_ids(doc: Document, steps: list | None = None, at: Path = ("steps",),

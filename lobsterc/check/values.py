@@ -1,13 +1,28 @@
 """The values generator of the front end: the reference's load-time rules for a workflow
-document, with its exact texts, in its order, and JavaScript value semantics. `value_problems`
-yields the first problem of the file's own values, then of each step in turn (a rule stops at a
-step's first problem, as the reference stops at the file's); the reference's first error is the
-first of them. Also the predicates that say what a step is."""
+document, with its exact texts and JavaScript value semantics. `value_problems` yields every
+problem of the file's own values, then of each step in turn, each at its own path; within a
+step the rules run in the reference's order, so the first problem yielded is the reference's
+first error (it stops there; we go on).
+
+What stops where, so that one mistake does not become a cascade of nonsense:
+- the file: not an object, or no non-empty `steps` array, stops everything; `cost_limit` that is
+  not an object skips its fields; `max_usd` and `action` are independent;
+- a step: not an object, or no string id (every message names the id), skips the step; each
+  field is checked on its own, and an object field (`parallel`, `input`, `retry`) that has the
+  wrong type skips its inner fields; the one-kind-of-step rule is skipped when `workflow`,
+  `parallel` or `for_each` has the wrong type (the step's kind is then unknown);
+- `parallel`: `branches` that is not a non-empty array skips the branches; a branch that is not
+  an object or has no string id is skipped;
+- `for_each`: `steps` that is not a non-empty array skips the sub-steps; `item_var` and
+  `index_var` are compared only when both are strings; a sub-step without a string id is skipped.
+A step's id, and its branches' string ids, count as seen for later steps' duplicate checks even
+when the step has other problems. Also the predicates that say what a step is."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 from lobsterc.diagnostics import Diagnostic
@@ -17,16 +32,6 @@ from vm.core import bounds
 from vm.core.js import to_number, truthy
 
 MAX_TIMEOUT_MS = bounds.TIMEOUT_MS.maximum  # a step's timeout_ms: the bound of a run's
-
-class _Invalid(Exception):
-    def __init__(self, message: str, path: Path) -> None:
-        super().__init__(message)
-        self.message = message
-        self.path = path
-
-
-def _fail(message: str, *path: Any) -> None:
-    raise _Invalid(message, tuple(path))
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -100,6 +105,9 @@ def step_kind(step: dict) -> str:
     return "approval" if is_approval(get("approval")) else "noop"
 
 
+Problem = tuple[str, Path]  # a message and the path of the value it is about
+
+
 class _Walk:
     """What the rules carry from step to step: the ids seen so far, and whether repeated ids and
     invalid responseSchemas are left to lint's own generators (lobsterc.check.problems)."""
@@ -112,9 +120,9 @@ class _Walk:
 
 
 def value_problems(wf: Document, *, lenient: bool = False) -> Iterator[Diagnostic]:
-    """The reference's problems of a parsed workflow file (E210), in its order: the file's own
-    values, then each step's first problem. `lenient` (lint) leaves out repeated ids and
-    invalid responseSchemas, which lint reports each with more detail."""
+    """The reference's problems of a parsed workflow file (E210): the file's own values, then
+    every problem of each step; the first is the reference's first error. `lenient` (lint)
+    leaves out repeated ids and invalid responseSchemas, which lint reports with more detail."""
     data = wf.data
     if not _is_object(data):
         yield _diagnostic(wf, "Workflow file must be a JSON/YAML object", ())
@@ -123,167 +131,183 @@ def value_problems(wf: Document, *, lenient: bool = False) -> Iterator[Diagnosti
     if not isinstance(steps, list) or not steps:
         yield _diagnostic(wf, "Workflow file requires a non-empty steps array", ("steps",))
         return
-    for check, key in ((_check_cost_limit, "cost_limit"),
-                       (_check_checkpoint_ttl, "checkpoint_ttl")):
-        try:
-            check(_get(data, key))
-        except _Invalid as bad:
-            yield _diagnostic(wf, bad.message, bad.path)
     walk = _Walk(lenient)
-    for index, step in enumerate(steps):
-        try:
-            _check_step(step, ("steps", index), walk)
-        except _Invalid as bad:
-            yield _diagnostic(wf, bad.message, bad.path)
+    found = chain(_check_cost_limit(_get(data, "cost_limit")),
+                  _check_checkpoint_ttl(_get(data, "checkpoint_ttl")),
+                  *(_check_step(step, ("steps", index), walk)
+                    for index, step in enumerate(steps)))
+    for message, path in found:
+        yield _diagnostic(wf, message, path)
 
 
 def _diagnostic(wf: Document, message: str, path: Path) -> Diagnostic:
     return Diagnostic(code="E210", message=message, span=wf.span_of(*path))
 
 
-def _check_cost_limit(limit: Any) -> None:
+def _check_cost_limit(limit: Any) -> Iterator[Problem]:
     if limit is ABSENT:
         return
     if not isinstance(limit, dict):
-        _fail("Workflow cost_limit must be an object", "cost_limit")
+        yield "Workflow cost_limit must be an object", ("cost_limit",)
+        return
     max_usd = _to_number(limit.get("max_usd", ABSENT))
     if not math.isfinite(max_usd) or max_usd < 0:
-        _fail("Workflow cost_limit.max_usd must be a non-negative number", "cost_limit", "max_usd")
+        yield ("Workflow cost_limit.max_usd must be a non-negative number",
+               ("cost_limit", "max_usd"))
     if limit.get("action", ABSENT) not in (ABSENT, "warn", "stop"):
-        _fail('Workflow cost_limit.action must be "warn" or "stop"', "cost_limit", "action")
+        yield 'Workflow cost_limit.action must be "warn" or "stop"', ("cost_limit", "action")
 
 
-def _check_checkpoint_ttl(ttl: Any) -> None:
+def _check_checkpoint_ttl(ttl: Any) -> Iterator[Problem]:
     from lobsterc.load.build import checkpoint_ttl_ms
 
-    if ttl is not ABSENT and checkpoint_ttl_ms(ttl) is None:
-        limit = bounds.CHECKPOINT_TTL.limit_text()
-        try:
-            bounds.CHECKPOINT_TTL.parse(ttl, "checkpoint_ttl")
-        except bounds.BoundError as exc:
-            if exc.kind == "range":
-                _fail(f"Workflow checkpoint_ttl must be at most {limit}", "checkpoint_ttl")
-        _fail("Workflow checkpoint_ttl must be a duration such as 30m, 12h or 7d, or a positive "
-              "number of milliseconds", "checkpoint_ttl")
+    if ttl is ABSENT or checkpoint_ttl_ms(ttl) is not None:
+        return
+    try:
+        bounds.CHECKPOINT_TTL.parse(ttl, "checkpoint_ttl")
+    except bounds.BoundError as exc:
+        if exc.kind == "range":
+            limit = bounds.CHECKPOINT_TTL.limit_text()
+            yield f"Workflow checkpoint_ttl must be at most {limit}", ("checkpoint_ttl",)
+            return
+    yield ("Workflow checkpoint_ttl must be a duration such as 30m, 12h or 7d, or a positive "
+           "number of milliseconds", ("checkpoint_ttl",))
 
 
-def _check_step(step: Any, at: Path, walk: _Walk) -> None:
+def _check_step(step: Any, at: Path, walk: _Walk) -> Iterator[Problem]:
     if not _is_object(step):
-        _fail("Workflow step must be an object", *at)
+        yield "Workflow step must be an object", at
+        return
     sid = _get(step, "id")
     if not _truthy(sid) or not isinstance(sid, str):
-        _fail("Workflow step requires an id", *at, "id")
-    _check_workflow_ref(step, sid, at)
+        yield "Workflow step requires an id", (*at, "id")
+        return
+    yield from _check_workflow_ref(step, sid, at)
     parallel = step.get("parallel", ABSENT)
     if parallel is not ABSENT and not isinstance(parallel, dict):
-        _fail(f"Workflow step {sid} parallel must be an object", *at, "parallel")
+        yield f"Workflow step {sid} parallel must be an object", (*at, "parallel")
     is_parallel = isinstance(parallel, dict)
     if is_parallel:
-        _check_parallel(parallel, sid, (*at, "parallel"), walk.seen)
+        yield from _check_parallel(parallel, sid, (*at, "parallel"), walk.seen)
     for_each = step.get("for_each", ABSENT)
     if for_each is not ABSENT and not isinstance(for_each, str):
-        _fail(f"Workflow step {sid} for_each must be a string (step reference expression)", *at, "for_each")
+        yield (f"Workflow step {sid} for_each must be a string (step reference expression)",
+               (*at, "for_each"))
     is_for_each = isinstance(for_each, str)
     if is_for_each:
-        _check_for_each(step, sid, at, walk)
-    _check_execution(step, sid, at, is_parallel, is_for_each)
-    _check_input(step, sid, at, walk)
-    _check_approval(step.get("approval", ABSENT), sid, (*at, "approval"))
-    _check_limits(step, sid, at)
+        yield from _check_for_each(step, sid, at, walk)
+    if all(_typed(step, key, kind) for key, kind in _KIND_FIELDS):
+        yield from _check_execution(step, sid, at, is_parallel, is_for_each)
+    yield from _check_strings(step, f"Workflow step {sid}", at)
+    yield from _check_input(step, sid, at, walk)
+    yield from _check_approval(step.get("approval", ABSENT), sid, (*at, "approval"))
+    yield from _check_limits(step, sid, at)
     if sid in walk.seen and not walk.lenient:
-        _fail(f"Duplicate workflow step id: {sid}", *at, "id")
-    if is_parallel:
-        walk.seen.update(branch["id"] for branch in parallel["branches"])
+        yield f"Duplicate workflow step id: {sid}", (*at, "id")
     walk.seen.add(sid)
+    if is_parallel and isinstance(parallel.get("branches"), list):
+        walk.seen.update(bid for bid in map(_id_of, parallel["branches"]) if bid is not None)
 
 
-def _check_workflow_ref(step: dict, sid: str, at: Path) -> None:
+def _id_of(value: Any) -> str | None:
+    """A step's or branch's id when it is one (a non-empty string), else None."""
+    sid = _get(value, "id")
+    return sid if isinstance(sid, str) and sid else None
+
+
+# the fields that name a step's kind: with one of the wrong type, the kind cannot be told
+_KIND_FIELDS = (("workflow", str), ("parallel", dict), ("for_each", str))
+
+
+def _typed(step: dict, key: str, kind: type) -> bool:
+    """Whether a step's field is absent or of its type."""
+    value = step.get(key, ABSENT)
+    return value is ABSENT or isinstance(value, kind)
+
+
+def _check_workflow_ref(step: dict, sid: str, at: Path) -> Iterator[Problem]:
     workflow = step.get("workflow", ABSENT)
     if workflow is not ABSENT and not isinstance(workflow, str):
-        _fail(f"Workflow step {sid} workflow must be a string (file path)", *at, "workflow")
+        yield f"Workflow step {sid} workflow must be a string (file path)", (*at, "workflow")
     if isinstance(workflow, str) and not workflow.strip():
-        _fail(f"Workflow step {sid} workflow path cannot be blank", *at, "workflow")
+        yield f"Workflow step {sid} workflow path cannot be blank", (*at, "workflow")
     args = step.get("workflow_args", ABSENT)
     if args is not ABSENT and not isinstance(args, dict):
-        _fail(f"Workflow step {sid} workflow_args must be a plain object", *at, "workflow_args")
+        yield (f"Workflow step {sid} workflow_args must be a plain object",
+               (*at, "workflow_args"))
 
 
-def _check_parallel(parallel: dict, sid: str, at: Path, seen: set[str]) -> None:
+def _check_parallel(parallel: dict, sid: str, at: Path, seen: set[str]) -> Iterator[Problem]:
     branches = parallel.get("branches", ABSENT)
-    if not isinstance(branches, list) or not branches:
-        _fail(f"Workflow step {sid} parallel requires a non-empty branches array", *at, "branches")
+    valid = isinstance(branches, list) and bool(branches)
+    if not valid:
+        yield (f"Workflow step {sid} parallel requires a non-empty branches array",
+               (*at, "branches"))
     if parallel.get("wait", ABSENT) not in (ABSENT, "all", "any"):
-        _fail(f'Workflow step {sid} parallel wait must be "all" or "any"', *at, "wait")
+        yield f'Workflow step {sid} parallel wait must be "all" or "any"', (*at, "wait")
     timeout = parallel.get("timeout_ms", ABSENT)
     if timeout is not ABSENT and not _valid_timeout(timeout):
-        _fail(
-            f"Workflow step {sid} parallel timeout_ms must be a positive integer between 1 and {MAX_TIMEOUT_MS}",
-            *at,
-            "timeout_ms",
-        )
+        yield (f"Workflow step {sid} parallel timeout_ms must be a positive integer between 1 "
+               f"and {MAX_TIMEOUT_MS}", (*at, "timeout_ms"))
+    if not valid:
+        return
     branch_ids: set[str] = set()
     for index, branch in enumerate(branches):
-        _check_branch(branch, sid, (*at, "branches", index), branch_ids, seen)
+        yield from _check_branch(branch, sid, (*at, "branches", index), branch_ids, seen)
 
 
-def _check_branch(branch: Any, sid: str, at: Path, branch_ids: set[str], seen: set[str]) -> None:
+def _check_branch(branch: Any, sid: str, at: Path, branch_ids: set[str],
+                  seen: set[str]) -> Iterator[Problem]:
     if not _is_object(branch):
-        _fail(f"Workflow step {sid} parallel branches must be objects", *at)
+        yield f"Workflow step {sid} parallel branches must be objects", at
+        return
     bid = _get(branch, "id")
     if not _truthy(bid) or not isinstance(bid, str):
-        _fail(f"Workflow step {sid} parallel branch requires an id", *at, "id")
+        yield f"Workflow step {sid} parallel branch requires an id", (*at, "id")
+        return
     if bid == sid:
-        _fail(f"Workflow step {sid} parallel branch id cannot match the step id", *at, "id")
+        yield f"Workflow step {sid} parallel branch id cannot match the step id", (*at, "id")
     if bid in branch_ids:
-        _fail(f"Workflow step {sid} duplicate parallel branch id: {bid}", *at, "id")
+        yield f"Workflow step {sid} duplicate parallel branch id: {bid}", (*at, "id")
     if bid in seen:
-        _fail(f"Duplicate workflow id across steps/parallel branches: {bid}", *at, "id")
+        yield f"Duplicate workflow id across steps/parallel branches: {bid}", (*at, "id")
     branch_ids.add(bid)
     pipeline = branch.get("pipeline", ABSENT)
     count = _truthy(_shell_line(branch)) + (isinstance(pipeline, str) and pipeline != "")
     prefix = f"Workflow step {sid} parallel branch {bid}"
     if count == 0:
-        _fail(f"{prefix} requires run, command, or pipeline", *at)
+        yield f"{prefix} requires run, command, or pipeline", at
     if count > 1:
-        _fail(f"{prefix} can only define one of run, command, or pipeline", *at)
-    _check_strings(branch, prefix, at)
+        yield f"{prefix} can only define one of run, command, or pipeline", at
+    yield from _check_strings(branch, prefix, at)
 
 
-def _check_strings(step: Any, prefix: str, at: Path) -> None:
+def _check_strings(step: Any, prefix: str, at: Path) -> Iterator[Problem]:
     for key in ("run", "command", "pipeline"):
         value = step.get(key, ABSENT)
         if value is not ABSENT and not isinstance(value, str):
-            _fail(f"{prefix} {key} must be a string", *at, key)
+            yield f"{prefix} {key} must be a string", (*at, key)
 
 
-def _check_for_each(step: dict, sid: str, at: Path, walk: _Walk) -> None:
+def _check_for_each(step: dict, sid: str, at: Path, walk: _Walk) -> Iterator[Problem]:
     subs = step.get("steps", ABSENT)
     if not isinstance(subs, list) or not subs:
-        _fail(f"Workflow step {sid} for_each requires a non-empty steps array", *at, "steps")
+        yield f"Workflow step {sid} for_each requires a non-empty steps array", (*at, "steps")
+        subs = []
     batch = step.get("batch_size", ABSENT)
     if batch is not ABSENT and not (_is_integer(batch) and batch >= 1):
-        _fail(f"Workflow step {sid} batch_size must be a positive integer", *at, "batch_size")
+        yield f"Workflow step {sid} batch_size must be a positive integer", (*at, "batch_size")
     pause = step.get("pause_ms", ABSENT)
     if pause is not ABSENT and not (_is_finite(pause) and pause >= 0):
-        _fail(f"Workflow step {sid} pause_ms must be a finite non-negative number", *at, "pause_ms")
-    if is_approval(step.get("approval", ABSENT)):
-        _fail(
-            f"Workflow step {sid} for_each steps cannot define approval (use a separate step after the loop)",
-            *at,
-            "approval",
-        )
-    if is_input(step.get("input", ABSENT)):
-        _fail(
-            f"Workflow step {sid} for_each steps cannot define input (use a separate step after the loop)",
-            *at,
-            "input",
-        )
+        yield (f"Workflow step {sid} pause_ms must be a finite non-negative number",
+               (*at, "pause_ms"))
+    for key, defines in (("approval", is_approval), ("input", is_input)):
+        if defines(step.get(key, ABSENT)):
+            yield (f"Workflow step {sid} for_each steps cannot define {key} (use a separate "
+                   "step after the loop)", (*at, key))
     if step.get("stdin", ABSENT) not in (ABSENT, None):
-        _fail(
-            f"Workflow step {sid} for_each steps cannot define stdin (loop input comes from the for_each expression)",
-            *at,
-            "stdin",
-        )
+        yield (f"Workflow step {sid} for_each steps cannot define stdin (loop input comes from "
+               "the for_each expression)", (*at, "stdin"))
     pipeline = step.get("pipeline", ABSENT)
     if (
         _truthy(_shell_line(step))
@@ -291,53 +315,60 @@ def _check_for_each(step: dict, sid: str, at: Path, walk: _Walk) -> None:
         or _truthy(step.get("workflow", ABSENT))
         or _truthy(step.get("parallel", ABSENT))
     ):
-        _fail(f"Workflow step {sid} for_each cannot also define run, command, pipeline, workflow, or parallel", *at)
-    item_var, index_var = step.get("item_var", ABSENT), step.get("index_var", ABSENT)
-    if item_var is not ABSENT and not isinstance(item_var, str):
-        _fail(f"Workflow step {sid} item_var must be a string", *at, "item_var")
-    if index_var is not ABSENT and not isinstance(index_var, str):
-        _fail(f"Workflow step {sid} index_var must be a string", *at, "index_var")
-    item_var = fields.default(fields.STEP, "item_var") if item_var is ABSENT else item_var
-    index_var = fields.default(fields.STEP, "index_var") if index_var is ABSENT else index_var
-    if item_var == index_var:
-        _fail(f"Workflow step {sid} item_var and index_var cannot be the same", *at, "index_var")
+        yield (f"Workflow step {sid} for_each cannot also define run, command, pipeline, "
+               "workflow, or parallel", at)
+    loop_vars = []
+    for key in ("item_var", "index_var"):
+        value = step.get(key, ABSENT)
+        if value is not ABSENT and not isinstance(value, str):
+            yield f"Workflow step {sid} {key} must be a string", (*at, key)
+        loop_vars.append(fields.default(fields.STEP, key) if value is ABSENT else value)
+    item_var, index_var = loop_vars
+    if isinstance(item_var, str) and item_var == index_var:
+        yield (f"Workflow step {sid} item_var and index_var cannot be the same",
+               (*at, "index_var"))
     sub_ids: set[str] = set()
     for index, sub in enumerate(subs):
-        _check_sub_step(sub, sid, (*at, "steps", index), (item_var, index_var), sub_ids, walk)
+        yield from _check_sub_step(sub, sid, (*at, "steps", index), (item_var, index_var),
+                                   sub_ids, walk)
 
 
-def _check_sub_step(sub: Any, sid: str, at: Path, loop_vars: tuple[str, str], sub_ids: set[str],
-                    walk: _Walk) -> None:
+def _check_sub_step(sub: Any, sid: str, at: Path, loop_vars: tuple[Any, Any],
+                    sub_ids: set[str], walk: _Walk) -> Iterator[Problem]:
     sub_id = _get(sub, "id")
     if not _is_object(sub) or not _truthy(sub_id) or not isinstance(sub_id, str):
-        _fail(f"Workflow step {sid} for_each sub-step requires an id", *at, "id")
+        yield f"Workflow step {sid} for_each sub-step requires an id", (*at, "id")
+        return
     if sub_id in loop_vars:
-        _fail(f"Workflow step {sid} for_each sub-step id '{sub_id}' conflicts with loop variable", *at, "id")
+        yield (f"Workflow step {sid} for_each sub-step id '{sub_id}' conflicts with loop "
+               "variable", (*at, "id"))
     if sub_id in sub_ids and not walk.lenient:
-        _fail(f"Workflow step {sid} duplicate for_each sub-step id: {sub_id}", *at, "id")
+        yield f"Workflow step {sid} duplicate for_each sub-step id: {sub_id}", (*at, "id")
     sub_ids.add(sub_id)
     prefix = f"Workflow step {sid} for_each sub-step {sub_id}"
-    _check_strings(sub, prefix, at)
+    yield from _check_strings(sub, prefix, at)
     if any(_truthy(sub.get(key, ABSENT)) for key in ("workflow", "parallel", "for_each")):
-        _fail(f"{prefix} cannot define workflow, parallel, or for_each", *at)
+        yield f"{prefix} cannot define workflow, parallel, or for_each", at
     shell = _nonblank_str(sub.get("run", ABSENT)) or _nonblank_str(sub.get("command", ABSENT))
     pipeline = _nonblank_str(sub.get("pipeline", ABSENT))
     # Deliberate difference (SPEC 9.5): approval and input gates may stand inside a loop,
     # because the frame keeps the loop stack; the reference rejects them.
     approval, inputs = is_approval(sub.get("approval", ABSENT)), is_input(sub.get("input", ABSENT))
     if inputs and (shell or pipeline):
-        _fail(f"{prefix} input steps cannot define run, command, or pipeline", *at)
+        yield f"{prefix} input steps cannot define run, command, or pipeline", at
     if approval and inputs:
-        _fail(f"{prefix} cannot define both approval and input", *at)
+        yield f"{prefix} cannot define both approval and input", at
     if not shell and not pipeline and not approval and not inputs:
-        _fail(f"{prefix} requires run, command, or pipeline", *at)
+        yield f"{prefix} requires run, command, or pipeline", at
     if shell and pipeline:
-        _fail(f"{prefix} can only define one of run, command, or pipeline", *at)
+        yield f"{prefix} can only define one of run, command, or pipeline", at
     if inputs:
-        _check_input(sub, prefix.removeprefix("Workflow step "), at, walk)
+        yield from _check_input(sub, prefix.removeprefix("Workflow step "), at, walk)
 
 
-def _check_execution(step: dict, sid: str, at: Path, is_parallel: bool, is_for_each: bool) -> None:
+def _check_execution(step: dict, sid: str, at: Path, is_parallel: bool,
+                     is_for_each: bool) -> Iterator[Problem]:
+    """The one-kind-of-step rule (its run/command/pipeline types are _check_strings')."""
     pipeline = step.get("pipeline", ABSENT)
     count = (
         _truthy(_shell_line(step))
@@ -346,40 +377,41 @@ def _check_execution(step: dict, sid: str, at: Path, is_parallel: bool, is_for_e
         + is_parallel
         + is_for_each
     )
-    approval, inputs = is_approval(step.get("approval", ABSENT)), is_input(step.get("input", ABSENT))
+    approval = is_approval(step.get("approval", ABSENT))
+    inputs = is_input(step.get("input", ABSENT))
+    kinds = "run, command, pipeline, workflow, parallel, or for_each"
     if count == 0 and not approval and not inputs:
-        _fail(
-            f"Workflow step {sid} requires run, command, pipeline, workflow, parallel, for_each, approval, or input",
-            *at,
-        )
+        yield (f"Workflow step {sid} requires run, command, pipeline, workflow, parallel, "
+               "for_each, approval, or input", at)
     if count > 1:
-        _fail(f"Workflow step {sid} can only define one of run, command, pipeline, workflow, parallel, or for_each", *at)
+        yield f"Workflow step {sid} can only define one of {kinds}", at
     if count > 0 and inputs:
-        _fail(
-            f"Workflow step {sid} input steps cannot define run, command, pipeline, workflow, parallel, or for_each",
-            *at,
-        )
+        yield f"Workflow step {sid} input steps cannot define {kinds}", at
     if approval and inputs:
-        _fail(f"Workflow step {sid} cannot define both approval and input", *at)
-    _check_strings(step, f"Workflow step {sid}", at)
+        yield f"Workflow step {sid} cannot define both approval and input", at
 
 
-def _check_input(step: dict, sid: str, at: Path, walk: _Walk) -> None:
+def _check_input(step: dict, sid: str, at: Path, walk: _Walk) -> Iterator[Problem]:
     value = step.get("input", ABSENT)
     if value is ABSENT:
         return
+    at = (*at, "input")
     if not is_input(value):
-        _fail(f"Workflow step {sid} input must be an object", *at, "input")
+        yield f"Workflow step {sid} input must be an object", at
+        return
     if not isinstance(value.get("prompt", ABSENT), str):
-        _fail(f"Workflow step {sid} input.prompt must be a string", *at, "input", "prompt")
+        yield f"Workflow step {sid} input.prompt must be a string", (*at, "prompt")
     schema = value.get("responseSchema", ABSENT)
     if not (schema is None or _is_object(schema)):
-        _fail(f"Workflow step {sid} input.responseSchema must be an object", *at, "input", "responseSchema")
+        yield (f"Workflow step {sid} input.responseSchema must be an object",
+               (*at, "responseSchema"))
+        return
     if walk.lenient and isinstance(schema, dict):
         return  # lint reports it (E213)
     problem = _schema_problem(schema)
     if problem is not None:
-        _fail(f"Workflow step {sid} input.responseSchema is invalid: {problem}", *at, "input", "responseSchema")
+        yield (f"Workflow step {sid} input.responseSchema is invalid: {problem}",
+               (*at, "responseSchema"))
 
 
 def _schema_problem(schema: Any) -> str | None:
@@ -416,46 +448,45 @@ _IDENTITY_FIELDS = (
 )
 
 
-def _check_approval(approval: Any, sid: str, at: Path) -> None:
+def _check_approval(approval: Any, sid: str, at: Path) -> Iterator[Problem]:
     if not isinstance(approval, dict):
         return
     for key, kind, noun in _IDENTITY_FIELDS:
         value = approval.get(key, ABSENT)
         if value is not ABSENT and not isinstance(value, kind):
-            _fail(f"Workflow step {sid} approval.{key} must be {noun}", *at, key)
+            yield f"Workflow step {sid} approval.{key} must be {noun}", (*at, key)
 
 
 def _valid_timeout(value: Any) -> bool:
     return _is_integer(value) and 1 <= value <= MAX_TIMEOUT_MS
 
 
-def _check_limits(step: dict, sid: str, at: Path) -> None:
+def _check_limits(step: dict, sid: str, at: Path) -> Iterator[Problem]:
     timeout = step.get("timeout_ms", ABSENT)
     if timeout is not ABSENT and not _valid_timeout(timeout):
-        _fail(
-            f"Workflow step {sid} timeout_ms must be a positive integer between 1 and {MAX_TIMEOUT_MS}",
-            *at,
-            "timeout_ms",
-        )
+        yield (f"Workflow step {sid} timeout_ms must be a positive integer between 1 and "
+               f"{MAX_TIMEOUT_MS}", (*at, "timeout_ms"))
     if step.get("on_error", ABSENT) not in (ABSENT, "stop", "continue", "skip_rest"):
-        _fail(f'Workflow step {sid} on_error must be "stop", "continue", or "skip_rest"', *at, "on_error")
+        yield (f'Workflow step {sid} on_error must be "stop", "continue", or "skip_rest"',
+               (*at, "on_error"))
     retry = step.get("retry", ABSENT)
     if retry is ABSENT:
         return
-    if not isinstance(retry, dict):
-        _fail(f"Workflow step {sid} retry must be an object", *at, "retry")
     at = (*at, "retry")
+    if not isinstance(retry, dict):
+        yield f"Workflow step {sid} retry must be an object", at
+        return
     value = retry.get("max", ABSENT)
     if value is not ABSENT and not (_is_integer(value) and value >= 1):
-        _fail(f"Workflow step {sid} retry.max must be a positive integer", *at, "max")
+        yield f"Workflow step {sid} retry.max must be a positive integer", (*at, "max")
     if retry.get("backoff", ABSENT) not in (ABSENT, "fixed", "exponential"):
-        _fail(f'Workflow step {sid} retry.backoff must be "fixed" or "exponential"', *at, "backoff")
+        yield (f'Workflow step {sid} retry.backoff must be "fixed" or "exponential"',
+               (*at, "backoff"))
     for key in ("delay_ms", "max_delay_ms"):
         value = retry.get(key, ABSENT)
         if value is not ABSENT and not (_is_finite(value) and value >= 0):
-            _fail(f"Workflow step {sid} retry.{key} must be a finite non-negative number", *at, key)
+            yield (f"Workflow step {sid} retry.{key} must be a finite non-negative number",
+                   (*at, key))
     value = retry.get("jitter", ABSENT)
     if value is not ABSENT and not isinstance(value, bool):
-        _fail(f"Workflow step {sid} retry.jitter must be a boolean", *at, "jitter")
-
-
+        yield f"Workflow step {sid} retry.jitter must be a boolean", (*at, "jitter")

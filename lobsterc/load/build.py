@@ -53,7 +53,7 @@ class Library:
 def load(path: str, *, lenient: bool = False, library: Library | None = None,
          text: str | None = None) -> Loaded:
     """Read, parse, validate and build a workflow file and the files it calls. `lenient` (lint)
-    reports every repeated id and invalid responseSchema before the first other problem.
+    reports every problem of the file's structure (lobsterc.check.problems.lint_problems).
     `text` stands for the file's text (an editor's unsaved buffer); callees are read from disk."""
     if library is None:
         library = Library()
