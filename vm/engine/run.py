@@ -17,6 +17,7 @@ from vm.engine.outcome import Failed, Finished
 from vm.host.commands import CommandError, Context
 from vm.host.commands.base import timed_out
 from vm.host.process import ProcessError, env_output_cap
+from vm.isa import cost
 from vm.isa.frame import CallFrame, Frame, LoopFrame, TryFrame
 from vm.isa.ops import Loop, Policy, Retry
 from vm.isa.program import Program
@@ -110,6 +111,7 @@ class Run:
         if self.billing():
             if bill:
                 self.bill(step, result)
+            self.settle(step)
             self.check_cost_limit()
         if done and self.events is not None:
             self.events.finished(step)
@@ -122,8 +124,15 @@ class Run:
         """Add the step's LLM usage to the run's ledger (warnings go to the log)."""
         value = result.get("json")
         items = value if isinstance(value, list) else [] if value is None else [value]
-        for warning in self.frame.cost.bill(step, items, self.host.ctx.env,
-                                            self.host.cost_warned):
+        for warning in self.frame.cost.bill(step, items, self.host.ctx.env, self.host.cost_warned,
+                                            cost.run_of(self.ctx.scope), len(self.frame.calls)):
+            self.host.log(warning + "\n")
+
+    def settle(self, step: str) -> None:
+        """Bill to `step` the live LLM calls no result billed at this level (see Ledger.settle),
+        before the next step runs, as the original."""
+        for warning in self.frame.cost.settle(step, self.host.ctx.env, self.host.cost_warned,
+                                              cost.run_of(self.ctx.scope), len(self.frame.calls)):
             self.host.log(warning + "\n")
 
     def check_cost_limit(self) -> None:
@@ -190,6 +199,8 @@ class Run:
             if policy.on_error == "stop" or run_over or error_code == "T422":
                 continue
             frame.results[step] = {"id": step, "error": True, "errorMessage": message}
+            if self.billing():
+                self.settle(step)  # the calls it paid for before failing (as the original)
             if self.events is not None:
                 self.events.failed(step, frame.pc - 1, error_code, message, policy.on_error)
             if policy.on_error == "continue":
@@ -219,19 +230,18 @@ class Run:
             call = frame.calls.pop()
             step = self.restore_caller(call)
             frame.pc = call.site + 1
-            # its output was billed in the sub-workflow: only the caller's limit is checked
-            self.record(step, steps.call_result(step, output), bill=False)
+            # the caller bills its output and the live calls made in it (its other spend is
+            # the sub-workflow's own, as in the original)
+            self.record(step, steps.call_result(step, output))
             return None
         if frame.cost.limit is not None:
             self.check_cost_limit()  # once more as the run ends, as the original
         return Finished(output)
 
     def restore_caller(self, call: CallFrame) -> str:
-        """Back to the caller's scope; the sub-workflow's spend (finished or failed) becomes
-        the spend of the calling step, whose id this returns."""
+        """Back to the caller's scope; returns the id of the calling step."""
         frame = self.frame
         step = self.K[self.program.code[call.site].a]
-        call.cost.absorb(step, frame.cost)
         frame.results, frame.args, frame.env = call.results, call.args, call.env
         frame.last_step, frame.cost = call.last_step, call.cost
         return step
