@@ -139,11 +139,16 @@ class Run:
         """The current workflow's cost_limit against its spend so far: a warning, or a stop.
         A sub-workflow is held to its own limit; its spend counts against the caller's when
         the calling step ends (see `restore_caller`)."""
+        error = self.over_limit()
+        if error:
+            raise CommandError(error, code="T460", retryable=False)
+
+    def over_limit(self) -> str | None:
+        """The cost_limit check: its warning goes to the log, its stop is returned."""
         error, warning = self.frame.cost.check()
         if warning:
             self.host.log(warning + "\n")
-        if error:
-            raise CommandError(error, code="T460", retryable=False)
+        return error
 
     # the try stack ---------------------------------------------------------------------------
     def push_try(self, entry: TryFrame, policy: Policy) -> None:
@@ -199,8 +204,11 @@ class Run:
             if policy.on_error == "stop" or run_over or error_code == "T422":
                 continue
             frame.results[step] = {"id": step, "error": True, "errorMessage": message}
-            if self.billing():
-                self.settle(step)  # the calls it paid for before failing (as the original)
+            if self.billing():  # the calls it paid for before failing, before going on
+                self.settle(step)
+                over = self.over_limit()
+                if over:
+                    return Failed("T460", over)
             if self.events is not None:
                 self.events.failed(step, frame.pc - 1, error_code, message, policy.on_error)
             if policy.on_error == "continue":
