@@ -44,9 +44,9 @@ def test_unknown_models_warn_once_per_process_and_cost_nothing():
     ledger = cost.Ledger()
     warned: set = set()
     item = {"model": "mystery", "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
-    assert ledger.bill("a", [item], {}, warned) == [
+    assert ledger.bill("a", [item], {}, warned) == [(
         '[WARN] No LLM pricing configured for model "mystery"; recording zero cost. Set '
-        'LOBSTER_LLM_PRICING_JSON to enable cost_limit enforcement for this model.']
+        'LOBSTER_LLM_PRICING_JSON to enable cost_limit enforcement for this model.')]
     assert ledger.bill("b", [item], {}, warned) == []
     assert (ledger.input_tokens, ledger.output_tokens) == (10, 2)
 
@@ -269,7 +269,7 @@ def test_a_replay_bills_a_call_under_its_key_still_unbilled():
 class Adapter(BaseHTTPRequestHandler):
     """An LLM adapter that answers every call with $0.35 of gpt-4o usage."""
 
-    def do_POST(self):  # noqa: N802 - http.server's naming
+    def do_POST(self):
         self.rfile.read(int(self.headers["content-length"]))
         body = json.dumps({"ok": True, "result": {"output": {"text": "hi"}, **GPT}}).encode()
         self.send_response(200)
@@ -300,15 +300,15 @@ LLM = "llm.invoke --prompt hi --disable-cache"
                                       f"{LLM} | pick usage", f"{LLM} | json"])
 def test_a_call_is_billed_whatever_the_stages_after_it_do(tmp_path, llm_env, pipeline):
     """Issue 18 item 3: the original bills the call itself, not the items that come out."""
-    env, logged = run_workflow(tmp_path, "warn", [{"id": "ask", "pipeline": pipeline}])
+    _, logged = run_workflow(tmp_path, "warn", [{"id": "ask", "pipeline": pipeline}])
     assert logged == [WARNED] * 3
 
 
 def test_an_answer_handed_to_a_later_step_is_not_billed_again(tmp_path, llm_env):
-    env, logged = run_workflow(tmp_path, "warn", [
+    _, logged = run_workflow(tmp_path, "warn", [
         {"id": "ask", "pipeline": LLM}, {"id": "again", "pipeline": "head", "stdin": "$ask.json"}])
     assert logged == [WARNED] * 4
-    env, logged = run_workflow(tmp_path, "warn", [  # printed by a shell step: a copy, billed
+    _, logged = run_workflow(tmp_path, "warn", [  # printed by a shell step: a copy, billed
         {"id": "ask", "pipeline": LLM}, {"id": "again", "run": "cat", "stdin": "$ask.stdout"}])
     assert logged == [WARNED] + ["[WARN] Cost $0.7000 exceeds limit $0.25\n"] * 3
 

@@ -103,7 +103,7 @@ class LiveCall:
     the original, whose composed runs bill their own steps while the caller bills the call
     again): `claimed` holds the nesting levels that billed it."""
 
-    __slots__ = ("run", "key", "model", "usage", "claimed")
+    __slots__ = ("claimed", "key", "model", "run", "usage")
 
     def __init__(self, run: Any, key: str, model: str | None, usage: dict) -> None:
         self.run, self.key, self.model, self.usage = run, key, model, dict(usage)
@@ -147,6 +147,30 @@ def mark_live(item: dict, key: str, scope: Any) -> dict:
             _CALLS.pop(0)
         _CALLS.append(call)
     return item
+
+
+def restore_marks(results: Any, ledger: "Ledger") -> None:
+    """After a pause: mark as replays the answers among `results` of calls `ledger` billed
+    before it (same cache key, model and billable tokens), as the original does at the same
+    trusted boundary. Only these objects: JSON a step prints later stays billable."""
+    billed = {tuple(json.loads(text)) for text in ledger.billed_calls}
+    if not billed:
+        return
+    stack = [results]
+    with _LOCK:
+        while stack:
+            value = stack.pop()
+            if isinstance(value, list):
+                stack.extend(value)
+            elif isinstance(value, dict):
+                key, usage, model = value.get("cacheKey"), value.get("usage"), value.get("model")
+                if isinstance(key, str) and isinstance(usage, dict) and (
+                        key, model if isinstance(model, str) else None,
+                        *_billable(usage)) in billed:
+                    replay = Replay(key)
+                    _mark(value, replay)
+                    _mark(usage, replay)
+                stack.extend(value.values())
 
 
 def run_of(scope: Any) -> Any:
@@ -220,6 +244,11 @@ class Ledger:
     output_tokens: int = 0
     cost_usd: float = 0.0  # rounded to 1e-6 after every charge, as the original
     charges: tuple[Charge, ...] = field(default=())
+    # The live calls billed here, each `[cache key, model, input, output]` as JSON text: what
+    # survives a pause of the marks on their answers (`restore_marks`), as the original's
+    # resume state carries the calls it billed, so a step after the pause that hands on an
+    # answer from before it does not bill the call again.
+    billed_calls: tuple[str, ...] = field(default=())
 
     def bill(self, step_id: str, items: list, env: Mapping[str, str],
              warned: set | None = None, run: Any = None, level: int = 0) -> list[str]:
@@ -243,7 +272,7 @@ class Ledger:
                     continue
                 mark = _mark_of(item) or _mark_of(item["usage"])
                 if isinstance(mark, LiveCall) and level not in mark.claimed:
-                    _claim(mark, level)
+                    self._claim(mark, level)
                     self._charge(step_id, mark.model, mark.usage, table, warned, warnings)
                 elif mark is not None:
                     replays.append(mark.key)
@@ -252,14 +281,14 @@ class Ledger:
             for key in replays:
                 call = _open_call(run, level, key) if key is not None else None
                 if call is not None:
-                    _claim(call, level)
+                    self._claim(call, level)
                     self._charge(step_id, call.model, call.usage, table, warned, warnings)
             for item in copies:
                 model = usage_of(item)[2]
                 key = item.get("cacheKey") if isinstance(item.get("cacheKey"), str) else None
                 call = _open_call(run, level, key or None, (model, item["usage"]))
                 if call is not None:
-                    _claim(call, level)
+                    self._claim(call, level)
                 self._charge(step_id, model, item["usage"], table, warned, warnings)
         return warnings
 
@@ -271,9 +300,14 @@ class Ledger:
         warnings: list[str] = []
         with _LOCK:
             while (call := _open_call(run, level, None)) is not None:
-                _claim(call, level)
+                self._claim(call, level)
                 self._charge(step_id, call.model, call.usage, table, warned, warnings)
         return warnings
+
+    def _claim(self, call: LiveCall, level: int) -> None:
+        _claim(call, level)
+        self.billed_calls = (*self.billed_calls,
+                             json.dumps([call.key, call.model, *_billable(call.usage)]))
 
     def _charge(self, step_id: str, model: str | None, usage: Mapping, table: dict,
                 warned: set, warnings: list[str]) -> None:
