@@ -43,6 +43,8 @@ class Run:
             None if entry.remaining_ms is None else now + entry.remaining_ms / 1000
             for entry in frame.tries]
         self.ctx: Context = host.ctx
+        if not branch:
+            cost.reopen(cost.run_of(self.ctx.scope), self.ledgers())
         self.events = host.events  # a vm.engine.events.Emitter, or None: no one listens
         if self.events is not None:
             self.events.bind(program, frame.source_dir)
@@ -159,8 +161,15 @@ class Run:
         self.deadlines.pop()
         return self.frame.tries.pop()
 
+    def ledgers(self) -> list:
+        """The ledger of each workflow level, the outermost first."""
+        return [*(call.cost for call in self.frame.calls), self.frame.cost]
+
     def suspend(self) -> None:
-        """Turn the running deadlines back into time left, so the frame can be saved."""
+        """Turn the running deadlines back into time left and the calls not yet billed into
+        ledger entries, so the frame can be saved."""
+        if not self.branch:
+            cost.carry_open(cost.run_of(self.ctx.scope), self.ledgers())
         now = time.monotonic()
         for entry, deadline in zip(self.frame.tries, self.deadlines):
             entry.remaining_ms = None if deadline is None else max(0.0, (deadline - now) * 1000)

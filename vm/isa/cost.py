@@ -194,8 +194,36 @@ def _open_call(run: Any, level: int, key: str | None,
 
 def _claim(call: "LiveCall", level: int) -> None:
     call.claimed.add(level)
-    if level == 0 and call in _CALLS:  # the outermost workflow billed it: nothing owes it
+    if 0 in call.claimed and call in _CALLS:  # the outermost workflow has it: nothing owes it
         _CALLS.remove(call)
+
+
+def _call_text(call: LiveCall) -> str:
+    return json.dumps([call.key, call.model, *_billable(call.usage)])
+
+
+def carry_open(run: Any, ledgers: list["Ledger"]) -> None:
+    """As a run stops (it may be parked and resumed elsewhere): its calls not yet billed at a
+    level go into that level's ledger (`ledgers[level]`), out of this process's memory."""
+    with _LOCK:
+        for call in [c for c in _CALLS if c.run is run]:
+            for level, ledger in enumerate(ledgers):
+                if level not in call.claimed:
+                    ledger.open_calls = (*ledger.open_calls, _call_text(call))
+            _CALLS.remove(call)
+
+
+def reopen(run: Any, ledgers: list["Ledger"]) -> None:
+    """As a run starts or goes on: the calls `carry_open` kept, open again at their level."""
+    with _LOCK:
+        for level, ledger in enumerate(ledgers):
+            for text in ledger.open_calls:
+                key, model, tokens_in, tokens_out = json.loads(text)
+                call = LiveCall(run, key, model, {"inputTokens": tokens_in,
+                                                  "outputTokens": tokens_out})
+                call.claimed = set(range(len(ledgers))) - {level}
+                _CALLS.append(call)
+            ledger.open_calls = ()
 
 
 def _billable(usage: Mapping) -> tuple[int, int]:
@@ -249,6 +277,9 @@ class Ledger:
     # resume state carries the calls it billed, so a step after the pause that hands on an
     # answer from before it does not bill the call again.
     billed_calls: tuple[str, ...] = field(default=())
+    # The live calls this workflow level had not billed when the run paused (a pipeline parked
+    # at `ask` after paying), in the same form: billed after the resume, as the original.
+    open_calls: tuple[str, ...] = field(default=())
 
     def bill(self, step_id: str, items: list, env: Mapping[str, str],
              warned: set | None = None, run: Any = None, level: int = 0) -> list[str]:
@@ -306,8 +337,7 @@ class Ledger:
 
     def _claim(self, call: LiveCall, level: int) -> None:
         _claim(call, level)
-        self.billed_calls = (*self.billed_calls,
-                             json.dumps([call.key, call.model, *_billable(call.usage)]))
+        self.billed_calls = (*self.billed_calls, _call_text(call))
 
     def _charge(self, step_id: str, model: str | None, usage: Mapping, table: dict,
                 warned: set, warnings: list[str]) -> None:
