@@ -346,3 +346,32 @@ def test_a_step_that_fails_after_paying_is_billed(tmp_path, llm_env):
         {"id": "next", "run": "touch ran"}])
     assert env["error"]["message"] == STOPPED
     assert not (tmp_path / "ran").exists()
+
+
+def resume(tmp_path, halted: dict, **decision) -> tuple[dict, list[str]]:
+    request = halted.get("requiresApproval") or halted["requiresInput"]
+    logged: list[str] = []
+    env = handle({"action": "resume", "token": request["resumeToken"], **decision},
+                 Options(cwd=str(tmp_path), state_dir=str(tmp_path / "s"), log=logged.append))
+    return env, logged
+
+
+def test_an_answer_billed_before_a_pause_is_not_billed_again_after_it(tmp_path, llm_env):
+    """As the original, whose resume state names the calls it billed; printed copies are."""
+    halted, logged = run_workflow(tmp_path, "warn", [
+        {"id": "ask", "pipeline": LLM}, {"id": "gate", "approval": "go on?"},
+        {"id": "again", "pipeline": "pick model,usage,cacheKey", "stdin": "$ask.json"},
+        {"id": "printed", "run": "cat", "stdin": "$ask.stdout"}])
+    assert halted["status"] == "needs_approval" and logged == [WARNED] * 2
+    done, logged = resume(tmp_path, halted, approve=True)
+    assert done["output"] == ["done\n"]
+    assert logged == [WARNED] + ["[WARN] Cost $0.7000 exceeds limit $0.25\n"] * 3
+
+
+def test_a_call_paid_before_a_pipeline_parked_at_ask_is_billed_after_the_resume(tmp_path,
+                                                                               llm_env):
+    halted, logged = run_workflow(tmp_path, "stop", [
+        {"id": "ask", "pipeline": f"{LLM} | pick output | ask --prompt ok"}])
+    assert halted["status"] == "needs_input" and logged == []
+    done, _ = resume(tmp_path, halted, responseJson=json.dumps({"decision": "approve"}))
+    assert done["error"]["message"] == STOPPED
