@@ -375,3 +375,10 @@ def test_a_call_paid_before_a_pipeline_parked_at_ask_is_billed_after_the_resume(
     assert halted["status"] == "needs_input" and logged == []
     done, _ = resume(tmp_path, halted, responseJson=json.dumps({"decision": "approve"}))
     assert done["error"]["message"] == STOPPED
+
+
+def test_a_wait_any_loser_that_paid_is_not_billed(tmp_path, llm_env):
+    env, logged = run_workflow(tmp_path, "stop", parallel(
+        {"id": "a", "run": "sleep 0.3; echo hi"},
+        {"id": "b", "pipeline": f"{LLM} | exec --shell 'sleep 2'"}, wait="any"))
+    assert env["output"] == ["done\n"] and logged == []

@@ -103,10 +103,12 @@ class LiveCall:
     the original, whose composed runs bill their own steps while the caller bills the call
     again): `claimed` holds the nesting levels that billed it."""
 
-    __slots__ = ("claimed", "key", "model", "run", "usage")
+    __slots__ = ("claimed", "key", "model", "run", "scope", "usage")
 
-    def __init__(self, run: Any, key: str, model: str | None, usage: dict) -> None:
+    def __init__(self, run: Any, key: str, model: str | None, usage: dict,
+                 scope: Any = None) -> None:
         self.run, self.key, self.model, self.usage = run, key, model, dict(usage)
+        self.scope = scope  # where it was made: a parallel branch's own scope, say
         self.claimed: set[int] = set()
 
 
@@ -140,13 +142,36 @@ def mark_live(item: dict, key: str, scope: Any) -> dict:
         return item
     model = item.get("model") if isinstance(item.get("model"), str) else None
     with _LOCK:
-        call = LiveCall(run_of(scope), key, model, usage)
+        call = LiveCall(run_of(scope), key, model, usage, scope)
         _mark(item, call)
         _mark(usage, call)
+        if _cancelled(scope):  # a `wait: any` loser paying after the race: not the run's
+            return item
         while len(_CALLS) >= _CALLS_KEPT:
             _CALLS.pop(0)
         _CALLS.append(call)
     return item
+
+
+def _cancelled(scope: Any) -> bool:
+    while scope is not None and not getattr(scope, "cancelled", False):
+        scope = getattr(scope, "parent", None)
+    return scope is not None
+
+
+def drop_calls(scopes: list) -> None:
+    """Forget the calls made in `scopes` (the losing branches of a `wait: any` step): the
+    original keeps only the winner's spend, whenever a loser's call lands."""
+    with _LOCK:
+        _CALLS[:] = [call for call in _CALLS if not any(_within(call.scope, s) for s in scopes)]
+
+
+def _within(scope: Any, outer: Any) -> bool:
+    while scope is not None:
+        if scope is outer:
+            return True
+        scope = getattr(scope, "parent", None)
+    return False
 
 
 def restore_marks(results: Any, ledger: "Ledger") -> None:
