@@ -139,8 +139,8 @@ class Run:
 
     def check_cost_limit(self) -> None:
         """The current workflow's cost_limit against its spend so far: a warning, or a stop.
-        A sub-workflow is held to its own limit; its spend counts against the caller's when
-        the calling step ends (see `restore_caller`)."""
+        A sub-workflow is held to its own limit; its caller bills its output and the LLM calls
+        made in it when the calling step ends (see `finish_workflow`)."""
         error = self.over_limit()
         if error:
             raise CommandError(error, code="T460", retryable=False)
