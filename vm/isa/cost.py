@@ -1,6 +1,11 @@
 """LLM cost ledger of a run: usage of `llm.invoke` results, priced per million tokens, checked
 against a workflow's `cost_limit`. The ledger is a typed record that lives in the frame.
 
+What is billed follows the original: every live call llm.invoke pays for is billed once in
+the workflow that made it and once in each caller up the `workflow:` chain, whatever the
+stages after it do with its answer; a replay of an answer bills nothing unless its call is
+still unbilled; any other item that reports usage (a step printing JSON) is billed as it says.
+
 No `from __future__ import annotations`: the codec reads these records' annotations as objects.
 """
 
