@@ -382,3 +382,11 @@ def test_a_wait_any_loser_that_paid_is_not_billed(tmp_path, llm_env):
         {"id": "a", "run": "sleep 0.3; echo hi"},
         {"id": "b", "pipeline": f"{LLM} | exec --shell 'sleep 2'"}, wait="any"))
     assert env["output"] == ["done\n"] and logged == []
+
+
+def test_a_sub_workflows_own_stop_ends_the_run_whatever_the_callers_policy(tmp_path):
+    child = {"cost_limit": {"max_usd": 0.1, "action": "stop"},
+             "steps": [{"id": "ask", "run": SPEND}, {"id": "last", "run": "echo x"}]}
+    env, _ = run_workflow(tmp_path, "warn", [
+        {"id": "sub", "workflow": "c.json", "on_error": "continue"}], **{"c.json": child})
+    assert env["error"]["message"] == "Cost limit exceeded: $0.3500 > $0.10 limit"

@@ -210,7 +210,9 @@ class Run:
                     frame.pc = entry.site + 1
                     return None
             self.pop_try()
-            if policy.on_error == "stop" or run_over or error_code == "T422":
+            # a cancellation, and a cost limit (a sub-workflow's own too), end the run whatever
+            # the policy says, as the original
+            if policy.on_error == "stop" or run_over or error_code in ("T422", "T460"):
                 continue
             frame.results[step] = {"id": step, "error": True, "errorMessage": message}
             if self.billing():  # the calls it paid for before failing, before going on
