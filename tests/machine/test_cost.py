@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -10,6 +12,11 @@ from vm.isa import cost
 from vm.service.protocol import Options, handle
 
 GPT = {"model": "gpt-4o", "usage": {"inputTokens": 100_000, "outputTokens": 10_000}}
+
+
+def gpt(**fields) -> dict:
+    """A fresh $0.35 item: the marks llm.invoke leaves are on the objects, the usage one too."""
+    return {**GPT, "usage": dict(GPT["usage"]), **fields}
 
 
 def test_billing_prices_per_million_tokens():
@@ -25,11 +32,11 @@ def test_a_replay_llm_invoke_answered_is_not_billed_but_its_look_alike_is():
     step that prints `"cached": true` is billed (as in the original), so cost_limit cannot be
     evaded that way."""
     ledger = cost.Ledger()
-    ledger.bill("s", [cost.mark_replay({**GPT, "source": "cache", "cached": True})], {})
+    ledger.bill("s", [cost.mark_replay(gpt(source="cache", cached=True))], {})
     assert ledger.cost_usd == 0
     for look_alike in ({"cached": True}, {"replayed": True}, {"source": "cache"}, {"source": "run_state"}):
         ledger = cost.Ledger()
-        ledger.bill("s", [{**GPT, **look_alike}], {})
+        ledger.bill("s", [gpt(**look_alike)], {})
         assert ledger.cost_usd == 0.35, look_alike
 
 
@@ -37,9 +44,9 @@ def test_unknown_models_warn_once_per_process_and_cost_nothing():
     ledger = cost.Ledger()
     warned: set = set()
     item = {"model": "mystery", "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
-    assert ledger.bill("a", [item], {}, warned) == [
+    assert ledger.bill("a", [item], {}, warned) == [(
         '[WARN] No LLM pricing configured for model "mystery"; recording zero cost. Set '
-        'LOBSTER_LLM_PRICING_JSON to enable cost_limit enforcement for this model.']
+        'LOBSTER_LLM_PRICING_JSON to enable cost_limit enforcement for this model.')]
     assert ledger.bill("b", [item], {}, warned) == []
     assert (ledger.input_tokens, ledger.output_tokens) == (10, 2)
 
@@ -193,14 +200,193 @@ def test_a_sub_workflow_is_held_to_its_own_limit_and_its_caller_to_the_callers(t
     assert env["error"]["message"] == "Cost limit exceeded: $0.3500 > $0.10 limit"
 
 
-def test_the_spend_of_a_sub_workflow_parked_at_a_gate_survives_the_pause(tmp_path):
-    """The caller's ledger waits in the call record of the saved frame."""
-    child = {"steps": [{"id": "ask", "run": SPEND},
-                       {"id": "gate", "approval": "go on?", "run": "echo x"}]}
-    halted, _ = run_workflow(tmp_path, "stop", [{"id": "sub", "workflow": "c.json"}],
+def test_the_spend_of_a_caller_waiting_on_a_sub_workflow_parked_at_a_gate_survives_the_pause(
+        tmp_path):
+    """The caller's ledger waits in the call record of the saved frame: $0.20 before the
+    pause and the sub-workflow's output of $0.20 after it pass the $0.25 limit together."""
+    small = "echo '" + json.dumps({"model": "gpt-4o", "usage": {"inputTokens": 80_000}}) + "'"
+    child = {"steps": [{"id": "gate", "approval": "go on?", "run": "echo x"},
+                       {"id": "ask", "run": small}]}
+    halted, _ = run_workflow(tmp_path, "stop", [{"id": "first", "run": small},
+                                                {"id": "sub", "workflow": "c.json"}],
                              **{"c.json": child})
     assert halted["status"] == "needs_approval"
     done = handle({"action": "resume", "token": halted["requiresApproval"]["resumeToken"],
                    "approve": True},
                   Options(cwd=str(tmp_path), state_dir=str(tmp_path / "s")))
+    assert done["error"]["message"] == "Cost limit exceeded: $0.4000 > $0.25 limit"
+
+
+# live llm.invoke calls ---------------------------------------------------------------------
+RUN = object()  # stands for a run's root scope
+
+
+def test_a_live_answer_bills_its_call_once_at_what_the_call_cost():
+    item = cost.mark_live(gpt(), "k", RUN)
+    ledger = cost.Ledger()
+    ledger.bill("a", [{"usage": item["usage"]}], {}, run=RUN)  # `pick usage` dropped the model
+    assert ledger.summary()["byStep"][0]["model"] == "gpt-4o" and ledger.cost_usd == 0.35
+    ledger.bill("b", [item], {}, run=RUN)  # the same answer handed on: billed already
+    ledger.bill("c", [gpt()], {}, run=RUN)  # a copy printed by a step is always billed
+    assert ledger.settle("d", {}, set(), RUN, 0) == []
+    assert [c.step for c in ledger.charges] == ["a", "c"] and ledger.cost_usd == 0.7
+
+
+def test_a_call_no_item_billed_is_settled_and_a_matching_copy_settles_it():
+    cost.mark_live(gpt(), "k", RUN)  # its answer was dropped (`pick output`, `head --n 0`)
+    ledger = cost.Ledger()
+    ledger.settle("a", {}, set(), RUN, 0)
+    assert [(c.step, c.cost_usd) for c in ledger.charges] == [("a", 0.35)]
+    cost.mark_live(gpt(), "k", RUN)
+    ledger.bill("b", [gpt()], {}, run=RUN)  # a JSON round trip of it: billed, and settles it
+    ledger.settle("b", {}, set(), RUN, 0)
+    assert ledger.cost_usd == 0.7
+    cost.mark_live(gpt(), "k", object())  # another run's call is not this run's to bill
+    ledger.settle("c", {}, set(), RUN, 0)
+    assert ledger.cost_usd == 0.7
+
+
+def test_a_call_made_in_a_sub_workflow_is_billed_there_and_again_by_its_caller():
+    item = cost.mark_live(gpt(), "k", RUN)
+    child, caller = cost.Ledger(), cost.Ledger()
+    child.bill("ask", [item], {}, run=RUN, level=1)
+    child.settle("ask", {}, set(), RUN, 1)
+    caller.settle("sub", {}, set(), RUN, 0)
+    caller.bill("after", [item], {}, run=RUN)
+    assert (child.cost_usd, caller.cost_usd) == (0.35, 0.35)
+    assert caller.charges[0].step == "sub"
+
+
+def test_a_replay_bills_a_call_under_its_key_still_unbilled():
+    """Two identical calls racing a cold cache: each paid, the replay standing in for one."""
+    cost.mark_live(gpt(), "k", RUN)
+    ledger = cost.Ledger()
+    ledger.bill("a", [cost.mark_replay(gpt(cacheKey="k"))], {}, run=RUN)
+    ledger.bill("b", [cost.mark_replay(gpt(cacheKey="k"))], {}, run=RUN)
+    assert [c.step for c in ledger.charges] == ["a"]
+
+
+class Adapter(BaseHTTPRequestHandler):
+    """An LLM adapter that answers every call with $0.35 of gpt-4o usage."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["content-length"]))
+        body = json.dumps({"ok": True, "result": {"output": {"text": "hi"}, **GPT}}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def llm_env(monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Adapter)
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+    monkeypatch.setenv("OPENCLAW_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    for name in ("OPENCLAW_TOKEN", "LOBSTER_LLM_PROVIDER", "LOBSTER_RUN_STATE_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    yield
+    server.shutdown()
+    server.server_close()
+
+
+LLM = "llm.invoke --prompt hi --disable-cache"
+
+
+@pytest.mark.parametrize("pipeline", [f"{LLM} | pick output", f"{LLM} | head --n 0",
+                                      f"{LLM} | pick usage", f"{LLM} | json"])
+def test_a_call_is_billed_whatever_the_stages_after_it_do(tmp_path, llm_env, pipeline):
+    """Issue 18 item 3: the original bills the call itself, not the items that come out."""
+    _, logged = run_workflow(tmp_path, "warn", [{"id": "ask", "pipeline": pipeline}])
+    assert logged == [WARNED] * 3
+
+
+def test_an_answer_handed_to_a_later_step_is_not_billed_again(tmp_path, llm_env):
+    _, logged = run_workflow(tmp_path, "warn", [
+        {"id": "ask", "pipeline": LLM}, {"id": "again", "pipeline": "head", "stdin": "$ask.json"}])
+    assert logged == [WARNED] * 4
+    _, logged = run_workflow(tmp_path, "warn", [  # printed by a shell step: a copy, billed
+        {"id": "ask", "pipeline": LLM}, {"id": "again", "run": "cat", "stdin": "$ask.stdout"}])
+    assert logged == [WARNED] + ["[WARN] Cost $0.7000 exceeds limit $0.25\n"] * 3
+
+
+def test_a_for_each_bills_a_call_whose_answer_it_drops(tmp_path, llm_env):
+    env, _ = run_workflow(tmp_path, "stop", [
+        {"id": "list", "run": "echo '[1,2]'"},
+        {"id": "each", "for_each": "$list.json", "steps": [
+            {"id": "ask", "pipeline": f"{LLM} | pick output"}]}])
+    assert env["error"]["message"] == STOPPED
+
+
+@pytest.mark.parametrize("child_steps, billed", [
+    ([{"id": "s1", "run": SPEND}, {"id": "s2", "run": "echo x"}], False),  # printed, not output
+    ([{"id": "s1", "run": "echo x"}, {"id": "s2", "run": SPEND}], True),  # its output
+    ([{"id": "s1", "run": SPEND}, {"id": "s2", "run": SPEND}], True),  # the output only
+    ([{"id": "s1", "pipeline": LLM}, {"id": "s2", "run": "echo x"}], True),  # a live call
+    ([{"id": "s1", "pipeline": f"{LLM} | pick output"}], True),
+    ([{"id": "s1", "pipeline": LLM}, {"id": "s2", "run": "cat", "stdin": "$s1.stdout"}], True),
+])
+def test_a_caller_bills_a_sub_workflows_output_and_live_calls_only(tmp_path, llm_env,
+                                                                    child_steps, billed):
+    """Issue 18 item 3, as the original: usage a sub-workflow's other steps print is its own
+    spend; its caller bills its output and each LLM call made in it, each once."""
+    env, logged = run_workflow(tmp_path, "warn", [{"id": "sub", "workflow": "c.json"}],
+                               **{"c.json": {"steps": child_steps}})
+    assert env["output"] == ["done\n"]
+    assert logged == ([WARNED] * 3 if billed else [])
+
+
+def test_a_step_that_fails_after_paying_is_billed(tmp_path, llm_env):
+    """Its spend is settled as it fails, so `action: stop` stops before the next step."""
+    env, _ = run_workflow(tmp_path, "stop", [
+        {"id": "ask", "pipeline": f"{LLM} | exec --shell 'exit 3'", "on_error": "continue"},
+        {"id": "next", "run": "touch ran"}])
+    assert env["error"]["message"] == STOPPED
+    assert not (tmp_path / "ran").exists()
+
+
+def resume(tmp_path, halted: dict, **decision) -> tuple[dict, list[str]]:
+    request = halted.get("requiresApproval") or halted["requiresInput"]
+    logged: list[str] = []
+    env = handle({"action": "resume", "token": request["resumeToken"], **decision},
+                 Options(cwd=str(tmp_path), state_dir=str(tmp_path / "s"), log=logged.append))
+    return env, logged
+
+
+def test_an_answer_billed_before_a_pause_is_not_billed_again_after_it(tmp_path, llm_env):
+    """As the original, whose resume state names the calls it billed; printed copies are."""
+    halted, logged = run_workflow(tmp_path, "warn", [
+        {"id": "ask", "pipeline": LLM}, {"id": "gate", "approval": "go on?"},
+        {"id": "again", "pipeline": "pick model,usage,cacheKey", "stdin": "$ask.json"},
+        {"id": "printed", "run": "cat", "stdin": "$ask.stdout"}])
+    assert halted["status"] == "needs_approval" and logged == [WARNED] * 2
+    done, logged = resume(tmp_path, halted, approve=True)
+    assert done["output"] == ["done\n"]
+    assert logged == [WARNED] + ["[WARN] Cost $0.7000 exceeds limit $0.25\n"] * 3
+
+
+def test_a_call_paid_before_a_pipeline_parked_at_ask_is_billed_after_the_resume(tmp_path,
+                                                                               llm_env):
+    halted, logged = run_workflow(tmp_path, "stop", [
+        {"id": "ask", "pipeline": f"{LLM} | pick output | ask --prompt ok"}])
+    assert halted["status"] == "needs_input" and logged == []
+    done, _ = resume(tmp_path, halted, responseJson=json.dumps({"decision": "approve"}))
     assert done["error"]["message"] == STOPPED
+
+
+def test_a_wait_any_loser_that_paid_is_not_billed(tmp_path, llm_env):
+    env, logged = run_workflow(tmp_path, "stop", parallel(
+        {"id": "a", "run": "sleep 0.3; echo hi"},
+        {"id": "b", "pipeline": f"{LLM} | exec --shell 'sleep 2'"}, wait="any"))
+    assert env["output"] == ["done\n"] and logged == []
+
+
+def test_a_sub_workflows_own_stop_ends_the_run_whatever_the_callers_policy(tmp_path):
+    child = {"cost_limit": {"max_usd": 0.1, "action": "stop"},
+             "steps": [{"id": "ask", "run": SPEND}, {"id": "last", "run": "echo x"}]}
+    env, _ = run_workflow(tmp_path, "warn", [
+        {"id": "sub", "workflow": "c.json", "on_error": "continue"}], **{"c.json": child})
+    assert env["error"]["message"] == "Cost limit exceeded: $0.3500 > $0.10 limit"

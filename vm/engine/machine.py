@@ -16,6 +16,7 @@ from attrs import field
 from vm.core.records import define
 from vm.core.source import file_name
 from vm.host.commands import Context
+from vm.isa import cost
 from vm.isa.frame import FRAME_FORMAT, Frame, PipelineAskWait, StepApprovalWait, StepInputWait
 from vm.engine.gates import approval_pending, input_pending
 from vm.engine.interp import execute
@@ -81,3 +82,6 @@ def apply_decision(frame: Frame, answer: Any, approved_by: str | None = None) ->
     elif isinstance(pending, PipelineAskWait):
         frame.registers[pending.register] = [answer]
     frame.pending = None
+    for results, ledger in ((frame.results, frame.cost),
+                            *((call.results, call.cost) for call in frame.calls)):
+        cost.restore_marks(results, ledger)  # the answers billed before the pause

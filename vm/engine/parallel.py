@@ -11,6 +11,7 @@ from vm.core import js
 from vm.engine.outcome import Failed, Finished, Parked
 from vm.engine.run import Run, VMBug
 from vm.host.commands import CommandError
+from vm.isa import cost
 from vm.isa.ops import Parallel
 from vm.isa.program import Instr
 from vm.isa.regions import Region, regions_of
@@ -28,16 +29,19 @@ def op_parallel(run: Run, ins: Instr) -> None:
         own = time.monotonic() + spec.timeout_ms / 1000
         deadline = own if deadline is None else min(deadline, own)
     scope = run.ctx.scope.child()  # the branches' children: `wait: any` stops only these
-    host = evolve(run.host, ctx=evolve(run.ctx, deadline=deadline, scope=scope))
     regions = regions_of(run.program).regions(frame.pc - 1)
+    # a scope per branch: what a loser's LLM calls cost is not the run's (cost.drop_calls)
+    scopes = [scope.child() for _ in regions]
     with ThreadPoolExecutor(max_workers=max(len(regions), 1)) as pool:
-        futures = {pool.submit(_run_branch, run, region, host): region.name
-                   for region in regions}
+        futures = {pool.submit(_run_branch, run, region, evolve(run.host, ctx=evolve(
+            run.ctx, deadline=deadline, scope=branch_scope))): region.name
+                   for region, branch_scope in zip(regions, scopes)}
         if spec.wait == "any":
             done, pending = wait(futures, return_when=FIRST_COMPLETED)
             if pending:
                 scope.cancel()  # the losers' children; nothing outside this step
             winner = next(iter(done))
+            cost.drop_calls([s for s, f in zip(scopes, futures) if f is not winner])
             result = _branch_outcome(winner, step, spec, prefix="")
             _join(run, {futures[winner]: result})  # a loser is neither kept nor billed
             # the winner's JSON under its id (nothing when it printed none), its own stdout

@@ -17,6 +17,7 @@ from vm.engine.outcome import Failed, Finished
 from vm.host.commands import CommandError, Context
 from vm.host.commands.base import timed_out
 from vm.host.process import ProcessError, env_output_cap
+from vm.isa import cost
 from vm.isa.frame import CallFrame, Frame, LoopFrame, TryFrame
 from vm.isa.ops import Loop, Policy, Retry
 from vm.isa.program import Program
@@ -42,6 +43,8 @@ class Run:
             None if entry.remaining_ms is None else now + entry.remaining_ms / 1000
             for entry in frame.tries]
         self.ctx: Context = host.ctx
+        if not branch:
+            cost.reopen(cost.run_of(self.ctx.scope), self.ledgers())
         self.events = host.events  # a vm.engine.events.Emitter, or None: no one listens
         if self.events is not None:
             self.events.bind(program, frame.source_dir)
@@ -110,6 +113,7 @@ class Run:
         if self.billing():
             if bill:
                 self.bill(step, result)
+            self.settle(step)
             self.check_cost_limit()
         if done and self.events is not None:
             self.events.finished(step)
@@ -122,19 +126,31 @@ class Run:
         """Add the step's LLM usage to the run's ledger (warnings go to the log)."""
         value = result.get("json")
         items = value if isinstance(value, list) else [] if value is None else [value]
-        for warning in self.frame.cost.bill(step, items, self.host.ctx.env,
-                                            self.host.cost_warned):
+        for warning in self.frame.cost.bill(step, items, self.host.ctx.env, self.host.cost_warned,
+                                            cost.run_of(self.ctx.scope), len(self.frame.calls)):
+            self.host.log(warning + "\n")
+
+    def settle(self, step: str) -> None:
+        """Bill to `step` the live LLM calls no result billed at this level (see Ledger.settle),
+        before the next step runs, as the original."""
+        for warning in self.frame.cost.settle(step, self.host.ctx.env, self.host.cost_warned,
+                                              cost.run_of(self.ctx.scope), len(self.frame.calls)):
             self.host.log(warning + "\n")
 
     def check_cost_limit(self) -> None:
         """The current workflow's cost_limit against its spend so far: a warning, or a stop.
-        A sub-workflow is held to its own limit; its spend counts against the caller's when
-        the calling step ends (see `restore_caller`)."""
+        A sub-workflow is held to its own limit; its caller bills its output and the LLM calls
+        made in it when the calling step ends (see `finish_workflow`)."""
+        error = self.over_limit()
+        if error:
+            raise CommandError(error, code="T460", retryable=False)
+
+    def over_limit(self) -> str | None:
+        """The cost_limit check: its warning goes to the log, its stop is returned."""
         error, warning = self.frame.cost.check()
         if warning:
             self.host.log(warning + "\n")
-        if error:
-            raise CommandError(error, code="T460", retryable=False)
+        return error
 
     # the try stack ---------------------------------------------------------------------------
     def push_try(self, entry: TryFrame, policy: Policy) -> None:
@@ -145,8 +161,15 @@ class Run:
         self.deadlines.pop()
         return self.frame.tries.pop()
 
+    def ledgers(self) -> list:
+        """The ledger of each workflow level, the outermost first."""
+        return [*(call.cost for call in self.frame.calls), self.frame.cost]
+
     def suspend(self) -> None:
-        """Turn the running deadlines back into time left, so the frame can be saved."""
+        """Turn the running deadlines back into time left and the calls not yet billed into
+        ledger entries, so the frame can be saved."""
+        if not self.branch:
+            cost.carry_open(cost.run_of(self.ctx.scope), self.ledgers())
         now = time.monotonic()
         for entry, deadline in zip(self.frame.tries, self.deadlines):
             entry.remaining_ms = None if deadline is None else max(0.0, (deadline - now) * 1000)
@@ -187,9 +210,16 @@ class Run:
                     frame.pc = entry.site + 1
                     return None
             self.pop_try()
-            if policy.on_error == "stop" or run_over or error_code == "T422":
+            # a cancellation, and a cost limit (a sub-workflow's own too), end the run whatever
+            # the policy says, as the original
+            if policy.on_error == "stop" or run_over or error_code in ("T422", "T460"):
                 continue
             frame.results[step] = {"id": step, "error": True, "errorMessage": message}
+            if self.billing():  # the calls it paid for before failing, before going on
+                self.settle(step)
+                over = self.over_limit()
+                if over:
+                    return Failed("T460", over)
             if self.events is not None:
                 self.events.failed(step, frame.pc - 1, error_code, message, policy.on_error)
             if policy.on_error == "continue":
@@ -219,19 +249,18 @@ class Run:
             call = frame.calls.pop()
             step = self.restore_caller(call)
             frame.pc = call.site + 1
-            # its output was billed in the sub-workflow: only the caller's limit is checked
-            self.record(step, steps.call_result(step, output), bill=False)
+            # the caller bills its output and the live calls made in it (its other spend is
+            # the sub-workflow's own, as in the original)
+            self.record(step, steps.call_result(step, output))
             return None
         if frame.cost.limit is not None:
             self.check_cost_limit()  # once more as the run ends, as the original
         return Finished(output)
 
     def restore_caller(self, call: CallFrame) -> str:
-        """Back to the caller's scope; the sub-workflow's spend (finished or failed) becomes
-        the spend of the calling step, whose id this returns."""
+        """Back to the caller's scope; returns the id of the calling step."""
         frame = self.frame
         step = self.K[self.program.code[call.site].a]
-        call.cost.absorb(step, frame.cost)
         frame.results, frame.args, frame.env = call.results, call.args, call.env
         frame.last_step, frame.cost = call.last_step, call.cost
         return step

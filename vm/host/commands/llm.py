@@ -421,6 +421,9 @@ def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
         # llm_task.invoke's results say `clawd` whatever the provider, as the original's do
         source = "clawd" if name == "llm_task.invoke" and provider != "apus" else provider
         out = [_item(name, envelope, request, source, attempt)]
+        from vm.isa.cost import mark_live  # paid for now, even if validation asks again
+
+        mark_live(out[0], cache_key, ctx.scope)
         if output_schema is not None:
             from vm.core.schema import all_errors
 
