@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import shlex
@@ -62,13 +63,21 @@ def run(argv: list[str]) -> tuple[int, str]:
         from lobsterc.tools.cli import main
     else:
         from lobsterc.frontend import lobster as main
-    with _captured() as (out, _err):
-        try:
-            code = main(argv[1:])
-        except SystemExit as exc:  # argparse's --help
-            code = exc.code if isinstance(exc.code, int) else 0
-    # `lobster help mcp` names the running interpreter by its absolute path: not this machine's
-    return code or 0, out.getvalue().replace(sys.executable, "/path/to/venv/bin/python")
+    state = os.environ.pop("LOBSTER_STATE_DIR", None)  # `help mcp` would name it
+    try:
+        with _captured() as (out, _err):
+            try:
+                code = main(argv[1:])
+            except SystemExit as exc:  # argparse's --help
+                code = exc.code if isinstance(exc.code, int) else 0
+    finally:
+        if state is not None:
+            os.environ["LOBSTER_STATE_DIR"] = state
+    # `lobster help mcp` names the running interpreter and directory by their absolute paths:
+    # not this machine's
+    text = out.getvalue().replace(sys.executable, "/path/to/venv/bin/python")
+    here = f'"cwd": {json.dumps(os.getcwd())}'
+    return code or 0, text.replace(here, '"cwd": "/path/to/project"')
 
 
 def subcommands() -> list[str]:

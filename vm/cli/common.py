@@ -129,9 +129,14 @@ def listener(events: str | None, command: str, human: bool):
         return writer, None
     if not human:
         return None, None
+    if is_terminal(sys.stderr):  # one line rewritten in place, with counts
+        from vm.cli.terminal import Progress as Line
+
+        line = Line(sys.stderr)
+        return line, line
     from vm.engine.events import Progress
 
-    progress = Progress(sys.stderr, is_terminal(sys.stderr))
+    progress = Progress(sys.stderr)
     return progress, progress
 
 

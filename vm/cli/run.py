@@ -126,10 +126,6 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
         visible = ns.progress or is_terminal(sys.stderr)
         on_event, progress = listener(ns.events, "run", mode == "human" and not ns.quiet
                                       and visible)
-        if progress is not None and is_terminal(sys.stderr):
-            from vm.cli.terminal import Progress
-
-            on_event = progress = Progress(sys.stderr)
     except RequestError as exc:
         return print_json(exc.envelope) or 2 if mode == "tool" else usage_error(exc)
     workflow = file is not None

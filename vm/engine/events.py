@@ -376,52 +376,29 @@ def jsonl_writer(write: Callable[[str], None], flush: Callable[[], None] | None 
 
 
 class Progress:
-    """The human display of events on a stream: on a terminal, one line rewritten in place
-    (cleared when the run ends, and while the run asks a question); otherwise one plain line
-    per step event."""
+    """The human display of events on a stream that is not a terminal: one plain line per
+    step event (a terminal gets vm.cli.terminal.Progress, one line rewritten in place)."""
 
-    def __init__(self, stream: Any, terminal: bool) -> None:
+    def __init__(self, stream: Any) -> None:
         self.stream = stream
-        self.terminal = terminal
-        self.shown = False
-        self.paused = False
         self._lock = threading.Lock()
 
     def __call__(self, event: Event) -> None:
         text = describe(event)
-        if text is None and self.terminal and event.get("type") == "stderr":
-            text = f"lobster: step {event.get('step')} | {event.get('line', '')}"
         if text is None:
             return
         with self._lock:
-            if self.terminal:
-                if self.paused:
-                    return
-                width = 78
-                line = text if len(text) <= width else text[: width - 1] + "…"
-                self.stream.write("\r\x1b[K" + line)
-                self.shown = True
-            else:
-                self.stream.write(text + "\n")
+            self.stream.write(text + "\n")
             self.stream.flush()
 
     def close(self) -> None:
-        """Clear the terminal line (a plain stream keeps its lines)."""
-        with self._lock:
-            if self.terminal and self.shown:
-                self.stream.write("\r\x1b[K")
-                self.stream.flush()
-                self.shown = False
+        """Nothing to clear: a plain stream keeps its lines."""
 
     def pause(self) -> None:
-        """Clear the line and show nothing on the terminal until `resume` (a prompt)."""
-        self.close()
-        with self._lock:
-            self.paused = True
+        """Nothing to hide: the lines already written stay above a question."""
 
     def resume(self) -> None:
-        with self._lock:
-            self.paused = False
+        """See `pause`."""
 
 
 def describe(event: Event) -> str | None:
