@@ -137,6 +137,16 @@ def test_the_filesystem_of_a_path_is_read_from_the_mount_table():
     assert files.filesystem_type("/proc/self") == "proc"  # the longest mount point wins
 
 
+def test_ext4_counts_as_one_sync_only_with_its_journal(tmp_path):
+    for device, task in (("vda", "<none>\n"), ("sdb1", "jbd2/sdb1-8\n"), ("dm-0", "")):
+        (tmp_path / device).mkdir()
+        (tmp_path / device / "journal_task").write_text(task)
+    assert files._ext4_journaled("/dev/sdb1", str(tmp_path))
+    assert not files._ext4_journaled("/dev/vda", str(tmp_path))  # made without a journal
+    assert not files._ext4_journaled("/dev/dm-0", str(tmp_path))
+    assert not files._ext4_journaled("/dev/nosuch", str(tmp_path))  # cannot be told
+
+
 def test_an_empty_frame_left_by_a_power_cut_reads_as_none_and_is_a_leftover(tmp_path):
     from vm.host.store import Store
 

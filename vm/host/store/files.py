@@ -3,8 +3,8 @@ written 0600 whatever the umask, atomically (temp file, fsync, rename, fsync of 
 and the small read, scan and remove helpers that treat a missing file as an answer.
 
 Every fsync of a file or a directory goes through `fsync_fd` and is counted in `SYNCS`: a
-durable cycle is bounded by how many of them it makes (a test holds it to two), and counting
-here needs no tracer.
+durable cycle is bounded by how many of them it makes (a test holds it to two where
+`publish` needs one sync, three elsewhere), and counting here needs no tracer.
 
 `publish` is the write of a checkpoint (a frame, a program): one sync instead of two where the
 filesystem makes that enough (`one_sync_publish`)."""
@@ -124,29 +124,35 @@ def fsync_dir(directory: str) -> None:
 # Filesystems on which one fsync of a file, made after it was renamed into place, makes the
 # rename durable with the data: the rename changes the file's inode (its ctime) in the same
 # journal transaction as the directory entry, and an fsync commits the journal up to the
-# file's last change (ext4, xfs: every earlier transaction too, so a symlink made before in
-# the same directory is durable as well). tmpfs keeps nothing through a power loss anyway.
-# Anywhere else (btrfs, network and overlay filesystems, unknown ones) the POSIX sequence runs.
+# file's last change (ext4 with its journal, xfs: every earlier transaction too, so a symlink
+# made before in the same directory is durable as well). tmpfs keeps nothing through a power
+# loss anyway. Anywhere else (ext4 without a journal, btrfs, network and overlay filesystems,
+# unknown ones) the POSIX sequence runs.
 ONE_SYNC_FILESYSTEMS = frozenset({"ext4", "xfs", "tmpfs"})
-_FS_TYPES: dict[str, str] = {}
+_FS_TYPES: dict[str, tuple[str, str]] = {}  # directory -> (type, source)
 
 
 def filesystem_type(directory: str) -> str:
     """The type of the filesystem `directory` is on, as /proc/self/mountinfo names it ("" when
     it cannot be told); read once per directory per process."""
+    return _mount(directory)[0]
+
+
+def _mount(directory: str) -> tuple[str, str]:
     found = _FS_TYPES.get(directory)
     if found is None:
-        found = _FS_TYPES[directory] = _mount_type(os.path.realpath(directory))
+        found = _FS_TYPES[directory] = _mount_of(os.path.realpath(directory))
     return found
 
 
-def _mount_type(path: str) -> str:
-    best, found = -1, ""
+def _mount_of(path: str) -> tuple[str, str]:
+    """(filesystem type, mount source) of the mount `path` is on."""
+    best, found = -1, ("", "")
     try:
         with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
             lines = fh.read().splitlines()
     except OSError:
-        return ""
+        return found
     for line in lines:
         head, _, tail = line.partition(" - ")
         fields = head.split(" ")
@@ -154,11 +160,23 @@ def _mount_type(path: str) -> str:
             continue
         mount = _unescape(fields[4])
         inside = path == mount or path.startswith(mount.rstrip("/") + "/")
-        if inside and len(mount) > best:  # the last of equal mounts is the one on top
-            best, found = len(mount), tail.split(" ", 1)[0]
-        elif inside and len(mount) == best:
-            found = tail.split(" ", 1)[0]
+        if inside and len(mount) >= best:  # of equal mounts, the last is the one on top
+            kind, _, rest = tail.partition(" ")
+            best, found = len(mount), (kind, _unescape(rest.partition(" ")[0]))
     return found
+
+
+def _ext4_journaled(source: str, sysfs: str = "/sys/fs/ext4") -> bool:
+    """Whether the ext4 filesystem on device `source` keeps a journal (ext4 can be made
+    without one, and then an fsync of a file does not commit a rename): its jbd2 thread, as
+    /sys/fs/ext4/DEVICE/journal_task names it ("<none>" without a journal)."""
+    device = os.path.basename(os.path.realpath(source)) if source.startswith("/") else source
+    try:
+        with open(os.path.join(sysfs, device, "journal_task"), encoding="utf-8") as fh:
+            task = fh.read().strip()
+    except OSError:
+        return False  # cannot be told: the POSIX sequence
+    return bool(task) and task != "<none>"
 
 
 def _unescape(field: str) -> str:
@@ -169,8 +187,12 @@ def _unescape(field: str) -> str:
 
 
 def one_sync_publish(directory: str) -> bool:
-    """Whether `publish` into `directory` needs one sync (see ONE_SYNC_FILESYSTEMS)."""
-    return filesystem_type(directory) in ONE_SYNC_FILESYSTEMS
+    """Whether `publish` into `directory` needs one sync (see ONE_SYNC_FILESYSTEMS; an ext4
+    filesystem only with its journal)."""
+    kind, source = _mount(directory)
+    if kind == "ext4":
+        return _ext4_journaled(source)
+    return kind in ONE_SYNC_FILESYSTEMS
 
 
 def publish(path: str, data: bytes) -> None:
