@@ -309,10 +309,12 @@ def test_a_closed_stderr_or_stdout_is_not_a_traceback(cli):
 def test_a_full_stdout_is_one_line_not_a_traceback(cli):
     """`>/dev/full`: help and version (answered before the shared CLI helpers load), a listing
     and a run each say T497 on one line and exit 1."""
-    for argv in (["--help"], ["version"], ["help", "run"], ["pending"],
-                 ["run", "exec --json --shell 'echo [1]'"]):
+    env = {k: v for k, v in cli.env.items() if k != "PYTHONUNBUFFERED"}  # block-buffered
+    for argv in (["--help"], ["version"], ["help", "run"], ["pending"], ["completion", "bash"],
+                 ["run", "exec --json --shell 'echo [1]'"],
+                 ["run", "--mode", "tool", "exec --json --shell 'echo [1]'"]):
         with open("/dev/full", "w") as full:
-            proc = subprocess.run([LOBSTER, *argv], cwd=cli.work, env=cli.env, stdout=full,
+            proc = subprocess.run([LOBSTER, *argv], cwd=cli.work, env=env, stdout=full,
                                   stderr=subprocess.PIPE, text=True, timeout=60)
         assert proc.returncode == 1, argv
         assert proc.stderr == ("lobster: error[T497]: cannot write to standard output "

@@ -41,7 +41,9 @@ def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) ->
     _install_signal_handlers()
     try:
         try:
-            return _dispatch(args, frontend)
+            code = _dispatch(args, frontend)
+            sys.stdout.flush()  # the answer leaves here: a refusal of it is T497, not a bug
+            return code
         except BrokenPipeError:
             raise
         except Exception as exc:  # noqa: BLE001 - the last resort
@@ -88,12 +90,16 @@ def _output_refused(exc: BaseException) -> bool:
             and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO))
 
 
-def one_process() -> None:
-    """Set up a `lobster` process that runs one command (the console script calls this; an
-    embedding process keeps its own settings). The cycle collector runs when 100 000 container
-    objects were made since its last pass instead of 700: what a run makes is JSON values and
-    records, which hold no cycles, and at the default the collector walks them again and
-    again (3 ms of a cached run's start, 13% of a 100 000-item pipeline, measured)."""
+def one_process(args: Sequence[str]) -> None:
+    """Set up a `lobster` process that runs one command (the console script calls this with
+    its argv; an embedding process keeps its own settings). The cycle collector runs when
+    100 000 container objects were made since its last pass instead of 700: what a run makes
+    is JSON values and records, which hold no cycles, and at the default the collector walks
+    them again and again (3 ms of a cached run's start, 13% of a 100 000-item pipeline,
+    measured). `lobster mcp` is a server that lives on, with cyclic garbage of its own (its
+    event loop, tracebacks): it keeps the interpreter's settings."""
+    if list(args[:1]) == ["mcp"]:
+        return
     import gc
 
     gc.set_threshold(100_000, 50, 1_000)
@@ -112,9 +118,14 @@ def leave(code: int) -> int:
 
     try:
         sys.stdout.flush()
+    except BrokenPipeError:
+        code = _reader_gone()
+    except OSError as exc:
+        code = _unwritable(exc)
+    try:
         sys.stderr.flush()
     except (OSError, ValueError):
-        return code  # the ordinary exit reports it as it would
+        pass  # nowhere left to say it
     waited_for = [t for t in threading.enumerate()
                   if not t.daemon and t is not threading.current_thread()]
     if not waited_for and getattr(atexit, "_ncallbacks", lambda: 1)() == 0:
