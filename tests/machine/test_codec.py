@@ -86,6 +86,19 @@ def test_a_record_is_written_as_its_field_is_typed_not_as_its_list_starts():
         codec.dump_frame(frame)
 
 
+def test_additive_ledger_fields_are_written_only_when_used():
+    """A frame of a run that billed no live call reads in a reader that predates the fields."""
+    import attrs as _attrs
+
+    frame = machine.new_frame(compile_pipeline("json"), cwd=".", mode="tool")
+    raw = msgpack.unpackb(codec.dump_frame(frame), raw=False)
+    assert "billed_calls" not in raw["cost"] and "open_calls" not in raw["cost"]
+    frame.cost = _attrs.evolve(frame.cost, billed_calls=('["k","m",1,2]',))
+    raw = msgpack.unpackb(codec.dump_frame(frame), raw=False)
+    assert raw["cost"]["billed_calls"] == ['["k","m",1,2]'] and "open_calls" not in raw["cost"]
+    assert codec.load_frame(codec.dump_frame(frame)) == frame
+
+
 def test_tampered_program_hash_is_refused():
     raw = msgpack.unpackb(codec.dump_program(compile_pipeline("exec --shell 'echo hi'")))
     raw["constants"][0]["shell"] = "rm -rf /"

@@ -126,12 +126,19 @@ def _register_record(cls: type) -> None:
         return cls(**{k: shapes[k](v) for k, v in raw.items()})
 
     plains: list[tuple[str, Callable[[Any], Any] | None]] = []
+    additive: dict[str, Any] = {}  # field -> its default: written only when it differs
 
     def unstructure(value: Any) -> dict:
         if not plains:
             plains.extend((f.name, _plainer(f.type)) for f in attrs.fields(cls))
-        return {name: getattr(value, name) if plain is None else plain(getattr(value, name))
-                for name, plain in plains}
+            additive.update((f.name, f.default) for f in attrs.fields(cls)
+                            if f.metadata.get("additive"))
+        plain_data = {name: getattr(value, name) if plain is None
+                      else plain(getattr(value, name)) for name, plain in plains}
+        for name, default in additive.items():
+            if getattr(value, name) == default:
+                del plain_data[name]
+        return plain_data
 
     _own(cls, structure, unstructure)
 

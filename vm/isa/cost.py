@@ -306,10 +306,10 @@ class Ledger:
     # survives a pause of the marks on their answers (`restore_marks`), as the original's
     # resume state carries the calls it billed, so a step after the pause that hands on an
     # answer from before it does not bill the call again.
-    billed_calls: tuple[str, ...] = field(default=())
+    billed_calls: tuple[str, ...] = field(default=(), metadata={"additive": True})
     # The live calls this workflow level had not billed when the run paused (a pipeline parked
     # at `ask` after paying), in the same form: billed after the resume, as the original.
-    open_calls: tuple[str, ...] = field(default=())
+    open_calls: tuple[str, ...] = field(default=(), metadata={"additive": True})
 
     def bill(self, step_id: str, items: list, env: Mapping[str, str],
              warned: set | None = None, run: Any = None, level: int = 0) -> list[str]:

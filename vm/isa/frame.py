@@ -15,6 +15,10 @@ FRAME_FORMAT changelog:
   4  the cost ledger is a typed record (vm/isa/cost.py: Ledger with its CostLimit and one
      Charge per billed item) instead of a loose {limit, ledger} map; a CallFrame keeps the
      caller's ledger while the sub-workflow bills one of its own.
+     Later, additively (no new number): the ledger's `billed_calls` and `open_calls` (the
+     live llm.invoke calls billed, and not yet billed, at a pause), written only when not
+     empty, so a frame of a run that made no such call reads in a reader without them; a
+     frame without them reads as none.
 """
 
 from typing import Any, ClassVar
