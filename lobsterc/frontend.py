@@ -104,7 +104,9 @@ def lobster(argv: Sequence[str] | None = None) -> int:
     from vm.cli.main import leave, main, one_process
 
     if argv is None:
-        one_process()
+        import sys
+
+        one_process(sys.argv[1:])
     code = main(argv, frontend=lobsterc.frontend)
     return code if argv is not None else leave(code)
 

@@ -75,7 +75,7 @@ def run(argv: list[str]) -> tuple[int, str]:
             os.environ["LOBSTER_STATE_DIR"] = state
     # `lobster help mcp` names the running interpreter and directory by their absolute paths:
     # not this machine's
-    text = out.getvalue().replace(sys.executable, "/path/to/venv/bin/python")
+    text = out.getvalue().replace(json.dumps(sys.executable)[1:-1], "/path/to/venv/bin/python")
     here = f'"cwd": {json.dumps(os.getcwd())}'
     return code or 0, text.replace(here, '"cwd": "/path/to/project"')
 

@@ -3,6 +3,7 @@ when nothing is left to run at exit, and never loses buffered output."""
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 
@@ -61,3 +62,11 @@ def test_the_console_script_raises_the_collector_threshold_and_embedders_keep_th
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "threshold 100000"
+
+
+def test_the_mcp_server_keeps_the_collector_s_settings():
+    from vm.cli.main import one_process
+
+    before = gc.get_threshold()
+    one_process(["mcp"])
+    assert gc.get_threshold() == before

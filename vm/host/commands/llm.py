@@ -126,9 +126,9 @@ def _sorted_keys(value: Any) -> Any:
 
 def stable_hash(value: Any) -> str:
     """sha256 (hex) of the key-sorted compact JSON text of `value`."""
-    import hashlib
+    from vm.core.digest import sha256
 
-    return hashlib.sha256(js.json_compact(_sorted_keys(value)).encode("utf-8")).hexdigest()
+    return sha256(js.json_compact(_sorted_keys(value)).encode("utf-8")).hexdigest()
 
 
 # the adapter --------------------------------------------------------------------------------
