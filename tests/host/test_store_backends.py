@@ -359,3 +359,19 @@ def test_no_key_is_made_while_checkpoints_exist(store):
     assert store.keys() == []
     with pytest.raises(StoreError):
         store.verification_keys()
+
+
+def test_park_stores_the_program_with_its_frame_and_mends_a_damaged_one(store):
+    from lobsterc.generate.codegen import compile_pipeline
+    from vm.isa import codec
+
+    program = compile_pipeline("exec --json --shell 'echo [1]' | approve --prompt ok")
+    good = codec.dump_program(program)
+    key = store.key()
+    store.park("pipeline_resume_" + "1" * 32, b"\x81frame", None, key, program.hash, lambda: good)
+    assert store.load_program_bytes(program.hash) == good
+    assert store.read_frame("pipeline_resume_" + "1" * 32) == b"\x81frame"
+    store.save_program(program.hash, lambda: b"damaged", intact=lambda blob: False)
+    assert store.load_program_bytes(program.hash) == b"damaged"
+    store.park("pipeline_resume_" + "2" * 32, b"\x81frame", None, key, program.hash, lambda: good)
+    assert store.load_program_bytes(program.hash) == good

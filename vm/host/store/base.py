@@ -215,6 +215,12 @@ class StateStore(Protocol):
         and its MAC (`frame_mac` under `key`, default the store's signing key: the caller
         passes the key it signed the frame's token with)."""
 
+    def park(self, state_key: str, blob: bytes, expires_at: float | None, key: bytes,
+             program_hash: str, encode: Callable[[], bytes]) -> None:
+        """A halt's writes: its program (as `save_program`, checked intact) and then its frame
+        (as `save_frame`), so the frame never names a program the store does not hold; one
+        statement where the backend allows it."""
+
     def read_frame(self, state_key: str) -> bytes | None:
         """The parked frame, or None when there is none or it has been claimed."""
 

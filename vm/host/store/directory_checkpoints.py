@@ -18,6 +18,8 @@ from vm.host.store.files import (atomic_write, fsync_dir, make_private_dirs, pub
                                  read_file, remove_file, scan_dir)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from vm.host.store.claims import Claimant, ClaimRecord
 
 EXPIRY_MAGIC = b"LBXP"  # a msgpack frame starts with a map byte, never with "L"
@@ -78,6 +80,13 @@ class CheckpointFiles:
         except OSError:
             remove_file(path)
             raise
+
+    def park(self, state_key: str, blob: bytes, expires_at: float | None, key: bytes,
+             program_hash: str, encode: Callable[[], bytes]) -> None:
+        from vm.isa import codec
+
+        self.save_program(program_hash, encode, intact=lambda b: codec.intact(b, program_hash))
+        self.save_frame(state_key, blob, expires_at=expires_at, key=key)
 
     def read_frame(self, state_key: str) -> bytes | None:
         parked = self.read_parked(state_key)

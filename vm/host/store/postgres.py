@@ -173,6 +173,24 @@ class PostgresStore:
                   " expires_at = excluded.expires_at, mac = excluded.mac RETURNING 1",
                   (state_key, blob, expires_at, mac))
 
+    def park(self, state_key: str, blob: bytes, expires_at: float | None, key: bytes,
+             program_hash: str, encode: Callable[[], bytes]) -> None:
+        """The program and the frame in one statement (one round trip, one durable commit).
+        The program is sent each time: a stored one is only touched, its bytes kept when they
+        are the same (a damaged one is replaced, as `save_program` does)."""
+        mac = frame_mac(key, state_key, blob)
+        self._one("WITH program AS (INSERT INTO lobster_programs (hash, body) VALUES (%s, %s)"
+                  " ON CONFLICT (hash) DO UPDATE SET used_at = now(), body = CASE"
+                  " WHEN lobster_programs.body = excluded.body THEN lobster_programs.body"
+                  " ELSE excluded.body END RETURNING 1)"
+                  " INSERT INTO lobster_frames (state_key, body, expires_at, mac)"
+                  " VALUES (%s, %s, to_timestamp(%s), %s)"
+                  " ON CONFLICT (state_key) DO UPDATE SET body = excluded.body,"
+                  " created_at = now(), claimed_at = NULL, claimant = NULL, lease_until = NULL,"
+                  " expires_at = excluded.expires_at, mac = excluded.mac"
+                  " RETURNING (SELECT count(*) FROM program)",
+                  (program_hash, encode(), state_key, blob, expires_at, mac))
+
     def read_frame(self, state_key: str) -> bytes | None:
         row = self._one("SELECT body FROM lobster_frames"
                         " WHERE state_key = %s AND claimed_at IS NULL", (state_key,))

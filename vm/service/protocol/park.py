@@ -62,10 +62,8 @@ def park(program: Program, frame: Frame, options: Options, settings: Settings) -
     except RequestError:
         store.remove_approval_id(pending.approval_id)
         raise
-    store.save_program(program.hash, lambda: codec.dump_program(program),
-                       intact=lambda blob: codec.intact(blob, program.hash))
-    store.save_frame(state_key, blob, expires_at=None if ttl is None else time.time() + ttl / 1000,
-                     key=key)
+    store.park(state_key, blob, None if ttl is None else time.time() + ttl / 1000, key,
+               program.hash, lambda: codec.dump_program(program))
     if options.report is not None:
         options.report(pending)  # the CLI renders a human-mode halt from it
     return envelope
