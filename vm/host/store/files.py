@@ -59,19 +59,8 @@ def atomic_write(path: str, data: bytes, mode: int = PRIVATE_FILE, sync_dir: boo
     The file gets exactly `mode`, whatever the umask. `sync_dir=False` leaves the directory
     sync (which makes the rename durable) to the caller; `sync=False` syncs nothing (a hint
     may be lost, never torn by a writer that dies)."""
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    tmp, fd = _new_temp(path, mode)
     try:
-        fd = os.open(tmp, flags, mode)
-    except FileNotFoundError:  # the first write into this directory
-        make_private_dirs(directory)
-        fd = os.open(tmp, flags, mode)
-    try:
-        # held while the data is written and synced: gc never takes a temp file of a write
-        # still in progress, however slow (remove_leftover)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             if sync:
@@ -82,7 +71,29 @@ def atomic_write(path: str, data: bytes, mode: int = PRIVATE_FILE, sync_dir: boo
         remove_file(tmp)
         raise
     if sync and sync_dir:
-        fsync_dir(directory)
+        fsync_dir(os.path.dirname(path))
+
+
+def _new_temp(path: str, mode: int) -> tuple[str, int]:
+    """A temp file beside `path` (its name and an open descriptor), created exclusively with
+    exactly `mode` and locked: the lock is held while the data is written and synced, so gc
+    never takes a temp file of a write still in progress, however slow (remove_leftover)."""
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    try:
+        fd = os.open(tmp, flags, mode)
+    except FileNotFoundError:  # the first write into this directory
+        make_private_dirs(directory)
+        fd = os.open(tmp, flags, mode)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.fchmod(fd, mode)
+    except BaseException:
+        os.close(fd)
+        remove_file(tmp)
+        raise
+    return tmp, fd
 
 
 def remove_file(path: str) -> bool:
@@ -202,21 +213,12 @@ def publish(path: str, data: bytes) -> None:
     rename together; elsewhere, `atomic_write`'s four steps. Between the rename and the end of
     that sync a power loss may leave the name with no data (an empty file): readers of a
     published file take an empty one for none (nothing was promised before this returned)."""
-    directory = os.path.dirname(path)
-    if not one_sync_publish(directory):
+    if not one_sync_publish(os.path.dirname(path)):
         atomic_write(path, data)
         return
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.urandom(6).hex()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-    try:
-        fd = os.open(tmp, flags, PRIVATE_FILE)
-    except FileNotFoundError:
-        make_private_dirs(directory)
-        fd = os.open(tmp, flags, PRIVATE_FILE)
+    tmp, fd = _new_temp(path, PRIVATE_FILE)
     with os.fdopen(fd, "wb") as fh:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # as in atomic_write: gc leaves a live temp alone
-            os.fchmod(fd, PRIVATE_FILE)
             fh.write(data)
             fh.flush()
             os.replace(tmp, path)

@@ -163,15 +163,17 @@ class PostgresStore:
         return row is not None
 
     # frames and claims ---------------------------------------------------------------------
+    # a frame parked (again) under its key: unclaimed, with its expiry and MAC
+    _SAVE_FRAME = ("INSERT INTO lobster_frames (state_key, body, expires_at, mac)"
+                   " VALUES (%s, %s, to_timestamp(%s), %s)"
+                   " ON CONFLICT (state_key) DO UPDATE SET body = excluded.body,"
+                   " created_at = now(), claimed_at = NULL, claimant = NULL,"
+                   " lease_until = NULL, expires_at = excluded.expires_at, mac = excluded.mac")
+
     def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None,
                    key: bytes | None = None) -> None:
         mac = frame_mac(key or self.key(), state_key, blob)
-        self._one("INSERT INTO lobster_frames (state_key, body, expires_at, mac)"
-                  " VALUES (%s, %s, to_timestamp(%s), %s)"
-                  " ON CONFLICT (state_key) DO UPDATE SET body = excluded.body,"
-                  " created_at = now(), claimed_at = NULL, claimant = NULL, lease_until = NULL,"
-                  " expires_at = excluded.expires_at, mac = excluded.mac RETURNING 1",
-                  (state_key, blob, expires_at, mac))
+        self._one(self._SAVE_FRAME + " RETURNING 1", (state_key, blob, expires_at, mac))
 
     def park(self, state_key: str, blob: bytes, expires_at: float | None, key: bytes,
              program_hash: str, encode: Callable[[], bytes]) -> None:
@@ -182,13 +184,8 @@ class PostgresStore:
         self._one("WITH program AS (INSERT INTO lobster_programs (hash, body) VALUES (%s, %s)"
                   " ON CONFLICT (hash) DO UPDATE SET used_at = now(), body = CASE"
                   " WHEN lobster_programs.body = excluded.body THEN lobster_programs.body"
-                  " ELSE excluded.body END RETURNING 1)"
-                  " INSERT INTO lobster_frames (state_key, body, expires_at, mac)"
-                  " VALUES (%s, %s, to_timestamp(%s), %s)"
-                  " ON CONFLICT (state_key) DO UPDATE SET body = excluded.body,"
-                  " created_at = now(), claimed_at = NULL, claimant = NULL, lease_until = NULL,"
-                  " expires_at = excluded.expires_at, mac = excluded.mac"
-                  " RETURNING (SELECT count(*) FROM program)",
+                  " ELSE excluded.body END RETURNING 1) "
+                  + self._SAVE_FRAME + " RETURNING (SELECT count(*) FROM program)",
                   (program_hash, encode(), state_key, blob, expires_at, mac))
 
     def read_frame(self, state_key: str) -> bytes | None:
