@@ -256,3 +256,34 @@ def test_a_short_key_row_is_refused_on_postgres(pg_url, tmp_path):
         envelope = handle(request, options)
         assert envelope["error"]["code"] == "T452", envelope
         assert "0 bytes" in envelope["error"]["message"]
+
+
+def test_a_process_reads_a_settled_key_set_once_and_sees_every_change_after(tmp_path):
+    """The directory store keeps the key set it read while no key file and not keys/ changed
+    (directory_keys._KEY_SETS); a key set changed within RACY_SECONDS is read every time."""
+    from vm.host.store import directory_keys
+    from vm.host.store.base import SigningKeyError
+
+    root = str(tmp_path / "state")
+    store = open_store(root, {})
+    first = store.key()
+    assert root not in directory_keys._KEY_SETS  # just made: too fresh to keep
+    time.sleep(directory_keys.RACY_SECONDS + 0.1)
+    assert open_store(root, {}).keys() == [first]
+    assert directory_keys._KEY_SETS[root][1][0][1] == first  # settled: kept
+    # another writer adds a key: seen at once, and the fresh set is not kept
+    second = open_store(root, {}).rotate_key()
+    keys = store.keys()
+    assert len(keys) == 2 and keys[1] == first and store.key() == keys[0] != first
+    assert second.number == 2
+    assert root not in directory_keys._KEY_SETS
+    time.sleep(directory_keys.RACY_SECONDS + 0.1)
+    assert len(store.keys()) == 2 and root in directory_keys._KEY_SETS
+    # a key opened to others is refused at once, though the set was kept
+    os.chmod(os.path.join(root, "keys", "2"), 0o644)
+    with pytest.raises(SigningKeyError, match="open to others"):
+        store.key()
+    os.chmod(os.path.join(root, "keys", "2"), 0o600)
+    # a key retired by gc is gone at once
+    assert store.retire_key(1)
+    assert store.keys() == [store.key()] and store.key() != first

@@ -6,11 +6,30 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 from vm.host.store.base import (KEY_BYTES, KEY_MAX_BYTES, KeyInfo, SigningKeyError, StoreError,
                                 check_key, key_id, lost_key_error)
 from vm.host.store.files import (PRIVATE_FILE, fsync_dir, fsync_fd, make_private_dirs,
                                  remove_file, scan_dir)
+
+
+# The key set each state directory had when last read, with what it was read from: an entry
+# is used while the stat of every key file and of keys/ is the same (a key is written whole
+# before it is linked into place and never changed after, so its bytes stand for as long as
+# its file does). A listing younger than RACY_SECONDS is not kept: a key added within the
+# timestamp's granularity of a listing could leave keys/ with the same mtime.
+_KEY_SETS: dict[str, tuple[tuple, list[tuple[int, bytes, float]]]] = {}
+RACY_SECONDS = 2.0
+
+
+def _stamp(path: str) -> tuple | None:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return (info.st_ino, info.st_dev, info.st_mode, info.st_uid, info.st_size,
+            info.st_mtime_ns, info.st_ctime_ns)
 
 
 class KeyFiles:
@@ -59,6 +78,27 @@ class KeyFiles:
         return check_key(key, path), info.st_mtime
 
     def _key_files(self) -> list[tuple[int, bytes, float]]:
+        """The key files present, newest first, each (number, key, mtime): read again only
+        when a key file or keys/ changed since this process last read them (_KEY_SETS)."""
+        cached = _KEY_SETS.get(self.root)
+        if cached is not None and cached[0] == self._key_stamps(cached[1]):
+            return cached[1]
+        keys_dir = _stamp(self.path("keys"))
+        found = self._read_key_files()
+        stamps = self._key_stamps(found)
+        recent = (time.time() - RACY_SECONDS) * 1e9
+        if stamps[0] == keys_dir and all(s is None or max(s[5], s[6]) < recent for s in stamps):
+            _KEY_SETS[self.root] = (stamps, found)
+        else:
+            _KEY_SETS.pop(self.root, None)
+        return found
+
+    def _key_stamps(self, found: list[tuple[int, bytes, float]]) -> tuple:
+        """keys/, key 1 (there or not) and every other key file read."""
+        return (_stamp(self.path("keys")), _stamp(self.path("key")),
+                *(_stamp(self._key_path(n)) for n, _, _ in found if n != 1))
+
+    def _read_key_files(self) -> list[tuple[int, bytes, float]]:
         found = []
         for number in self._key_numbers():
             try:
