@@ -216,7 +216,7 @@ def test_compare_rejects_an_unknown_operator():
     ("\ud800", '"\\ud800"'), ("a😀", '"a😀"'), ([], "[]"), ({}, "{}"),
     ([1, UNDEFINED, None], "[1,null,null]"), ({"a": UNDEFINED, "b": 1}, '{"b":1}'),
     ({"a": UNDEFINED}, "{}"), ({"b": 1, "a": [2.0, {"c": 0.5}]}, '{"b":1,"a":[2,{"c":0.5}]}'),
-    ("version 1.0", '"version 1.0"'), ((1, 2), "[1,2]"), (2**60, "1152921504606846976"),
+    ("version 1.0", '"version 1.0"'), ((1, 2), "[1,2]"), (2**60, "1152921504606847000"), ([2**60], "[1152921504606847000]"),
 ])
 def test_json_compact(value, expected):
     assert js.json_compact(value) == expected
@@ -286,6 +286,33 @@ def test_json_round_trip(value):
 def test_compact_and_pretty_agree_with_python_json_on_the_parsed_value(value):
     text = js.json_compact(value)
     assert json.loads(text) == json.loads(js.json_pretty(value))
+
+
+class _Dict(dict):
+    pass
+
+
+class _List(list):
+    pass
+
+
+_SIZED = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text()
+    | st.sampled_from([UNDEFINED, "\ud800", "a\udfffb", "\u2028", "\x7f\x00", _Dict(a=[1.5]),
+                       _List([2**60, {"b": 1}])]),
+    lambda children: st.lists(children, max_size=4) | st.tuples(children, children)
+    | st.dictionaries(st.text(max_size=5) | st.integers(), children, max_size=4),
+    max_leaves=16,
+)
+
+
+@given(_SIZED)
+def test_json_pretty_size_is_the_byte_length_of_the_pretty_text(value):
+    if value is UNDEFINED:
+        with pytest.raises(ValueError):
+            js.json_pretty_size(value)
+        return
+    assert js.json_pretty_size(value) == len(js.json_pretty(value).encode("utf-8"))
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))

@@ -360,6 +360,7 @@ else:  # pragma: no cover - CPython always has the C encoder
                                        check_circular=False, default=_refuse).encode
 _PY_FLOAT_RE = compiled(r"[0-9]e[+-][0-9]|[0-9]\.0(?![0-9])")
 _SURROGATE_RE = compiled("[\ud800-\udfff]")
+_LONG_DIGITS_RE = compiled("[0-9]{16}")
 
 
 def _escape_surrogates(text: str) -> str:
@@ -373,8 +374,11 @@ def _escape_surrogates(text: str) -> str:
     return text
 
 
-def _python_floats_in(text: str) -> bool:
-    return ("e+" in text or "e-" in text or ".0" in text) and _PY_FLOAT_RE.search(text) is not None
+def _python_numbers_in(text: str) -> bool:
+    """Whether the C encoder's text may hold a number JavaScript writes otherwise: a float in
+    Python's spelling, or an integer past 2**53 (written in full, where JavaScript rounds it)."""
+    return (("e+" in text or "e-" in text or ".0" in text)
+            and _PY_FLOAT_RE.search(text) is not None) or _LONG_DIGITS_RE.search(text) is not None
 
 
 def _scalar_text(v: Any) -> str:
@@ -451,7 +455,7 @@ def json_compact(v: Any) -> str:
         text = _encode_compact(v)
     except (_NeedsWalk, ValueError):
         return _stringify(v, "")
-    if _python_floats_in(text):
+    if _python_numbers_in(text):
         return _stringify(v, "")
     return _escape_surrogates(text)
 
@@ -479,6 +483,59 @@ def parse_args_json(text: str, command: str) -> dict:
 def json_pretty(v: Any) -> str:
     """`JSON.stringify(v, null, 2)`. Top-level undefined has no JSON text: ValueError."""
     return _stringify(v, "  ")
+
+
+def json_pretty_size(v: Any) -> int:
+    """`len(json_pretty(v).encode("utf-8"))` without writing the pretty text where it can be
+    told otherwise: the C encoder's compact text and what the indentation adds, counted over
+    the containers. A value holding anything but dicts, lists, tuples, strings, booleans, null
+    and integers within 2**53 (a float, which the C encoder writes as Python does; a key that
+    is not a string; a subclass) is written out and measured."""
+    try:
+        extra = _indentation(v, 0)
+        text = _encode_compact(v)
+    except (_NeedsWalk, ValueError):
+        return len(json_pretty(v).encode("utf-8"))
+    return len(_escape_surrogates(text).encode("utf-8")) + extra
+
+
+_PLAIN = frozenset({str, int, bool, type(None)})  # written alike by the C encoder and JavaScript
+
+
+def _indentation(v: Any, depth: int) -> int:
+    """What `json_pretty` adds to the compact text of `v` written at `depth`: each member on
+    its own line indented one step deeper ("\n" and two spaces a level), the closing bracket
+    on its own line, and a space after each key's colon. _NeedsWalk at a number or key the
+    C encoder would write otherwise than JavaScript."""
+    if isinstance(v, dict):
+        count = extra = 0
+        for key, x in v.items():
+            if type(key) is not str:
+                raise _NeedsWalk
+            if x is UNDEFINED:
+                continue
+            count += 1
+            tx = type(x)
+            if tx is dict or tx is list or tx is tuple:
+                extra += _indentation(x, depth + 1)
+            elif tx not in _PLAIN or (tx is int and not -MAX_SAFE < x < MAX_SAFE):
+                raise _NeedsWalk
+        return extra + count * (4 + 2 * depth) + 1 + 2 * depth if count else 0
+    tv = type(v)
+    if tv is not list and tv is not tuple:
+        if tv not in _PLAIN or (tv is int and not -MAX_SAFE < v < MAX_SAFE):
+            raise _NeedsWalk
+        return 0
+    if not v:
+        return 0
+    extra = 0
+    for x in v:
+        tx = type(x)
+        if tx is dict or tx is list or tx is tuple:
+            extra += _indentation(x, depth + 1)
+        elif tx not in _PLAIN or (tx is int and not -MAX_SAFE < x < MAX_SAFE):
+            raise _NeedsWalk
+    return extra + len(v) * (3 + 2 * depth) + 1 + 2 * depth
 
 
 _SHAPE = bytes(

@@ -33,7 +33,7 @@ def signing_key(store: StateStore) -> bytes:
 def check_envelope_size(envelope: dict, settings: Settings) -> None:
     """An envelope over the call's maxStdoutBytes is refused (T423)."""
     cap = settings.max_stdout_bytes
-    if cap is not None and len(js.json_pretty(envelope).encode("utf-8")) > cap:
+    if cap is not None and js.json_pretty_size(envelope) > cap:
         raise RequestError("lobster runtime result exceeded maxStdoutBytes", "T423")
 
 
