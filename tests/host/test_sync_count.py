@@ -60,7 +60,7 @@ def _options(tmp_path: Path) -> Options:
 
 def _one_sync(tmp_path: Path) -> bool:
     (tmp_path / "state" / "runs").mkdir(parents=True, exist_ok=True)
-    return files.one_sync_publish(str(tmp_path / "state" / "runs"))
+    return files.one_sync_publish(str(tmp_path / "state" / "runs"), new_name=True)
 
 
 def _cycle(tmp_path: Path, request: dict, decision: Decision) -> tuple[Recorded, Recorded]:
@@ -145,6 +145,23 @@ def test_ext4_counts_as_one_sync_only_with_its_journal(tmp_path):
     assert not files._ext4_journaled("/dev/vda", str(tmp_path))  # made without a journal
     assert not files._ext4_journaled("/dev/dm-0", str(tmp_path))
     assert not files._ext4_journaled("/dev/nosuch", str(tmp_path))  # cannot be told
+
+
+def test_a_new_name_takes_one_sync_on_ext4_with_or_without_its_journal(tmp_path, monkeypatch):
+    runs = str(tmp_path)
+    monkeypatch.setitem(files._FS_TYPES, runs, ("ext4", "/dev/nosuch"))  # no journal told
+    assert not files.one_sync_publish(runs)  # a replace: the POSIX steps
+    assert files.one_sync_publish(runs, new_name=True)
+    for kind, new_name in (("btrfs", True), ("nfs4", True), ("", False)):
+        monkeypatch.setitem(files._FS_TYPES, runs, (kind, "server:/x"))
+        assert not files.one_sync_publish(runs, new_name)
+    before = files.SYNCS.count
+    monkeypatch.setitem(files._FS_TYPES, runs, ("ext4", "/dev/nosuch"))
+    files.publish(os.path.join(runs, "frame"), b"data", new_name=True)
+    assert files.SYNCS.count - before == 1 and files.SYNCS.last == os.path.join(runs, "frame")
+    files.publish(os.path.join(runs, "frame"), b"again")  # over a name that is there
+    assert files.SYNCS.count - before == 3 and files.SYNCS.last == runs
+    assert (tmp_path / "frame").read_bytes() == b"again"
 
 
 def test_an_empty_frame_left_by_a_power_cut_reads_as_none_and_is_a_leftover(tmp_path):

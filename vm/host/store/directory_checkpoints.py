@@ -69,14 +69,15 @@ class CheckpointFiles:
                    key: bytes | None = None) -> None:
         """Park a frame. It, and an approval id published for it just before, are durable
         when this returns: `publish` commits the rename (and the journal before it, which holds
-        the id's symlink) with one sync where the filesystem allows, else syncs the file and
-        then the directory, which covers both names. A frame that could not be made durable is
+        the id's symlink; without a journal, the directory's blocks, which hold both names)
+        with one sync where the filesystem allows, else syncs the file and then the directory,
+        which covers both names. A frame that could not be made durable is
         removed: its key was never handed out."""
         head = SEALED_MAGIC + frame_mac(key or self.key(), state_key, blob) \
             + _EXPIRY.pack(math.nan if expires_at is None else expires_at)
         path = self.frame_path(state_key)
         try:
-            publish(path, head + blob)
+            publish(path, head + blob, new_name=True)  # a fresh state key: a new name
         except OSError:
             remove_file(path)
             raise

@@ -197,23 +197,28 @@ def _unescape(field: str) -> str:
     return field
 
 
-def one_sync_publish(directory: str) -> bool:
-    """Whether `publish` into `directory` needs one sync (see ONE_SYNC_FILESYSTEMS; an ext4
-    filesystem only with its journal)."""
+def one_sync_publish(directory: str, new_name: bool = False) -> bool:
+    """Whether `publish` into `directory` needs one sync (see ONE_SYNC_FILESYSTEMS). An ext4
+    filesystem without its journal counts only for a `new_name`: there an fsync of a file that
+    was just given a new name in a directory (created, linked or renamed to a name that was not
+    there) also writes that directory's changed blocks and inode (ext4 marks such a file and
+    its fsync syncs the parent, as it must for a new file with no journal to commit it); a
+    rename over a name that exists is not marked, so it takes the POSIX steps."""
     kind, source = _mount(directory)
     if kind == "ext4":
-        return _ext4_journaled(source)
+        return new_name or _ext4_journaled(source)
     return kind in ONE_SYNC_FILESYSTEMS
 
 
-def publish(path: str, data: bytes) -> None:
+def publish(path: str, data: bytes, new_name: bool = False) -> None:
     """Write `data` to `path` durably (the file and its name survive a power loss when this
     returns) with as few syncs as the filesystem allows: on those of `one_sync_publish`, the
     temp file is renamed into place and then synced once, which commits the data and the
-    rename together; elsewhere, `atomic_write`'s four steps. Between the rename and the end of
-    that sync a power loss may leave the name with no data (an empty file): readers of a
-    published file take an empty one for none (nothing was promised before this returned)."""
-    if not one_sync_publish(os.path.dirname(path)):
+    rename together; elsewhere, `atomic_write`'s four steps. `new_name`: the caller knows no
+    file has that name (a frame's name holds a fresh random key). Between the rename and the
+    end of that sync a power loss may leave the name with no data (an empty file): readers of
+    a published file take an empty one for none (nothing was promised before this returned)."""
+    if not one_sync_publish(os.path.dirname(path), new_name):
         atomic_write(path, data)
         return
     tmp, fd = _new_temp(path, PRIVATE_FILE)
