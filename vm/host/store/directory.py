@@ -63,7 +63,8 @@ class Store(KeyFiles, CheckpointFiles):
 
     def __init__(self, root: str) -> None:
         self.root = os.fspath(root)
-        self.runs = os.path.join(self.root, "runs")
+        self._prefix = self.root if self.root.endswith("/") else self.root + "/"
+        self.runs = self._prefix + "runs"
         self._claimed: dict[str, str] = {}  # state key -> claim file, of this store's claims
 
     @property
@@ -71,7 +72,8 @@ class Store(KeyFiles, CheckpointFiles):
         return self.root
 
     def path(self, *parts: str) -> str:
-        return os.path.join(self.root, *parts)
+        """A path under the root (`parts` are names this store makes, never absolute)."""
+        return self._prefix + "/".join(parts)
 
     # programs ------------------------------------------------------------------------------
     def program_path(self, program_hash: str) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from vm.host.store.base import (FRAME_MAC_SIZE, STATE_KEY, Parked, StoreError, approval_id_form,
                                 frame_mac)
 from vm.host.store.files import (atomic_write, fsync_dir, make_private_dirs, publish,
-                                 read_file, remove_file, scan_dir)
+                                 read_fd, read_file, remove_file, scan_dir)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -63,7 +63,7 @@ class CheckpointFiles:
 
     # frames --------------------------------------------------------------------------------
     def frame_path(self, state_key: str) -> str:
-        return os.path.join(self.runs, f"{state_key}.frame")
+        return f"{self.runs}/{state_key}.frame"
 
     def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None,
                    key: bytes | None = None) -> None:
@@ -95,11 +95,14 @@ class CheckpointFiles:
 
     def read_parked(self, state_key: str) -> Parked | None:
         try:
-            with open(self.frame_path(state_key), "rb") as fh:
-                data = fh.read()
-                created_at = os.fstat(fh.fileno()).st_mtime
+            fd = os.open(self.frame_path(state_key), os.O_RDONLY)
         except FileNotFoundError:
             return None
+        try:
+            data = read_fd(fd)
+            created_at = os.fstat(fd).st_mtime
+        finally:
+            os.close(fd)
         if not data:  # a power loss before its one sync (files.publish): never handed out
             return None
         mac, expires_at, blob = split_frame_file(data)
@@ -134,7 +137,7 @@ class CheckpointFiles:
         from vm.host.store.claims import claim_file_name
 
         frame = self.frame_path(state_key)
-        path = os.path.join(self.runs, claim_file_name(state_key, claimant, time.time()))
+        path = f"{self.runs}/{claim_file_name(state_key, claimant, time.time())}"
         try:
             parked_at = os.stat(frame).st_mtime
             if lease_until is not None:
@@ -184,7 +187,7 @@ class CheckpointFiles:
 
     # checkpoint records (vm/host/store/lifecycle.py writes them) ---------------------------------
     def record_path(self, state_key: str) -> str:
-        return os.path.join(self.runs, f"{state_key}.record")
+        return f"{self.runs}/{state_key}.record"
 
     def write_record(self, state_key: str, record: bytes, durable: bool = True) -> None:
         """Replace the record of a checkpoint (whole or not at all). `durable=False` syncs
@@ -220,7 +223,7 @@ class CheckpointFiles:
 
     def claim_path(self, state_key: str) -> str:
         """Where an earlier version kept the claim record of `state_key`."""
-        return os.path.join(self.runs, f"{state_key}.claimed")
+        return f"{self.runs}/{state_key}.claimed"
 
     def _claims(self, state_key: str | None = None) -> list[tuple[str, ClaimRecord | None]]:
         """(path, record) of every claim file (of `state_key` only, if given); the record is
@@ -305,7 +308,7 @@ class CheckpointFiles:
         found", so one left behind by a crash in between is harmless."""
         for _ in range(16):
             approval_id = os.urandom(4).hex()
-            link = os.path.join(self.runs, f"{approval_id}.approval")
+            link = f"{self.runs}/{approval_id}.approval"
             try:
                 os.symlink(state_key, link)
             except FileExistsError:
@@ -326,7 +329,7 @@ class CheckpointFiles:
         if approval_id is None:
             return None
         try:
-            key = os.readlink(os.path.join(self.runs, f"{approval_id}.approval"))
+            key = os.readlink(f"{self.runs}/{approval_id}.approval")
         except OSError:
             key = self._legacy_approval(approval_id)
         return key if isinstance(key, str) and STATE_KEY.fullmatch(key) else None
@@ -341,5 +344,5 @@ class CheckpointFiles:
 
     def remove_approval_id(self, approval_id: str | None) -> None:
         if approval_id:
-            if not remove_file(os.path.join(self.runs, f"{approval_id}.approval")):
+            if not remove_file(f"{self.runs}/{approval_id}.approval"):
                 remove_file(self.path("approvals", approval_id))

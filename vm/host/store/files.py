@@ -61,17 +61,25 @@ def atomic_write(path: str, data: bytes, mode: int = PRIVATE_FILE, sync_dir: boo
     may be lost, never torn by a writer that dies)."""
     tmp, fd = _new_temp(path, mode)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        try:
+            write_all(fd, data)
             if sync:
-                fh.flush()
-                fsync_fd(fh.fileno(), tmp)
+                fsync_fd(fd, tmp)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         remove_file(tmp)
         raise
     if sync and sync_dir:
         fsync_dir(os.path.dirname(path))
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to `fd` (os.write may write less than it is given)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _new_temp(path: str, mode: int) -> tuple[str, int]:
@@ -108,10 +116,25 @@ def remove_file(path: str) -> bool:
 def read_file(path: str) -> bytes | None:
     """The bytes of `path`, or None when it is not there."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
+    try:
+        return read_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def read_fd(fd: int) -> bytes:
+    """Everything from `fd`'s offset to its end (read in one call when the file's size says
+    how much, as it does for a file nobody is writing)."""
+    first = os.read(fd, max(os.fstat(fd).st_size, 0) + 1)
+    if not first:
+        return first
+    chunks = [first]
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def scan_dir(directory: str) -> list[os.DirEntry]:
@@ -222,12 +245,13 @@ def publish(path: str, data: bytes, new_name: bool = False) -> None:
         atomic_write(path, data)
         return
     tmp, fd = _new_temp(path, PRIVATE_FILE)
-    with os.fdopen(fd, "wb") as fh:
+    try:
         try:
-            fh.write(data)
-            fh.flush()
+            write_all(fd, data)
             os.replace(tmp, path)
         except BaseException:
             remove_file(tmp)
             raise
         fsync_fd(fd, path)  # a failure leaves the file in place: the caller decides
+    finally:
+        os.close(fd)
