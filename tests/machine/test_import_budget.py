@@ -136,15 +136,16 @@ try:
     lobster(sys.argv[1:])
 finally:
     sys.stdout.flush()
-    ops = sys.modules["vm.isa.ops"]
-    built = sorted(set(vars(ops)) & set(ops.WORKFLOW_RECORDS))
+    ops, source = sys.modules["vm.isa.ops"], sys.modules["vm.core.source"]
+    built = sorted((set(vars(ops)) & set(ops.WORKFLOW_RECORDS))
+                   | (set(vars(source)) & set(source._RECORDS)))
     sys.stderr.write("\\n@@built " + ",".join(built) + "\\n")
 """
 
 
 def built_records(cli, *argv: str) -> tuple[str, str]:
-    """The stdout of `lobster ARGV` in a fresh interpreter, and which of vm.isa.ops's workflow
-    records (built on first use) it built."""
+    """The stdout of `lobster ARGV` in a fresh interpreter, and which of the records built on
+    first use (vm.isa.ops's workflow records, vm.core.source's Span and Source) it built."""
     proc = subprocess.run([sys.executable, "-c", RECORDS_DRIVER, *argv], cwd=cli.work,
                           env=cli.env, capture_output=True, text=True, timeout=60)
     _, marker, tail = proc.stderr.rpartition("\n@@built ")
@@ -152,7 +153,7 @@ def built_records(cli, *argv: str) -> tuple[str, str]:
     return proc.stdout, tail.strip()
 
 
-def test_a_pipeline_builds_no_workflow_record(cli):
+def test_a_pipeline_builds_no_record_it_does_not_use(cli):
     pipeline = "exec --json --shell 'echo [1,2]' | approve --prompt ok | pick a"
     tool(cli, "run", "--mode", "tool", pipeline)
     out, built = built_records(cli, "run", "--mode", "tool", pipeline)
