@@ -173,10 +173,10 @@ def check_values(stage: ast.Stage, cmd: Command, args: Args) -> Iterator[Diagnos
                 yield Diagnostic("E204", "head --n must be a non-negative number",
                                  _flag_word(stage, cmd, "n"), help="e.g. head --n 5")
     elif name == "where" and args.positionals and not _templated(args.positionals[0]):
-        from vm.host.commands.data import WHERE_RE
+        from vm.host.commands.data import where_parts
 
         expr = args.positionals[0]
-        if WHERE_RE.match(expr) is None:
+        if where_parts(expr) is None:
             words = positional_words(stage, cmd)
             yield Diagnostic("E204", f"Invalid where expression: {expr}",
                              words[0].span if words else stage.span,

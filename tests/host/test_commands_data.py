@@ -472,3 +472,23 @@ def test_render_table(items, expected):
 ])
 def test_render_json(items, expected):
     assert data.render_json(items) == expected
+
+
+_WHERE_ALPHABET = "ab.9_ =!<>x\n\r\t\u2028\u2029\xa0\ufeff\u3000\x85-"
+
+
+@given(st.text(alphabet=_WHERE_ALPHABET, max_size=12))
+def test_where_parts_reads_what_where_re_matches(expr):
+    from vm.host.commands.data import WHERE_RE, where_parts
+
+    match = WHERE_RE.match(expr)
+    assert where_parts(expr) == (match.groups() if match else None)
+
+
+@pytest.mark.parametrize("expr", ["a==", "a= ", "a=\n", "a =\u2028b", "a<=\xa0", "x.y >= 3",
+                                  "a=b\n", "=1", "a", "a!", "a!=\ufeff", "a=\ufeff\n"])
+def test_where_parts_on_the_edges(expr):
+    from vm.host.commands.data import WHERE_RE, where_parts
+
+    match = WHERE_RE.match(expr)
+    assert where_parts(expr) == (match.groups() if match else None)

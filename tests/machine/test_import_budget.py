@@ -129,6 +129,43 @@ def test_a_halt_and_its_resume_stay_in_their_budget(cli):
     assert over_budget(modules, RUN_PATH, THIRD_PARTY) == []
 
 
+RECORDS_DRIVER = """\
+import sys
+from lobsterc.frontend import lobster
+try:
+    lobster(sys.argv[1:])
+finally:
+    sys.stdout.flush()
+    ops, source = sys.modules["vm.isa.ops"], sys.modules["vm.core.source"]
+    built = sorted((set(vars(ops)) & set(ops.WORKFLOW_RECORDS))
+                   | (set(vars(source)) & set(source._RECORDS)))
+    sys.stderr.write("\\n@@built " + ",".join(built) + "\\n")
+"""
+
+
+def built_records(cli, *argv: str) -> tuple[str, str]:
+    """The stdout of `lobster ARGV` in a fresh interpreter, and which of the records built on
+    first use (vm.isa.ops's workflow records, vm.core.source's Span and Source) it built."""
+    proc = subprocess.run([sys.executable, "-c", RECORDS_DRIVER, *argv], cwd=cli.work,
+                          env=cli.env, capture_output=True, text=True, timeout=60)
+    _, marker, tail = proc.stderr.rpartition("\n@@built ")
+    assert marker, proc.stderr
+    return proc.stdout, tail.strip()
+
+
+def test_a_pipeline_builds_no_record_it_does_not_use(cli):
+    pipeline = "exec --json --shell 'echo [1,2]' | approve --prompt ok | pick a"
+    tool(cli, "run", "--mode", "tool", pipeline)
+    out, built = built_records(cli, "run", "--mode", "tool", pipeline)
+    assert built == ""
+    token = json.loads(out)["requiresApproval"]["resumeToken"]
+    out, built = built_records(cli, "resume", "--token", token, "--approve", "yes")
+    assert json.loads(out)["status"] == "ok" and built == ""
+    (cli.work / "one.lobster").write_text("name: one\nsteps:\n  - id: a\n    run: echo 1\n")
+    out, built = built_records(cli, "run", "--mode", "tool", "--file", "one.lobster")
+    assert json.loads(out)["status"] == "ok" and "Shell" in built.split(",")
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["help"], ["version"]])
 def test_help_and_version_load_text_only(cli, argv):
     out, modules = loaded(cli, *argv)

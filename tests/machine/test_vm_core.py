@@ -60,7 +60,7 @@ def test_every_typed_opcode_names_its_payload_beside_the_table():
              Op.LOAD_STDIN: ops.LoadStdin, Op.LOOP_BEGIN: ops.Loop, Op.CALL: ops.Call,
              Op.TRY: ops.Policy, Op.PARALLEL: ops.Parallel}
     for op, cls in typed.items():
-        assert OPS[op].payload is cls and cls in ops.PAYLOADS
+        assert OPS[op].payload_type is cls and cls in ops.PAYLOADS
         assert attrs.has(cls) and attrs.fields(cls)
 
 

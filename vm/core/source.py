@@ -4,74 +4,99 @@ runtime traps (the machine's Failed) alike."""
 
 from __future__ import annotations
 
-import bisect
 import os
 import re
+import threading
+from typing import Any
 
 from attrs import field
 
 from vm.core.records import frozen
 
-_NEWLINE = re.compile("\n")
+# Span and Source are built on first use, not at import: a cached run, a halt and a resume name
+# files (file_name, located) but make neither, and attrs writes and compiles each class as it
+# is built (with bisect's import, about 0.7 ms of every cold `lobster` process). Reading one
+# (`source.Span`, `from vm.core.source import Source`) builds both, once.
+_RECORDS = ("Span", "Source")
+_BUILDING = threading.Lock()
 
 
-@frozen
-class Span:
-    """A region of one source: 1-based lines and columns, end exclusive."""
+def _records() -> tuple[type, type]:
+    import bisect
 
-    source: str
-    line: int
-    col: int
-    end_line: int
-    end_col: int
+    newline = re.compile("\n")
 
-    def __str__(self) -> str:
-        return f"{self.source}:{self.line}:{self.col}"
+    @frozen
+    class Span:
+        """A region of one source: 1-based lines and columns, end exclusive."""
+
+        source: str
+        line: int
+        col: int
+        end_line: int
+        end_col: int
+
+        def __str__(self) -> str:
+            return f"{self.source}:{self.line}:{self.col}"
+
+    @frozen
+    class Source:
+        """A named text. `name` is what diagnostics print (a path, or `<pipeline>`)."""
+
+        name: str
+        text: str
+        _starts: tuple[int, ...] | None = field(init=False, default=None, repr=False, eq=False)
+
+        @property
+        def line_starts(self) -> tuple[int, ...]:
+            """The offset at which each line begins; worked out when first asked for."""
+            starts = self._starts
+            if starts is None:
+                starts = (0, *(match.end() for match in newline.finditer(self.text)))
+                object.__setattr__(self, "_starts", starts)
+            return starts
+
+        def position(self, offset: int) -> tuple[int, int]:
+            """0-based offset -> (line, col), both 1-based."""
+            offset = max(0, min(offset, len(self.text)))
+            starts = self.line_starts
+            line = bisect.bisect_right(starts, offset) - 1
+            return line + 1, offset - starts[line] + 1
+
+        def span(self, start: int, end: int) -> Span:
+            size = len(self.text)
+            start = 0 if start < 0 else size if start > size else start
+            end = start if end < start else size if end > size else end
+            starts = self.line_starts
+            line = bisect.bisect_right(starts, start)  # 1-based: starts[line - 1] <= start
+            end_line = line
+            if line < len(starts) and starts[line] <= end:  # the span runs onto a later line
+                end_line = bisect.bisect_right(starts, end, line)
+            return Span(self.name, line, start - starts[line - 1] + 1, end_line,
+                        end - starts[end_line - 1] + 1)
+
+        def line_text(self, line: int) -> str:
+            starts = self.line_starts
+            if not 1 <= line <= len(starts):
+                return ""
+            start = starts[line - 1]
+            end = self.text.find("\n", start)
+            return self.text[start:] if end < 0 else self.text[start:end]
+
+    return Span, Source
 
 
-@frozen
-class Source:
-    """A named text. `name` is what diagnostics print (a path, or `<pipeline>`)."""
-
-    name: str
-    text: str
-    _starts: tuple[int, ...] | None = field(init=False, default=None, repr=False, eq=False)
-
-    @property
-    def line_starts(self) -> tuple[int, ...]:
-        """The offset at which each line begins; worked out when first asked for."""
-        starts = self._starts
-        if starts is None:
-            starts = (0, *(match.end() for match in _NEWLINE.finditer(self.text)))
-            object.__setattr__(self, "_starts", starts)
-        return starts
-
-    def position(self, offset: int) -> tuple[int, int]:
-        """0-based offset -> (line, col), both 1-based."""
-        offset = max(0, min(offset, len(self.text)))
-        starts = self.line_starts
-        line = bisect.bisect_right(starts, offset) - 1
-        return line + 1, offset - starts[line] + 1
-
-    def span(self, start: int, end: int) -> Span:
-        size = len(self.text)
-        start = 0 if start < 0 else size if start > size else start
-        end = start if end < start else size if end > size else end
-        starts = self.line_starts
-        line = bisect.bisect_right(starts, start)  # 1-based: starts[line - 1] <= start
-        end_line = line
-        if line < len(starts) and starts[line] <= end:  # the span runs onto a later line
-            end_line = bisect.bisect_right(starts, end, line)
-        return Span(self.name, line, start - starts[line - 1] + 1, end_line,
-                    end - starts[end_line - 1] + 1)
-
-    def line_text(self, line: int) -> str:
-        starts = self.line_starts
-        if not 1 <= line <= len(starts):
-            return ""
-        start = starts[line - 1]
-        end = self.text.find("\n", start)
-        return self.text[start:] if end < 0 else self.text[start:end]
+def __getattr__(name: str) -> Any:
+    """Span and Source, built on first use (PEP 562: only names this module does not hold
+    yet come here)."""
+    if name not in _RECORDS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _BUILDING:
+        if name not in globals():
+            for cls in _records():
+                cls.__qualname__ = cls.__name__  # as if written at the top level (repr, pickle)
+                globals()[cls.__name__] = cls
+    return globals()[name]
 
 
 def file_name(path: str) -> str:
@@ -108,7 +133,7 @@ def read_source(path: str, name: str | None = None) -> Source | None:
     """The text of the file at `path` (shown as `name`), or None when it cannot be read."""
     try:
         with open(path, encoding="utf-8", newline="") as fh:
-            return Source(name or path, fh.read())
+            return __getattr__("Source")(name or path, fh.read())
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -135,7 +160,7 @@ def render_trap(failed, *, base_dir: str = ".", source: Source | None = None) ->
     file (an inline pipeline)."""
     if failed.span is None or failed.file is None:
         return render(None, failed.code, failed.message)
-    span = Span(failed.file, *failed.span)
+    span = __getattr__("Span")(failed.file, *failed.span)
     if source is None or source.name != failed.file:
         source = read_source(os.path.join(base_dir, failed.file), failed.file)
     return render(span, failed.code, failed.message, source=source)

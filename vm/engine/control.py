@@ -3,7 +3,7 @@ for_each loops, sub-workflow calls and the policies (TRY / END_TRY)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vm.core import js
 from vm.core.condition import evaluate
@@ -13,8 +13,10 @@ from vm.engine.run import Run, restore_scope, wait
 from vm.host.commands import CommandError
 from vm.isa.cost import Ledger
 from vm.isa.frame import CallFrame, Frame, LoopFrame, TryFrame
-from vm.isa.ops import Loop
 from vm.isa.program import Instr
+
+if TYPE_CHECKING:  # a workflow record, built on first use (vm.isa.ops)
+    from vm.isa.ops import Loop
 
 
 def op_jump(run: Run, ins: Instr) -> None:

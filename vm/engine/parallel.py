@@ -4,6 +4,7 @@ step's (Frame.fork); the results join back in declaration order and are billed t
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from attrs import evolve
 
@@ -12,9 +13,11 @@ from vm.engine.outcome import Failed, Finished, Parked
 from vm.engine.run import Run, VMBug
 from vm.host.commands import CommandError
 from vm.isa import cost
-from vm.isa.ops import Parallel
 from vm.isa.program import Instr
 from vm.isa.regions import Region, regions_of
+
+if TYPE_CHECKING:  # a workflow record, built on first use (vm.isa.ops)
+    from vm.isa.ops import Parallel
 
 
 def op_parallel(run: Run, ins: Instr) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import evolve
 
@@ -19,8 +19,10 @@ from vm.host.commands.base import timed_out
 from vm.host.process import ProcessError, env_output_cap
 from vm.isa import cost
 from vm.isa.frame import CallFrame, Frame, LoopFrame, TryFrame
-from vm.isa.ops import Loop, Policy, Retry
 from vm.isa.program import Program
+
+if TYPE_CHECKING:  # workflow records, built on first use (vm.isa.ops)
+    from vm.isa.ops import Loop, Policy, Retry
 
 
 class VMBug(Exception):

@@ -20,6 +20,7 @@ hash check, verify; a frame is checked against its program before anything acts 
 from __future__ import annotations
 
 import functools
+import threading
 import types
 import typing
 from collections.abc import Callable
@@ -37,7 +38,7 @@ from vm.isa.program import FORMAT_VERSION, MAGIC, Header, Instr, Program, StepIn
 
 MAX_BLOB = 64 * 1024 * 1024
 TAG = "$type"
-_PAYLOADS: dict[str, type] = {cls.__name__: cls for cls in ops.PAYLOADS}
+_PAYLOADS: dict[str, type] = {}  # the payload classes registered so far, by name
 
 
 class LoadError(Exception):
@@ -50,8 +51,47 @@ class LoadError(Exception):
 # without a converter's dispatch. The cattrs converter (`codec.converter`) is made of the same
 # functions, on first use: a run, a halt and a resume never import cattrs (its import alone
 # cost more than the rest of the codec; tests/machine/test_import_budget.py).
-_STRUCTURE: dict[Any, Callable[[Any], Any]] = {}
-_UNSTRUCTURE: dict[type, Callable[[Any], Any]] = {}
+class _Table(dict):
+    """A table of the records' functions. The workflow records of vm.isa.ops are built on
+    their first use, and registered here the first time one of them is looked up."""
+
+    def __missing__(self, key: Any) -> Any:
+        _register_workflow_records()
+        if key in self:
+            return dict.__getitem__(self, key)
+        raise KeyError(key)
+
+
+_STRUCTURE: dict[Any, Callable[[Any], Any]] = _Table()
+_UNSTRUCTURE: dict[type, Callable[[Any], Any]] = _Table()
+_WORKFLOW_REGISTERED: list[bool] = []
+_REGISTERING = threading.Lock()
+
+
+def _register_workflow_records() -> None:
+    """Register vm.isa.ops.WORKFLOW_RECORDS (building them), once; a pipeline never needs to."""
+    with _REGISTERING:
+        if not _WORKFLOW_REGISTERED:
+            for name in ops.WORKFLOW_RECORDS:
+                _register_record(getattr(ops, name))
+            _PAYLOADS.update((name, getattr(ops, name)) for name in ops.PAYLOAD_NAMES)
+            _WORKFLOW_REGISTERED.append(True)
+
+
+def _registered(tp: Any) -> bool:
+    """Whether `tp` is a record of the tables (registering the workflow records if it is one)."""
+    if tp not in _STRUCTURE and isinstance(tp, type) and tp.__name__ in ops.WORKFLOW_RECORDS:
+        _register_workflow_records()
+    return tp in _STRUCTURE
+
+
+def _payload(name: str) -> type | None:
+    """The payload class of that name (vm.isa.ops.PAYLOAD_NAMES); None for any other name."""
+    if name not in ops.PAYLOAD_NAMES:
+        return None
+    if name not in _PAYLOADS:
+        _register_workflow_records()
+    return _PAYLOADS[name]
 
 
 def _own(cls: type, structure: Callable[[Any], Any], unstructure: Callable[[Any], Any]) -> None:
@@ -63,6 +103,7 @@ def _converter() -> Any:
     """The cattrs converter of every record in the tables (forbidding extra keys)."""
     from cattrs.preconf.msgpack import make_converter
 
+    _register_workflow_records()
     made = make_converter(forbid_extra_keys=True, detailed_validation=False)
     # A field typed Any holds plain data (step results, registers, constants): msgpack takes it
     # as it is; left to cattrs, every dict and list in it would be copied element by element.
@@ -107,7 +148,7 @@ def _shape(tp: Any) -> Callable[[Any], Any]:
         (inner,) = [a for a in args if a is not type(None)]
         check = _shape(inner)
         return lambda v: None if v is None else check(v)
-    if tp in _STRUCTURE:
+    if _registered(tp):
         return lambda v: _STRUCTURE[tp](v)
     raise TypeError(f"no shape for {tp!r}")
 
@@ -155,7 +196,7 @@ def _plainer(tp: Any) -> Callable[[Any], Any] | None:
         (inner,) = [a for a in args if a is not type(None)]
         plain = _plainer(inner)
         return None if plain is None else (lambda v: None if v is None else plain(v))
-    if isinstance(tp, type) and tp in _UNSTRUCTURE:
+    if isinstance(tp, type) and _registered(tp):
         return lambda v: _UNSTRUCTURE[type(v)](v)  # by the value's class: a variant's own tag
     return None
 
@@ -181,9 +222,10 @@ def _register_variants(base: type, variants: tuple[type, ...]) -> None:
 
 _own(Instr, lambda v: Instr(*v) if type(v) is list else _bad("array", v),
      lambda i: [i.op, i.a, i.b, i.c])
-for _cls in (*ops.PAYLOADS, ops.Retry, ops.Branch, ops.Given, ops.ApproverRules, LoopFrame,
-             CallFrame, TryFrame, Ledger, CostLimit, Charge, StepInfo, Header):
+for _cls in (ops.Stage, ops.Exec, ops.Given, ops.ApproverRules, LoopFrame, CallFrame,
+             TryFrame, Ledger, CostLimit, Charge, StepInfo, Header):
     _register_record(_cls)
+_PAYLOADS.update(Stage=ops.Stage, Exec=ops.Exec)
 _register_variants(ops.HaltSite, ops.HALT_SITES)
 _register_variants(Pending, PENDING_KINDS)
 _register_record(Program)
@@ -192,7 +234,7 @@ _register_record(Frame)
 
 def _tag(value: Any) -> Any:
     cls = type(value)
-    if cls.__name__ in _PAYLOADS and _PAYLOADS[cls.__name__] is cls:
+    if _payload(cls.__name__) is cls:
         return {TAG: cls.__name__, **_UNSTRUCTURE[cls](value)}
     if isinstance(value, dict) and TAG in value:
         return {TAG: "json", "value": value}
@@ -206,7 +248,7 @@ def _untag(value: Any) -> Any:
     name = fields.pop(TAG)
     if name == "json" and set(fields) == {"value"}:
         return fields["value"]
-    cls = _PAYLOADS.get(name) if isinstance(name, str) else None
+    cls = _payload(name) if isinstance(name, str) else None
     if cls is None:
         raise LoadError(f"unknown constant type {name!r}")
     return _STRUCTURE[cls](fields)

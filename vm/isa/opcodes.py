@@ -65,8 +65,15 @@ class OpInfo:
     operands: tuple[str, ...]
     summary: str
     flow: str = FALL
-    payload: type | None = None  # what K[b] (K[a] without a register) holds; None: plain JSON
+    # what K[b] (K[a] without a register) holds: a type, or the name of a record of
+    # vm.isa.ops (the workflow records are built on first use); None: plain JSON
+    payload: type | str | None = None
     control: bool = False  # moves control or bookkeeping only: no work of the step itself
+
+    @property
+    def payload_type(self) -> type | None:
+        """The type of the payload (a named record is built here if it was not yet)."""
+        return getattr(ops, self.payload) if isinstance(self.payload, str) else self.payload
 
     @property
     def targets(self) -> tuple[int, ...]:
@@ -89,11 +96,11 @@ OPS: dict[Op, OpInfo] = {
     Op.RENDER: OpInfo((REG, CONST), "render items R[a] with K[b]; R[a] := []", payload=str),
     Op.HALT_APPROVE: OpInfo((REG, HALT), "park for approval H[b] of items R[a]"),
     Op.HALT_INPUT: OpInfo((REG, HALT), "park for input H[b]; resume: R[a] := [answer]"),
-    Op.SHELL: OpInfo((STEP, CONST), "results[S] := shell step K[b]", payload=ops.Shell),
-    Op.LOAD_STDIN: OpInfo((REG, CONST), "R[a] := items of stdin K[b]", payload=ops.LoadStdin),
+    Op.SHELL: OpInfo((STEP, CONST), "results[S] := shell step K[b]", payload="Shell"),
+    Op.LOAD_STDIN: OpInfo((REG, CONST), "R[a] := items of stdin K[b]", payload="LoadStdin"),
     Op.STORE_PIPELINE: OpInfo((STEP, REG), "results[S] := pipeline result of R[b]"),
     Op.SET_RESULT: OpInfo((STEP, CONST), "results[S] := value of the stdin reference in K[b]",
-                          payload=ops.StepValue),
+                          payload="StepValue"),
     Op.INIT_ARGS: OpInfo((CONST,), "args := defaults K[a] + caller args", payload=dict),
     Op.COST_LIMIT: OpInfo((CONST,), "bill LLM usage against limit K[a] {max_usd, action}",
                           payload=dict),
@@ -102,18 +109,18 @@ OPS: dict[Op, OpInfo] = {
     Op.EVAL_COND: OpInfo((REG, CONST), "R[a] := condition K[b]", control=True),
     Op.SKIP_STEP: OpInfo((STEP,), "results[S] := skipped", control=True),
     Op.LOOP_BEGIN: OpInfo((STEP, CONST, TARGET), "push loop K[b]; empty: pc := c", LOOP_ENTER,
-                          payload=ops.Loop),
+                          payload="Loop"),
     Op.LOOP_NEXT: OpInfo((STEP, TARGET), "next iteration at b, or pop the loop", LOOP_BACK,
                          control=True),
     Op.CALL: OpInfo((STEP, CONST, TARGET), "call the sub-workflow at c with K[b]", ENTER,
-                    payload=ops.Call),
+                    payload="Call"),
     Op.RETURN: OpInfo((STEP,), "return to the caller; results[S] := output", LEAVE,
                       control=True),
     Op.TRY: OpInfo((STEP, CONST, TARGET), "policy K[b] over the block ending at END_TRY c",
-                   payload=ops.Policy, control=True),
+                   payload="Policy", control=True),
     Op.END_TRY: OpInfo((STEP, TARGET), "leave the policy; errors continue at b", control=True),
     Op.PARALLEL: OpInfo((STEP, CONST), "results[S] := branch regions K[b], run at once", FORK,
-                        payload=ops.Parallel),
+                        payload="Parallel"),
     Op.END_BRANCH: OpInfo((STEP,), "finish the branch with results[S]", JOIN, control=True),
     Op.END: OpInfo((REG,), "finish with output R[a]", EXIT, control=True),
     Op.END_WORKFLOW: OpInfo((), "finish with the last step's output", EXIT, control=True),

@@ -2,9 +2,11 @@
 
 The codec writes each one as a map tagged with its class name under `$type`; plain JSON
 constants (conditions, arg defaults, renderer names, a cost limit, a stdin reference) stay
-plain. Class and field names are wire format.
+plain. Class and field names are wire format. The records only workflows use are built on
+their first use (`WORKFLOW_RECORDS`, below).
 """
 
+import threading
 from typing import Any, ClassVar
 
 from attrs import field
@@ -50,94 +52,10 @@ class Exec:
 
 
 @frozen
-class Shell:
-    """A workflow shell step: its (templated) line, stdin reference, env and cwd."""
-
-    run: str
-    stdin: Any = None
-    env: dict[str, str] = field(factory=dict)
-    cwd: str | None = None
-
-
-@frozen
-class LoadStdin:
-    """The start of a workflow pipeline step: its stdin reference, env and cwd."""
-
-    stdin: Any = None
-    env: dict[str, str] = field(factory=dict)
-    cwd: str | None = None
-
-
-@frozen
-class Loop:
-    """A for_each: the list it walks, the names an iteration binds, its own sub-steps."""
-
-    source: Any
-    item_var: str = "item"
-    index_var: str = "index"
-    batch_size: int = 1
-    pause_ms: int = 0
-    steps: tuple[str, ...] = field(default=(), converter=_as_tuple)
-
-
-@frozen
-class Call:
-    """A sub-workflow call: its args (templated), the callee's defaults, env and cwd."""
-
-    args: dict[str, Any] = field(factory=dict)
-    defaults: dict[str, Any] = field(factory=dict)
-    env: dict[str, str] = field(factory=dict)
-    cwd: str | None = None
-
-
-@frozen
-class Retry:
-    max: int = 1
-    backoff: str = "fixed"  # fixed | exponential
-    delay_ms: int = 1000
-    max_delay_ms: int = 30000
-    jitter: bool = False
-
-
-@frozen
-class Policy:
-    """What TRY does when its block fails or runs too long."""
-
-    on_error: str = "stop"  # stop | continue | skip_rest
-    timeout_ms: int | None = None
-    retry: Retry | None = None
-
-
-@frozen
-class Branch:
-    """One parallel branch: the code region at `start` that runs it (a SHELL, or a pipeline
-    from LOAD_STDIN to STORE_PIPELINE) and ends with END_BRANCH."""
-
-    id: str
-    start: int = -1
-
-
-@frozen
-class Parallel:
-    wait: str = "all"  # all | any
-    timeout_ms: int | None = None
-    branches: tuple[Branch, ...] = field(default=(), converter=_as_tuple)
-
-
-@frozen
 class Given:
     """A value that was written in the source (None stands for "not given")."""
 
     value: Any
-
-
-@frozen
-class StepValue:
-    """SET_RESULT: a step that runs nothing; its result is the value of the stdin reference
-    `stdin` (None: not given). `gated`: an approval follows and finishes the step."""
-
-    stdin: Any = None
-    gated: bool = False
 
 
 @frozen
@@ -215,5 +133,109 @@ class StepInput(HaltSite):
 HALT_SITES: tuple[type[HaltSite], ...] = (PipelineApprove, PipelineAsk, StepApproval, StepInput)
 
 
-PAYLOADS: tuple[type, ...] = (Stage, Exec, Shell, LoadStdin, Loop, Call, Policy, Parallel,
-                              StepValue)
+# Every payload class, by name (the codec's `$type`), in this order: `PAYLOADS` holds the
+# classes themselves.
+PAYLOAD_NAMES = ("Stage", "Exec", "Shell", "LoadStdin", "Loop", "Call", "Policy", "Parallel",
+                 "StepValue")
+# The records only a workflow's steps use (a pipeline's program holds none of them): built on
+# their first use, not at import, since attrs writes and compiles each class as it is built
+# (about 0.25 ms a class, 2.2 ms of every cold `lobster` process for these nine). Reading one
+# of them (`ops.Loop`, `from vm.isa.ops import Loop`) builds them all, once.
+WORKFLOW_RECORDS = ("Shell", "LoadStdin", "Loop", "Call", "Retry", "Policy", "Branch",
+                    "Parallel", "StepValue")
+
+
+def _workflow_records() -> tuple[type, ...]:
+    @frozen
+    class Shell:
+        """A workflow shell step: its (templated) line, stdin reference, env and cwd."""
+
+        run: str
+        stdin: Any = None
+        env: dict[str, str] = field(factory=dict)
+        cwd: str | None = None
+
+    @frozen
+    class LoadStdin:
+        """The start of a workflow pipeline step: its stdin reference, env and cwd."""
+
+        stdin: Any = None
+        env: dict[str, str] = field(factory=dict)
+        cwd: str | None = None
+
+    @frozen
+    class Loop:
+        """A for_each: the list it walks, the names an iteration binds, its own sub-steps."""
+
+        source: Any
+        item_var: str = "item"
+        index_var: str = "index"
+        batch_size: int = 1
+        pause_ms: int = 0
+        steps: tuple[str, ...] = field(default=(), converter=_as_tuple)
+
+    @frozen
+    class Call:
+        """A sub-workflow call: its args (templated), the callee's defaults, env and cwd."""
+
+        args: dict[str, Any] = field(factory=dict)
+        defaults: dict[str, Any] = field(factory=dict)
+        env: dict[str, str] = field(factory=dict)
+        cwd: str | None = None
+
+    @frozen
+    class Retry:
+        max: int = 1
+        backoff: str = "fixed"  # fixed | exponential
+        delay_ms: int = 1000
+        max_delay_ms: int = 30000
+        jitter: bool = False
+
+    @frozen
+    class Policy:
+        """What TRY does when its block fails or runs too long."""
+
+        on_error: str = "stop"  # stop | continue | skip_rest
+        timeout_ms: int | None = None
+        retry: Retry | None = None
+
+    @frozen
+    class Branch:
+        """One parallel branch: the code region at `start` that runs it (a SHELL, or a pipeline
+        from LOAD_STDIN to STORE_PIPELINE) and ends with END_BRANCH."""
+
+        id: str
+        start: int = -1
+
+    @frozen
+    class Parallel:
+        wait: str = "all"  # all | any
+        timeout_ms: int | None = None
+        branches: tuple[Branch, ...] = field(default=(), converter=_as_tuple)
+
+    @frozen
+    class StepValue:
+        """SET_RESULT: a step that runs nothing; its result is the value of the stdin reference
+        `stdin` (None: not given). `gated`: an approval follows and finishes the step."""
+
+        stdin: Any = None
+        gated: bool = False
+
+    return Shell, LoadStdin, Loop, Call, Retry, Policy, Branch, Parallel, StepValue
+
+
+_BUILDING = threading.Lock()  # two threads reading one at once get the same classes
+
+
+def __getattr__(name: str) -> Any:
+    """The workflow records and `PAYLOADS`, built on first use (PEP 562: only names this
+    module does not hold yet come here)."""
+    if name not in WORKFLOW_RECORDS and name != "PAYLOADS":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _BUILDING:
+        if name not in globals():
+            for cls in _workflow_records():
+                cls.__qualname__ = cls.__name__  # as if written at the top level (repr, pickle)
+                globals()[cls.__name__] = cls
+            globals()["PAYLOADS"] = tuple(globals()[n] for n in PAYLOAD_NAMES)
+    return globals()[name]

@@ -50,8 +50,9 @@ def verify(program: Program) -> None:
         slot = info.const_slot
         if info.payload is not None and slot is not None:
             value = K[(ins.a, ins.b, ins.c)[slot]]
-            if not isinstance(value, info.payload):
-                raise VerifyError(f"pc {pc}: {op.name} payload is not a {info.payload.__name__}")
+            payload = info.payload_type
+            if not isinstance(value, payload):
+                raise VerifyError(f"pc {pc}: {op.name} payload is not a {payload.__name__}")
     problems = regions_of(program).problems  # block pairing: computed once, kept for the readers
     if problems:
         raise VerifyError(problems[0])

@@ -14,11 +14,43 @@ from vm.host.commands.base import Args, CommandError, Context
 from vm.core.js import UNDEFINED
 
 __all__ = ["WHERE_RE", "dedupe", "group_by", "head", "map_items", "pick", "render_json",
-           "render_table", "sort", "where"]
+           "render_table", "sort", "where", "where_parts"]
 
 _LINE = r"[^\n\r\u2028\u2029]"
+# The syntax of a `where` expression. `where_parts` reads it without compiling this pattern
+# (its two classes of JavaScript white space took 0.6 ms of a cold `where` pipeline to compile);
+# a property test holds the two to the same answers.
 WHERE_RE = compiled(
     rf"([a-zA-Z0-9_.]+){js.WS_CLASS}*(==|=|!=|<=|>=|<|>){js.WS_CLASS}*({_LINE}+)\Z")
+_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
+_SPACES = frozenset(js.JS_WHITESPACE)
+_BREAKS = frozenset("\n\r\u2028\u2029")
+_WHERE_OPS = ("==", "=", "!=", "<=", ">=", "<", ">")  # tried in this order, as WHERE_RE does
+
+
+def where_parts(expr: str) -> tuple[str, str, str] | None:
+    """(path, operator, value) of a `where` expression, as `WHERE_RE.match(expr).groups()`
+    gives them; None where WHERE_RE does not match."""
+    size, end = len(expr), 0
+    while end < size and expr[end] in _PATH_CHARS:
+        end += 1
+    if end == 0:
+        return None
+    at = end
+    while at < size and expr[at] in _SPACES:
+        at += 1
+    for op in _WHERE_OPS:
+        if not expr.startswith(op, at):
+            continue
+        start = value = at + len(op)
+        while value < size and expr[value] in _SPACES:
+            value += 1
+        if value == size and value > start and expr[value - 1] not in _BREAKS:
+            value -= 1  # the value needs a character: the last white space is given back
+        rest = expr[value:]
+        if rest and _BREAKS.isdisjoint(rest):
+            return expr[:end], op, rest
+    return None
 
 
 def _first_positional(args: Args) -> str:
@@ -46,10 +78,10 @@ def _where_literal(raw: str) -> Any:
 
 
 def _predicate(expr: str) -> Callable[[Any], bool]:
-    match = WHERE_RE.match(expr)
-    if match is None:
+    parts = where_parts(expr)
+    if parts is None:
         raise CommandError(f"Invalid where expression: {expr}")
-    path, op, raw = match.groups()
+    path, op, raw = parts
     value, keys = _where_literal(raw), path.split(".")
 
     def lhs(item: Any) -> Any:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from attrs import define, evolve
+from attrs import evolve
 
+from vm.core.records import define
 from vm.engine import machine
 from vm.host import token as tokens
 from vm.host.children import Scope
