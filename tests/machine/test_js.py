@@ -357,3 +357,27 @@ def test_depth_over_the_bound_is_refused_and_at_it_is_parsed():
     # brackets inside strings do not count, escaped quotes do not end a string
     hidden = json.dumps(["\\\"" + "[" * 500, {"k[[": "]]\\"}])
     assert js.json_loads(hidden)[0].endswith("[")
+
+
+@given(_SIZED.filter(lambda v: v is not UNDEFINED), st.booleans(), st.booleans())
+def test_plain_dumps_is_json_dumps_with_its_options(value, ascii_only, sort_keys):
+    def spelled(o):
+        return f"<{type(o).__name__}>"
+
+    def expected():
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=ascii_only,
+                          sort_keys=sort_keys, default=spelled)
+
+    try:
+        want = expected()
+    except TypeError:  # keys of mixed types cannot be sorted: refused alike
+        with pytest.raises(TypeError):
+            js.plain_dumps(value, ascii_only, sort_keys, default=spelled)
+        return
+    assert js.plain_dumps(value, ascii_only, sort_keys, default=spelled) == want
+
+
+def test_plain_dumps_refuses_what_json_dumps_refuses_in_its_words():
+    with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
+        js.plain_dumps({"a": {1}})
+    assert js.plain_dumps({"é": float("nan")}) == '{"\\u00e9":NaN}'

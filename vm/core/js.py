@@ -358,6 +358,34 @@ if _c_make_encoder is not None:
 else:  # pragma: no cover - CPython always has the C encoder
     _encode_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
                                        check_circular=False, default=_refuse).encode
+def _not_serializable(o: Any) -> Any:
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+
+_PLAIN_ENCODERS: dict[tuple, Callable[[Any], str]] = {}
+
+
+def plain_dumps(v: Any, ascii_only: bool = True, sort_keys: bool = False,
+                default: Callable[[Any], Any] = _not_serializable) -> str:
+    """`json.dumps(v, separators=(",", ":"), ensure_ascii=ascii_only, sort_keys=sort_keys,
+    default=default)`, Python's JSON (not JavaScript's), for our own records, tokens and
+    hashes: the C encoder made once per set of options, not once a call."""
+    found = _PLAIN_ENCODERS.get((ascii_only, sort_keys, default))
+    if found is None:
+        if _c_make_encoder is None:  # pragma: no cover - CPython always has the C encoder
+            found = json.JSONEncoder(ensure_ascii=ascii_only, separators=(",", ":"),
+                                     sort_keys=sort_keys, default=default).encode
+        else:
+            quote = (json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+                     if ascii_only else _encode_str)
+            # no markers (no cycle check: a cycle ends in RecursionError, as deep nesting
+            # does): a dict of markers kept across calls would keep an entry a failed call left
+            encoder = _c_make_encoder(None, default, quote, None, ":", ",", sort_keys, False, True)
+            found = lambda value: "".join(encoder(value, 0))  # noqa: E731
+        _PLAIN_ENCODERS[(ascii_only, sort_keys, default)] = found
+    return found(v)
+
+
 _PY_FLOAT_RE = compiled(r"[0-9]e[+-][0-9]|[0-9]\.0(?![0-9])")
 _SURROGATE_RE = compiled("[\ud800-\udfff]")
 _LONG_DIGITS_RE = compiled("[0-9]{16}")

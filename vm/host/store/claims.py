@@ -9,6 +9,8 @@ from typing import Any
 
 from attrs import field, frozen
 
+from vm.core import js
+
 
 def _hostname() -> str:
     return os.uname().nodename  # socket.gethostname(), without loading socket
@@ -58,7 +60,7 @@ _NAME_MAX = 255
 
 
 def _b64(data: dict) -> str:
-    text = json.dumps(data, separators=(",", ":"), ensure_ascii=True)
+    text = js.plain_dumps(data)
     return base64.urlsafe_b64encode(text.encode("ascii")).decode("ascii").rstrip("=")
 
 

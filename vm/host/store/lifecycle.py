@@ -33,6 +33,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from vm.core import js
 from vm.core.digest import sha256
 from vm.host.store.base import StateStore, StoreError
 from vm.isa.frame import StepApprovalWait
@@ -60,8 +61,7 @@ def who() -> str:
 
 def items_hash(items: Any) -> str:
     """sha256 of the halt's items as canonical JSON: what an approver was shown."""
-    text = json.dumps(items, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str)
+    text = js.plain_dumps(items, ascii_only=False, sort_keys=True, default=str)
     return "sha256:" + sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
 
 
@@ -82,7 +82,7 @@ def halted_event(parked: Parked, frame: Frame | None, step: str | None = None) -
 
 
 def encode_record(record: dict) -> bytes:
-    return json.dumps(record, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+    return js.plain_dumps(record).encode("ascii")
 
 
 def decode_record(blob: bytes | None) -> dict | None:
