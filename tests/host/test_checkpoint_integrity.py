@@ -14,6 +14,7 @@ from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 
 from vm.service.protocol import Options, handle
 from vm.host.store import open_store
+from conftest import Cli
 from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
 
 GATE = "exec --json --shell 'echo [1]' | approve --prompt ok"
@@ -108,23 +109,28 @@ def test_an_edited_frame_is_refused_and_not_consumed(options):
     assert done["status"] == "ok" and done["output"] == [1], done
 
 
-def test_a_replaced_program_is_refused(options):
+def test_a_replaced_program_is_refused(options, tmp_path):
+    """A process that reads the program from the store refuses one replaced there; the process
+    that parked the run holds the program it verified, and runs that one (never the store's)."""
     approval, parked, store = _parked(options)
     program_hash = msgpack.unpackb(parked.blob)["program_hash"]
     _other, other, _ = _parked(options, OTHER)
     other_program = store.load_program_bytes(msgpack.unpackb(other.blob)["program_hash"])
-    original = store.load_program_bytes(program_hash)
     # another program's bytes; then that program with its header claiming the first's hash
     forged = msgpack.unpackb(other_program)
     forged["header"]["program_hash"] = program_hash
+    (tmp_path / "fresh").mkdir()
+    fresh = Cli(tmp_path / "fresh")  # real processes, which hold no program
     for body in (other_program, msgpack.packb(forged)):
         _set_program(options.state_dir, program_hash, body)
-        refused = _resume(options, token=approval["resumeToken"], approve=True)
-        assert refused["error"]["code"] == "T434", refused
+        refused, code = fresh.tool("resume", "--token", approval["resumeToken"], "--approve",
+                                   "yes", env={"LOBSTER_STATE_DIR": options.state_dir})
+        assert refused["error"]["code"] == "T434" and code != 0, refused
         assert refused["error"]["message"] == NOT_AUTHENTIC
     assert not os.path.exists(os.path.join(options.cwd, "pwned"))
-    _set_program(options.state_dir, program_hash, original)
-    assert _resume(options, token=approval["resumeToken"], approve=True)["status"] == "ok"
+    done = _resume(options, token=approval["resumeToken"], approve=True)
+    assert done["status"] == "ok" and done["output"] == [1], done
+    assert not os.path.exists(os.path.join(options.cwd, "pwned"))
 
 
 def test_a_planted_frame_behind_an_approval_id_is_refused_and_can_be_cancelled(options):

@@ -5,7 +5,6 @@ ordering, both sides of && and || evaluated, JavaScript truthiness of the result
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 

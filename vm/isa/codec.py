@@ -305,12 +305,23 @@ def dump_program(program: Program) -> bytes:
 
 
 _LOADED: dict[bytes, Program] = {}  # verified programs of this process, by their bytes' digest
+_BY_HASH: dict[str, Program] = {}  # the same programs, by their content hash
 
 
 def _remember(digest: bytes, program: Program) -> None:
     if len(_LOADED) >= 256:
         _LOADED.clear()
+        _BY_HASH.clear()
     _LOADED[digest] = program
+    _BY_HASH[program.hash] = program
+
+
+def known_program(program_hash: str) -> Program | None:
+    """The program of that content hash if this process loaded (and so verified) it before:
+    a resume of a program the process already holds needs not read it from the store again.
+    The hash covers everything the program does, so the stored copy could only be this one
+    (or damaged)."""
+    return _BY_HASH.get(program_hash)
 
 
 def intact(blob: bytes, program_hash: str) -> bool:

@@ -46,14 +46,21 @@ def keys_if_any(store: StateStore) -> list[bytes]:
         return []
 
 
-def checked_token(token: str | None, store: StateStore) -> tokens.Token:
-    """A resume token, decoded and verified against the store's keys (E501, E502)."""
+def decoded_token(token: str | None) -> tokens.Token:
+    """A resume token's shape, decoded (E501, or E502 when it is unsigned); its signature is
+    checked by `verify_token`, with the key set read beside the frame it names."""
     try:
-        parsed = tokens.decode(token or "")
-        tokens.verify(parsed, store.verification_keys())
+        return tokens.decode(token or "")
     except tokens.TokenError as exc:
         raise RequestError(exc.message, exc.code) from None
-    return parsed
+
+
+def verify_token(parsed: tokens.Token, keys: list[bytes]) -> None:
+    """The token's signature matches one key of the store's key set (E502)."""
+    try:
+        tokens.verify(parsed, keys)
+    except tokens.TokenError as exc:
+        raise RequestError(exc.message, exc.code) from None
 
 
 def refuse_expired(expires_at: float | None) -> None:
@@ -68,10 +75,13 @@ def load(store: StateStore, parked) -> tuple[Frame, Program]:
     the frame against its program. Refusals consume nothing."""
     try:
         frame = codec.load_frame(parked.blob)
-        program_blob = store.load_program_bytes(frame.program_hash)
-        if program_blob is None:
-            raise LoadError(f"program {frame.program_hash} is missing from the state directory")
-        program = codec.load_program(program_blob)
+        program = codec.known_program(frame.program_hash)
+        if program is None:
+            program_blob = store.load_program_bytes(frame.program_hash)
+            if program_blob is None:
+                raise LoadError(f"program {frame.program_hash} is missing from the state "
+                                "directory")
+            program = codec.load_program(program_blob)
     except codec.NotAuthentic:
         raise not_authentic() from None
     except LoadError as exc:

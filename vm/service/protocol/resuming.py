@@ -17,8 +17,8 @@ from vm.host.store import StoreError, lifecycle
 from vm.isa.frame import Frame, StepApprovalWait
 from vm.isa.ops import ApproverRules
 from vm.isa.program import Program
-from vm.service.protocol.checkpoint import (cancel_parked, checked_token, load, not_authentic,
-                                            refuse_expired, unparked)
+from vm.service.protocol.checkpoint import (cancel_parked, decoded_token, load, not_authentic,
+                                            refuse_expired, unparked, verify_token)
 from vm.service.protocol.envelope import (RequestError, internal_error, ok_envelope, store_error,
                                           unknown_approval_id)
 from vm.service.protocol.options import (Options, Settings, checkpoint_ttl_ms, claim_lease_s,
@@ -69,6 +69,7 @@ def resume_settled(options: Options, settings: Settings, scope: Scope, decision:
     state key names."""
     try:
         store = options.store()
+        parsed = keys = None
         if approval_id:
             state_key = store.lookup_approval_id(approval_id)
             if state_key is None:
@@ -77,16 +78,24 @@ def resume_settled(options: Options, settings: Settings, scope: Scope, decision:
         elif state_key:
             origin = tokens.origin_of(state_key)
         else:
-            parsed = checked_token(token, store)
+            parsed = decoded_token(token)
             state_key, origin = parsed.state_key, parsed.origin
         not_found = ("Resume state not found" if decision.cancel
                      else f"{origin.capitalize()} resume state not found")
+        # the frame is read first and the token checked after, under the key set read with
+        # it (one round trip to a database store, one look at the key files): reading is
+        # harmless, the state key is well formed, and a forged token still stops here (E502)
         parked = store.read_parked(state_key)
+        if parsed is not None:
+            keys = store.verification_keys()
+            verify_token(parsed, keys)
         if parked is None:
             return unparked(store, state_key, decision.cancel, not_found, approval_id)
         if decision.cancel:
             return cancel_parked(store, parked, approval_id, not_found)
-        if not parked.authentic(store.verification_keys()):  # first: expiry is not covered
+        if keys is None:
+            keys = store.verification_keys()
+        if not parked.authentic(keys):  # first: expiry is not covered
             raise not_authentic()
         refuse_expired(parked.expires_at)
         checkpoint_ttl_ms(options)  # a bad TTL is refused before anything runs
