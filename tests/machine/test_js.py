@@ -381,3 +381,87 @@ def test_plain_dumps_refuses_what_json_dumps_refuses_in_its_words():
     with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
         js.plain_dumps({"a": {1}})
     assert js.plain_dumps({"é": float("nan")}) == '{"\\u00e9":NaN}'
+
+
+def _prefix_depth(text: str, limit: int) -> bool:
+    """json_depth_over's answer as the running count of brackets gives it (strings skipped),
+    for any text: the reading the quick passes over paired brackets must agree with."""
+    data = text.encode("utf-8", "surrogatepass").replace(b"\\\\", b"").replace(b'\\"', b"")
+    shape = bytes(b for b in data if b in b'"[]{}').replace(b'""', b"")
+    shape = b"".join(shape.split(b'"')[::2])
+    depth = top = 0
+    for byte in shape:
+        depth += 1 if byte in b"[{" else -1
+        top = max(top, depth)
+    return top > limit
+
+
+@given(st.text(alphabet='[]{}"\\ ax', max_size=40), st.integers(0, 5), st.integers(0, 8))
+def test_depth_over_agrees_with_the_running_count_on_any_text(text, limit, deep):
+    for candidate in (text, "[" * deep + text + "]" * deep, "{" * deep + text):
+        padded = candidate + " [" * 300  # past the count under which nothing is read
+        assert js.json_depth_over(padded, limit) == _prefix_depth(padded, limit)
+
+
+# ---- json_array_kept: an array's items tested as they are parsed -----------------------
+
+_SPACE = st.text(alphabet=" \t\n\r", max_size=3)
+
+
+def _keep(value) -> bool:
+    return js.truthy(value) and not isinstance(value, str)
+
+
+@st.composite
+def _array_texts(draw):
+    """An array's JSON text with white space anywhere JSON allows it (and str.strip's own
+    around it), sometimes damaged: cut short, or a character put in."""
+    items = draw(st.lists(json_values, max_size=6))
+    gap = lambda: draw(_SPACE)  # noqa: E731
+    inner = ",".join(gap() + js.json_compact(v) + gap() for v in items)
+    text = draw(st.sampled_from(["", "\x0b", "\u00a0 "])) + "[" + gap() + inner + "]" + \
+        draw(st.sampled_from(["", "\n", " \x1c"]))
+    damage = draw(st.sampled_from(["none", "cut", "insert"]))
+    if damage == "cut":
+        text = text[:draw(st.integers(0, max(len(text) - 1, 0)))]
+    elif damage == "insert":
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(st.sampled_from([",", "]", "[", "x", '"', "{", ", ]"])) + text[at:]
+    return items, damage, text
+
+
+@given(_array_texts())
+def test_array_kept_is_the_parsed_array_filtered_or_declines(case):
+    items, damage, text = case
+    kept = js.json_array_kept(text, _keep)
+    try:
+        whole = js.json_loads(text.strip())
+    except ValueError:
+        assert kept is None  # the caller reads it whole, and reports that error
+        return
+    if kept is None:
+        assert damage != "none" or not isinstance(whole, list)
+    else:
+        assert isinstance(whole, list) and kept == [v for v in whole if _keep(v)]
+    if damage == "none":
+        assert whole == items and kept == [v for v in items if _keep(v)]
+
+
+def test_array_kept_declines_what_is_not_a_whole_array_and_a_keep_that_raises():
+    for text in ("", "  ", "{}", "1", "[1,]", "[1] [2]", "[1 2]", "[01]", "[NaN]"):
+        assert js.json_array_kept(text, _keep) is None, text
+
+    def fails(value):
+        raise TypeError("no")
+
+    assert js.json_array_kept("[1, 2]", fails) is None
+    assert js.json_array_kept(" [] \n", fails) == []
+
+
+def test_array_kept_gives_what_json_parse_gives():
+    text = '[{"b": 1, "2": 0, "1": 0}, 12345678901234567890, 1.0, [3]]'
+    kept = js.json_array_kept(text, lambda v: True)
+    assert kept == js.json_loads(text)
+    assert list(kept[0]) == ["1", "2", "b"] and kept[1] == 12345678901234567000.0
+    assert kept[2] == 1 and type(kept[2]) is int
+    assert js.json_array_kept("[" * 300 + "]" * 300, lambda v: True) is None  # too deep

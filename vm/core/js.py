@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import math
@@ -566,17 +567,16 @@ def _indentation(v: Any, depth: int) -> int:
     return extra + len(v) * (3 + 2 * depth) + 1 + 2 * depth
 
 
-_SHAPE = bytes(
-    ord("9") if 48 <= i <= 57 else i if i in b'":' else ord(" ") if i in b" \t\n\r" else ord("x")
-    for i in range(256))
+# digits, quotes and colons, every other byte an x (white space is deleted: `"1" :` reads 9":)
+_SHAPE = bytes(ord("9") if 48 <= i <= 57 else i if i in b'":' else ord("x") for i in range(256))
 _INDEX_KEY_RE = compiled(r'"(?:0|[1-9][0-9]*)"[ \t\n\r]*:')
 
 
 def _text_shape(text: str) -> tuple[bool, bool]:
     """(may hold an integer of 16+ digits, may hold an array-index key): cheap over-estimates."""
-    shape = text.encode("utf-8", "surrogatepass").translate(_SHAPE)
+    shape = text.encode("utf-8", "surrogatepass").translate(_SHAPE, b" \t\n\r")
     big = b"9" * 16 in shape
-    index_keys = (b'9":' in shape or b'9" ' in shape) and _INDEX_KEY_RE.search(text) is not None
+    index_keys = b'9":' in shape and _INDEX_KEY_RE.search(text) is not None
     return big, index_keys
 
 
@@ -599,6 +599,7 @@ MAX_JSON_DEPTH = 256
 # what a JSON text's nesting is read from: quotes and brackets (every other byte deleted), and
 # each bracket's step in depth
 _NOT_SHAPE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
+_ONE_KIND = bytes.maketrans(b"{}", b"[]")  # for depth, a brace is a bracket
 _DEPTH_STEP = tuple(1 if byte in b"[{" else -1 if byte in b"]}" else 0 for byte in range(256))
 
 
@@ -624,6 +625,18 @@ def json_depth_over(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     shape = data.translate(None, _NOT_SHAPE).replace(b'""', b"")
     if b'"' in shape:
         shape = b"".join(shape.split(b'"')[::2])  # the even pieces lie outside strings
+    # Well-formed brackets: each pass takes out the innermost pairs, one level of all of
+    # them at once (replace does not look again at what its own cuts bring together), so a
+    # text `limit` deep or less is empty after `limit` passes; a shallow one is after a few
+    # fast passes. Anything else (too deep, or brackets that do not pair) is counted below.
+    paired = shape.translate(_ONE_KIND)
+    for _ in range(limit):
+        inner = paired.replace(b"[]", b"")
+        if not inner:
+            return False
+        if len(inner) == len(paired):
+            break
+        paired = inner
     return max(itertools.accumulate(map(_DEPTH_STEP.__getitem__, shape)), default=0) > limit
 
 
@@ -635,10 +648,79 @@ def json_loads(text: str | bytes) -> Any:
         text = text.decode("utf-8")
     if json_depth_over(text):
         raise JSONTooDeep()
+    hooks = _hooks(text)
+    if len(text) < _BULK or not gc.isenabled():
+        return json.loads(text, **hooks)
+    gc.disable()
+    try:
+        return json.loads(text, **hooks)
+    finally:
+        gc.enable()
+
+
+# A JSON text this long is parsed with the cycle collector paused: parsing makes no cycles,
+# and the collections its many new containers would set off (each older one walking every
+# object made so far) were a fifth of the parse of a 100 000-item array
+_BULK = 1 << 20
+
+
+def _hooks(text: str) -> dict[str, Any]:
+    """What JSON.parse's numbers and key order need of Python's decoder, for this text."""
     hooks: dict[str, Any] = {"parse_float": _parse_float, "parse_constant": _reject_constant}
     big, index_keys = _text_shape(text)
     if big:
         hooks["parse_int"] = _parse_int
     if index_keys:
         hooks["object_pairs_hook"] = js_object
-    return json.loads(text, **hooks)
+    return hooks
+
+
+_SPACES = " \t\n\r"  # JSON's white space
+_JSON_SPACE = compiled(f"[{_SPACES}]*")
+
+
+def json_array_kept(text: str, keep: Callable[[Any], bool]) -> list | None:
+    """The items of the JSON array `text` (white space around it allowed, as str.strip takes
+    it) that `keep` keeps, each parsed and tested in turn, so that the ones dropped are never
+    all held at once: the values `[v for v in json_loads(text.strip()) if keep(v)]` gives.
+    None where this cannot tell (not an array, malformed, too deep, or `keep` raised): the
+    caller then reads the text whole, as before, and gets its answer or its error."""
+    start, end = 0, len(text)
+    while start < end and text[start].isspace():
+        start += 1
+    if start == end or text[start] != "[" or json_depth_over(text):
+        return None
+    scan = json.JSONDecoder(**_hooks(text)).scan_once
+    space = _JSON_SPACE.match
+    kept: list = []
+    add = kept.append
+    at = space(text, start + 1).end()
+    paused = len(text) >= _BULK and gc.isenabled()  # as in json_loads
+    if paused:
+        gc.disable()
+    try:
+        if text[at] == "]":
+            at += 1
+        else:
+            while True:
+                value, at = scan(text, at)  # StopIteration or a JSONDecodeError when malformed
+                if keep(value):
+                    add(value)
+                mark = text[at]  # (an IndexError at the end of the text)
+                if mark in _SPACES:
+                    at = space(text, at).end()
+                    mark = text[at]
+                at += 1
+                if mark == ",":
+                    if text[at] in _SPACES:
+                        at = space(text, at).end()
+                elif mark == "]":
+                    break
+                else:
+                    return None
+    except Exception:  # noqa: BLE001 - any doubt: the whole text is read again, as before
+        return None
+    finally:
+        if paused:
+            gc.enable()
+    return None if text[at:].strip() else kept

@@ -9,9 +9,10 @@ from vm.engine import steps
 from vm.engine.outcome import Finished
 from vm.engine.run import Run, child_cap
 from vm.host.commands import COMMANDS, Args, CommandError, Context
-from vm.host.commands.exec_cmd import process_code, run_exec
+from vm.host.commands.exec_cmd import process_code, run_exec, run_exec_kept
 from vm.host.process import CommandNotFound, ProcessError, run_process, shell_argv
 from vm.isa.cost import CostLimit
+from vm.isa.opcodes import Op
 from vm.isa.program import Instr
 
 
@@ -30,6 +31,12 @@ def op_move(run: Run, ins: Instr) -> None:
 
 def op_stage(run: Run, ins: Instr) -> None:
     stage, R = run.K[ins.b], run.frame.registers
+    if run.kept is not None:
+        if R[ins.c] is run.kept:  # the where op_exec filtered by already (see _where_next)
+            run.kept = None
+            R[ins.a] = R[ins.c]
+            return
+        run.kept = None
     flags, positionals = stage.flags, stage.positionals
     if stage.templated:
         flags = {k: run.render(v) if isinstance(v, str) else v for k, v in flags.items()}
@@ -46,7 +53,34 @@ def op_exec(run: Run, ins: Instr) -> None:
             spec["shell"] = run.render(spec["shell"])
         if "argv" in spec:
             spec["argv"] = [run.render(a) for a in spec["argv"]]
-    R[ins.a] = run_exec(spec, R[ins.c], run.stage_context(run.ctx))
+    keep = _where_next(run, ins) if spec.get("json") else None
+    if keep is None:
+        R[ins.a] = run_exec(spec, R[ins.c], run.stage_context(run.ctx))
+        return
+    R[ins.a], filtered = run_exec_kept(spec, R[ins.c], run.stage_context(run.ctx), keep)
+    if filtered:
+        run.kept = R[ins.a]
+
+
+def _where_next(run: Run, ins: Instr):
+    """The test of a `where` stage that takes this exec's items next and puts its own in their
+    place (`exec --json ... | where ...`): the items it would drop are dropped as they are
+    parsed, so a large output is never held whole. The where op, next, finds its work done
+    (run.kept: the very list, from this run) and passes it on; the where's step, its events
+    and a frame parked between the two are as before (a where on a resumed frame filters
+    the kept items again, and keeps them all)."""
+    code = run.program.code
+    if run.frame.pc >= len(code):
+        return None
+    nxt = code[run.frame.pc]
+    if nxt.op != Op.STAGE or nxt.c != ins.a or nxt.a != ins.a:
+        return None
+    stage = run.K[nxt.b]
+    if stage.command != "where" or stage.templated:
+        return None
+    from vm.host.commands.data import where_predicate
+
+    return where_predicate(Args(stage.flags, stage.positionals))
 
 
 def op_render(run: Run, ins: Instr) -> None:

@@ -40,6 +40,7 @@ class Run:
         self.frame = frame
         self.host = host
         self.K = program.constants
+        self.kept: list | None = None  # items an exec already passed through the next where
         now = time.monotonic()
         self.deadlines: list[float | None] = [
             None if entry.remaining_ms is None else now + entry.remaining_ms / 1000

@@ -116,6 +116,16 @@ def where(args: Args, items: list, ctx: Context) -> list:
     return [item for item in items if keep(item)]
 
 
+def where_predicate(args: Args) -> Callable[[Any], bool] | None:
+    """`where`'s test of one item, for what filters items as it makes them (exec --json
+    before a where); None when `where` refuses these arguments (it then says why itself)."""
+    expr = _first_positional(args)
+    try:
+        return _predicate(expr) if expr else None
+    except CommandError:
+        return None
+
+
 # ---- pick -----------------------------------------------------------------------------
 
 def pick(args: Args, items: list, ctx: Context) -> list:

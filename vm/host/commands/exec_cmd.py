@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from vm.core import js
@@ -24,8 +25,8 @@ def encode_stdin(mode: str | None, items: list) -> bytes | None:
     return text.encode("utf-8")
 
 
-def decode_stdout(stdout: bytes, as_json: bool) -> list:
-    text = stdout.decode("utf-8", errors="replace")
+def decode_text(text: str, as_json: bool) -> list:
+    """A child's stdout as items: one JSON value (an array's items), or its non-empty lines."""
     if as_json:
         text = text.strip()
         if not text:
@@ -43,6 +44,23 @@ def decode_stdout(stdout: bytes, as_json: bool) -> list:
 
 def run_exec(spec: dict[str, Any], items: list, ctx: Context) -> list:
     """spec: {"argv": [...]} or {"shell": line}, plus "json": bool and "stdin": mode|None."""
+    return decode_text(_stdout(spec, items, ctx), bool(spec.get("json")))
+
+
+def run_exec_kept(spec: dict[str, Any], items: list, ctx: Context,
+                  keep: Callable[[Any], bool]) -> tuple[list, bool]:
+    """run_exec of an `exec --json` whose items go through `keep` (a where) next: the items,
+    and whether they are already only those `keep` keeps. An array's items are then tested
+    as they are parsed, and the ones dropped are never all held at once."""
+    text = _stdout(spec, items, ctx)
+    kept = js.json_array_kept(text, keep)
+    if kept is not None:
+        return kept, True
+    return decode_text(text, True), False
+
+
+def _stdout(spec: dict[str, Any], items: list, ctx: Context) -> str:
+    """The child's stdout as text, once it exited with status 0."""
     mode = spec.get("stdin")
     if mode is not None:
         mode = mode.lower()
@@ -61,7 +79,7 @@ def run_exec(spec: dict[str, Any], items: list, ctx: Context) -> list:
                   or result.stdout.decode("utf-8", "replace").strip()
                   or (shell if shell is not None else argv[0]))
         raise CommandError(f"exec failed ({result.code}): {detail}", code="T410")
-    return decode_stdout(result.stdout, bool(spec.get("json")))
+    return result.stdout.decode("utf-8", errors="replace")  # (the bytes go with `result`)
 
 
 PROCESS_CODES = {ProcessTimeout: "T420", OutputLimitExceeded: "T421", CommandNotFound: "T411",
