@@ -179,14 +179,13 @@ def _drive_with(program: Program, frame: Frame, options: Options, settings: Sett
         return error_envelope(outcome.code, outcome.message, location, outcome.detail)
     if isinstance(outcome, machine.Finished):
         envelope = ok_envelope("ok", outcome.output)
-    else:
-        try:
-            envelope = park(program, outcome.frame, options, settings)
-        except OSError as exc:  # the state dir is a file, read-only, full...
-            raise StoreError(store_unwritable(options.store().location, exc)) from None
-        if events is not None:
-            pending = outcome.frame.pending
-            events.halted(outcome.frame.pc - 1, pending.kind, pending.approval_id,
-                          pending.prompt)
-    check_envelope_size(envelope, settings)
+        check_envelope_size(envelope, settings)
+        return envelope
+    try:  # park checks its envelope's size before it saves anything
+        envelope = park(program, outcome.frame, options, settings)
+    except OSError as exc:  # the state dir is a file, read-only, full...
+        raise StoreError(store_unwritable(options.store().location, exc)) from None
+    if events is not None:
+        pending = outcome.frame.pending
+        events.halted(outcome.frame.pc - 1, pending.kind, pending.approval_id, pending.prompt)
     return envelope
