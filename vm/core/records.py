@@ -14,11 +14,13 @@ would change those methods (`eq`, `order`, `hash`, `unsafe_hash`, `repr`, `cmp`)
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
 
-__all__ = ["define", "frozen"]
+__all__ = ["built_on_first_use", "define", "frozen"]
 
 
 def _repr(self: Any) -> str:
@@ -84,3 +86,27 @@ def define(maybe_cls: type | None = None, **options: Any) -> Any:
         return _build(cls, attrs.define, bool(options.get("frozen")), options)
 
     return wrap if maybe_cls is None else wrap(maybe_cls)
+
+
+def built_on_first_use(namespace: dict[str, Any], names: Iterable[str],
+                       build: Callable[[], Iterable[type]],
+                       then: Callable[[], None] | None = None) -> Callable[[str], Any]:
+    """A module `__getattr__` (PEP 562: only names the module does not hold yet come to it)
+    that builds the module's record classes when one of `names` is first read: `build()`
+    gives the classes, each put in the module as if written at its top level (repr, pickle),
+    and `then()` adds what is made of them. Two threads reading at once get the same ones."""
+    wanted, lock = frozenset(names), threading.Lock()
+
+    def __getattr__(name: str) -> Any:
+        if name not in wanted:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+        with lock:
+            if name not in namespace:
+                for cls in build():
+                    cls.__qualname__ = cls.__name__
+                    namespace[cls.__name__] = cls
+                if then is not None:
+                    then()
+        return namespace[name]
+
+    return __getattr__

@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import os
 import re
-import threading
-from typing import Any
 
 from attrs import field
 
-from vm.core.records import frozen
+from vm.core.records import built_on_first_use, frozen
 
 # Span and Source are built on first use, not at import: a cached run, a halt and a resume name
 # files (file_name, located) but make neither, and attrs writes and compiles each class as it
 # is built (with bisect's import, about 0.7 ms of every cold `lobster` process). Reading one
 # (`source.Span`, `from vm.core.source import Source`) builds both, once.
 _RECORDS = ("Span", "Source")
-_BUILDING = threading.Lock()
 
 
 def _records() -> tuple[type, type]:
@@ -86,17 +83,8 @@ def _records() -> tuple[type, type]:
     return Span, Source
 
 
-def __getattr__(name: str) -> Any:
-    """Span and Source, built on first use (PEP 562: only names this module does not hold
-    yet come here)."""
-    if name not in _RECORDS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    with _BUILDING:
-        if name not in globals():
-            for cls in _records():
-                cls.__qualname__ = cls.__name__  # as if written at the top level (repr, pickle)
-                globals()[cls.__name__] = cls
-    return globals()[name]
+# Span and Source, built on first use
+__getattr__ = built_on_first_use(globals(), _RECORDS, _records)
 
 
 def file_name(path: str) -> str:

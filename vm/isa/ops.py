@@ -6,12 +6,11 @@ plain. Class and field names are wire format. The records only workflows use are
 their first use (`WORKFLOW_RECORDS`, below).
 """
 
-import threading
 from typing import Any, ClassVar
 
 from attrs import field
 
-from vm.core.records import frozen
+from vm.core.records import built_on_first_use, frozen
 
 
 def _as_tuple(value: Any) -> tuple:
@@ -224,18 +223,10 @@ def _workflow_records() -> tuple[type, ...]:
     return Shell, LoadStdin, Loop, Call, Retry, Policy, Branch, Parallel, StepValue
 
 
-_BUILDING = threading.Lock()  # two threads reading one at once get the same classes
+def _payloads() -> None:
+    globals()["PAYLOADS"] = tuple(globals()[n] for n in PAYLOAD_NAMES)
 
 
-def __getattr__(name: str) -> Any:
-    """The workflow records and `PAYLOADS`, built on first use (PEP 562: only names this
-    module does not hold yet come here)."""
-    if name not in WORKFLOW_RECORDS and name != "PAYLOADS":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    with _BUILDING:
-        if name not in globals():
-            for cls in _workflow_records():
-                cls.__qualname__ = cls.__name__  # as if written at the top level (repr, pickle)
-                globals()[cls.__name__] = cls
-            globals()["PAYLOADS"] = tuple(globals()[n] for n in PAYLOAD_NAMES)
-    return globals()[name]
+# the workflow records and `PAYLOADS`, built on first use
+__getattr__ = built_on_first_use(globals(), (*WORKFLOW_RECORDS, "PAYLOADS"),
+                                 _workflow_records, _payloads)
