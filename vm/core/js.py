@@ -712,8 +712,9 @@ def json_array_kept(text: str, keep: Callable[[Any], bool]) -> list | None:
                     mark = text[at]
                 at += 1
                 if mark == ",":
-                    if text[at] in _SPACES:
-                        at = space(text, at).end()
+                    if text[at] in _SPACES:  # one space (json.dumps' ", ") is read here
+                        at = at + 1 if text[at] == " " and text[at + 1] not in _SPACES \
+                            else space(text, at).end()
                 elif mark == "]":
                     break
                 else:

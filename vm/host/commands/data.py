@@ -169,7 +169,9 @@ def _sort_key_getter(args: Args) -> Callable[[Any], Any]:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    kind = type(v)
+    return kind is int or kind is float or (isinstance(v, (int, float))
+                                             and not isinstance(v, bool))
 
 
 def _js_compare(a: Any, b: Any) -> int:
