@@ -32,11 +32,11 @@ def op_move(run: Run, ins: Instr) -> None:
 def op_stage(run: Run, ins: Instr) -> None:
     stage, R = run.K[ins.b], run.frame.registers
     if run.kept is not None:
-        if R[ins.c] is run.kept:  # the where op_exec filtered by already (see _where_next)
-            run.kept = None
-            R[ins.a] = R[ins.c]
-            return
+        pc, kept = run.kept
         run.kept = None
+        if pc == run.frame.pc - 1 and R[ins.c] is kept:  # this where's work is done (op_exec)
+            R[ins.a] = kept
+            return
     flags, positionals = stage.flags, stage.positionals
     if stage.templated:
         flags = {k: run.render(v) if isinstance(v, str) else v for k, v in flags.items()}
@@ -59,16 +59,16 @@ def op_exec(run: Run, ins: Instr) -> None:
         return
     R[ins.a], filtered = run_exec_kept(spec, R[ins.c], run.stage_context(run.ctx), keep)
     if filtered:
-        run.kept = R[ins.a]
+        run.kept = (run.frame.pc, R[ins.a])  # the where's own pc, and what it would keep
 
 
 def _where_next(run: Run, ins: Instr):
     """The test of a `where` stage that takes this exec's items next and puts its own in their
     place (`exec --json ... | where ...`): the items it would drop are dropped as they are
     parsed, so a large output is never held whole. The where op, next, finds its work done
-    (run.kept: the very list, from this run) and passes it on; the where's step, its events
-    and a frame parked between the two are as before (a where on a resumed frame filters
-    the kept items again, and keeps them all)."""
+    (run.kept: its own pc and the very list, from this run) and passes the list on; the
+    where's step, its events and a frame parked between the two are as before (a where on a
+    resumed frame filters the kept items again, and keeps them all)."""
     code = run.program.code
     if run.frame.pc >= len(code):
         return None

@@ -40,7 +40,8 @@ class Run:
         self.frame = frame
         self.host = host
         self.K = program.constants
-        self.kept: list | None = None  # items an exec already passed through the next where
+        # (pc of a where, the items an exec already passed through it): see data.op_exec
+        self.kept: tuple[int, list] | None = None
         now = time.monotonic()
         self.deadlines: list[float | None] = [
             None if entry.remaining_ms is None else now + entry.remaining_ms / 1000
