@@ -649,19 +649,28 @@ def json_loads(text: str | bytes) -> Any:
     if json_depth_over(text):
         raise JSONTooDeep()
     hooks = _hooks(text)
-    if len(text) < _BULK or not gc.isenabled():
+    with _CollectorPaused(text):
         return json.loads(text, **hooks)
-    gc.disable()
-    try:
-        return json.loads(text, **hooks)
-    finally:
-        gc.enable()
 
 
-# A JSON text this long is parsed with the cycle collector paused: parsing makes no cycles,
-# and the collections its many new containers would set off (each older one walking every
-# object made so far) were a fifth of the parse of a 100 000-item array
-_BULK = 1 << 20
+class _CollectorPaused:
+    """Around the parse of a JSON text of 1 MiB or more, the cycle collector paused: parsing
+    makes no cycles, and the collections its many new containers would set off (each older
+    one walking every object made so far) were a fifth of the parse of a 100 000-item array.
+    A shorter text, or a collector someone else paused, is left as it is."""
+
+    __slots__ = ("paused",)
+
+    def __init__(self, text: str) -> None:
+        self.paused = len(text) >= 1 << 20 and gc.isenabled()
+
+    def __enter__(self) -> None:
+        if self.paused:
+            gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.paused:
+            gc.enable()
 
 
 def _hooks(text: str) -> dict[str, Any]:
@@ -695,33 +704,28 @@ def json_array_kept(text: str, keep: Callable[[Any], bool]) -> list | None:
     kept: list = []
     add = kept.append
     at = space(text, start + 1).end()
-    paused = len(text) >= _BULK and gc.isenabled()  # as in json_loads
-    if paused:
-        gc.disable()
     try:
-        if text[at] == "]":
-            at += 1
-        else:
-            while True:
-                value, at = scan(text, at)  # StopIteration or a JSONDecodeError when malformed
-                if keep(value):
-                    add(value)
-                mark = text[at]  # (an IndexError at the end of the text)
-                if mark in _SPACES:
-                    at = space(text, at).end()
-                    mark = text[at]
+        with _CollectorPaused(text):
+            if text[at] == "]":
                 at += 1
-                if mark == ",":
-                    if text[at] in _SPACES:  # one space (json.dumps' ", ") is read here
-                        at = at + 1 if text[at] == " " and text[at + 1] not in _SPACES \
-                            else space(text, at).end()
-                elif mark == "]":
-                    break
-                else:
-                    return None
+            else:
+                while True:
+                    value, at = scan(text, at)  # StopIteration or JSONDecodeError: malformed
+                    if keep(value):
+                        add(value)
+                    mark = text[at]  # (an IndexError at the end of the text)
+                    if mark in _SPACES:
+                        at = space(text, at).end()
+                        mark = text[at]
+                    at += 1
+                    if mark == ",":
+                        if text[at] in _SPACES:  # one space (json.dumps' ", ") is read here
+                            at = at + 1 if text[at] == " " and text[at + 1] not in _SPACES \
+                                else space(text, at).end()
+                    elif mark == "]":
+                        break
+                    else:
+                        return None
     except Exception:  # noqa: BLE001 - any doubt: the whole text is read again, as before
         return None
-    finally:
-        if paused:
-            gc.enable()
     return None if text[at:].strip() else kept
