@@ -121,8 +121,8 @@ def test_exec_json_round_trip_through_a_child(run):
     ("exec false", "exec failed (1): false"),
     ("exec --shell '  echo \"  padded  \" >&2; exit 2'", "exec failed (2): padded"),
     ("exec nosuchcommand_zz_lobster x", "exec command not found: nosuchcommand_zz_lobster"),
-    ("exec --json echo '{bad'", "exec --json could not parse stdout as JSON: Expecting property"
-                                " name enclosed in double quotes: line 1 column 2 (char 1)"),
+    ("exec --json echo '{bad'", "exec --json could not parse stdout as JSON: Expected property"
+                                " name or '}' in JSON at position 1"),
     ("exec", "exec requires a command"),
     ("exec --stdin xml cat", "exec --stdin must be raw, json, or jsonl (got xml)"),
 ])

@@ -650,7 +650,13 @@ def json_loads(text: str | bytes) -> Any:
         raise JSONTooDeep()
     hooks = _hooks(text)
     with _CollectorPaused(text):
-        return json.loads(text, **hooks)
+        try:
+            return json.loads(text, **hooks)
+        except ValueError as exc:  # JSON.parse's words; `msg`/`pos` stay Python's (detail)
+            from vm.core.json_errors import json_parse_message
+
+            exc.args = (json_parse_message(text) or str(exc),)
+            raise
 
 
 class _CollectorPaused:
