@@ -81,6 +81,14 @@ def fail(mode: str, exc: RequestError) -> int:
     return human_error(exc.envelope)
 
 
+def node_text(text: str) -> str:
+    """`text` as Node writes it to a stream: a lone UTF-16 surrogate (the half of an emoji that
+    JSON.parse names as its unexpected token, say) becomes U+FFFD; a pair is one character."""
+    if text.isascii():
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def human_error(envelope: dict, rendered: str | None = None) -> int:
     """`Error: <msg>` (or `Parse error: <msg>`) as the reference prints it, then where: every
     diagnostic with its source line, caret and hint (`rendered` by the compiler), or the
@@ -90,7 +98,7 @@ def human_error(envelope: dict, rendered: str | None = None) -> int:
     if error["message"].startswith("run --args-json "):
         lines = [error["message"]]  # the reference prints its own usage errors bare
     else:
-        lines = [f"{label}: {error['message']}"]
+        lines = [f"{label}: {node_text(error['message'])}"]
     if rendered is not None:
         lines.append(rendered)
     elif error.get("location"):

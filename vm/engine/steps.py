@@ -11,8 +11,8 @@ APPROVAL_PREVIEW_LIMIT = 2000
 
 
 def parse_json(text: str) -> Any:
-    """JSON of the trimmed text, or js.UNDEFINED when it is not JSON."""
-    trimmed = text.strip()
+    """JSON of the trimmed text (JavaScript's trim), or js.UNDEFINED when it is not JSON."""
+    trimmed = js.js_trim(text)
     if not trimmed:
         return js.UNDEFINED
     try:

@@ -28,7 +28,7 @@ def encode_stdin(mode: str | None, items: list) -> bytes | None:
 def decode_text(text: str, as_json: bool) -> list:
     """A child's stdout as items: one JSON value (an array's items), or its non-empty lines."""
     if as_json:
-        text = text.strip()
+        text = js.js_trim(text)  # String.prototype.trim: a BOM goes, a \x1c stays
         if not text:
             return [None]
         try:
@@ -52,8 +52,10 @@ def run_exec_kept(spec: dict[str, Any], items: list, ctx: Context,
     """run_exec of an `exec --json` whose items go through `keep` (a where) next: the items,
     and whether they are already only those `keep` keeps. An array's items are then tested
     as they are parsed, and the ones dropped are never all held at once."""
-    text = _stdout(spec, items, ctx)
-    kept = js.json_array_kept(text, keep)
+    text = js.js_trim(_stdout(spec, items, ctx))
+    # trimmed as JavaScript trims (json_array_kept would also skip Python's other white space,
+    # \x1c say, which JSON.parse refuses): an array from its first character to its last
+    kept = js.json_array_kept(text, keep) if text[:1] == "[" and text[-1:] == "]" else None
     if kept is not None:
         return kept, True
     return decode_text(text, True), False
