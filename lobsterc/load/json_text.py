@@ -7,8 +7,9 @@ import json
 import re
 from typing import Any
 
-from lobsterc.load.document import (MAX_NESTING, OffsetSpans, ParseError, Path, load_error,
-                                     too_deep)
+from lobsterc.diagnostics import CompileError, Diagnostic
+from lobsterc.load.document import (MAX_NESTING, OffsetSpans, OverLimit, ParseError, Path,
+                                     load_error, too_deep)
 from vm.core import js
 from lobsterc.syntax.source import Source
 
@@ -22,17 +23,34 @@ def parse_json(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
     scanner = _JsonScanner(source.text)
     try:
         data = scanner.document()
-    except ParseError as exc:
+    except OverLimit as exc:
         raise load_error(source, exc) from None
+    except ParseError as exc:
+        raise json_syntax_error(source, exc) from None
     except RecursionError:
         raise load_error(source, too_deep(scanner.pos)) from None
     return data, OffsetSpans(source, scanner.spans), OffsetSpans(source, scanner.key_spans)
 
 
+def json_syntax_error(source: Source, exc: ParseError) -> CompileError:
+    """A JSON workflow file that does not parse: the message is JSON.parse's own (the original
+    passes it on bare); the span is where the scanner stopped, and its reason, where it says
+    more, is the help."""
+    from vm.core.json_errors import json_parse_message
+
+    message = json_parse_message(source.text)
+    if message is None:  # pragma: no cover - the scanner refuses only what JSON.parse refuses
+        return load_error(source, exc)
+    span = source.span(exc.offset, exc.offset + 1)
+    reason = None if exc.what.lower() in message.lower() else exc.what
+    return CompileError([Diagnostic(code="E210", message=message, span=span, help=reason)],
+                        source)
+
+
 class _JsonScanner:
     def __init__(self, text: str) -> None:
         self.text = text
-        self.pos = 1 if text.startswith("\ufeff") else 0
+        self.pos = 0  # a byte order mark is no JSON white space: JSON.parse refuses it
         self.spans: dict[Path, tuple[int, int]] = {}
         self.key_spans: dict[Path, tuple[int, int]] = {}
 

@@ -232,10 +232,23 @@ def test_json_is_strict_json() -> None:
     assert error_of('{"steps": [{"id": "a", "run": "x"}]} x', "wf.json")[1:] == (1, 38)
 
 
+# A JSON file's message is JSON.parse's own, as Node 20 words it (the original passes it on
+# bare); the location is where our scanner stopped.
+JSON_SYNTAX = [
+    ('{\n  "steps": [\n    {"id": "a",, }\n  ]\n}\n',
+     "Expected double-quoted property name in JSON at position 30", 3, 16),
+    ('{"steps": [', "Unexpected end of JSON input", 1, 12),
+    ('{"steps": "abc', "Unterminated string in JSON at position 14", 1, 11),
+]
+
+
+@pytest.mark.parametrize("text,message,line,col", JSON_SYNTAX)
+def test_json_syntax_errors_say_what_json_parse_says(text: str, message: str, line: int,
+                                                     col: int) -> None:
+    assert error_of(text, "wf.json") == (message, line, col)
+
+
 SYNTAX = [
-    ("wf.json", '{\n  "steps": [\n    {"id": "a",, }\n  ]\n}\n', 3, 16),
-    ("wf.json", '{"steps": [', 1, 12),
-    ("wf.json", '{"steps": "abc', 1, 11),
     ("wf.yaml", "steps:\n  - id: a\n   run: x\n", 3, 4),
     ("wf.yaml", "steps: [a, b\n", 2, 1),
     ("wf.yaml", "a: 1\na: 2\n", 2, 1),
