@@ -14,23 +14,28 @@ UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 SERVER_RE = re.compile(r"http://127\.0\.0\.1:\d+")
 ISO_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
 
-# Messages whose tail is written by the engine's own JSON/YAML parser or OS (JavaScript's
-# JSON.parse and the npm `yaml` package on one side, Python's on the other): only the part
-# before the tail is the contract.
+# Messages whose tail is written by a library each engine has its own of: only the part
+# before the tail is the contract. (JSON.parse's texts are not here: ours are V8's, from
+# vm/core/json_errors.py, so `exec --json could not parse stdout as JSON: ...` and a JSON
+# workflow file's message are compared whole.)
 LIBRARY_TAILS = (
-    re.compile(r"(exec --json could not parse stdout as JSON): .*", re.S),
-    re.compile(r"(ask --schema must be valid JSON): .*", re.S),
     # a JSON Schema that does not compile: Ajv's meta-schema report against jsonschema's
     re.compile(r"(Workflow step \S+ input\.responseSchema is invalid): .*", re.S),
 )
-# A whole message that is a parser's report on a workflow file: ours is prefixed, the
-# original passes the `yaml` package's or JSON.parse's text through bare.
+# A whole message that is the YAML parser's report on a workflow file: ours is prefixed and
+# worded by PyYAML/our scanner, the original passes the npm `yaml` package's text through bare.
 WORKFLOW_PARSE = (
     re.compile(r"Workflow file parse error: .*", re.S),
     re.compile(r".* at line \d+, column \d+:\n.*", re.S),
-    re.compile(r".*(is not valid JSON|in JSON at position \d+|Unexpected end of JSON input).*", re.S),
-    # Python's json module (a damaged state.get value, say)
-    re.compile(r"(Expecting|Extra data|Invalid|Unterminated)[^\n]*: line \d+ column \d+ \(char \d+\)"),
+)
+# A damaged state value read by `state.get`: our store (vm/host/store) still words it with
+# Python's json module, the original with JSON.parse's; masked on both sides, and only in a
+# step that runs state.get, until the store reads values through vm.core.js.json_loads.
+DAMAGED_STATE = (
+    re.compile(r"Unexpected end of JSON input|.* (in|after) JSON at position \d+.*"
+               r"|.*is not valid JSON", re.S),
+    re.compile(r"(Expecting|Extra data|Invalid|Unterminated|Unexpected UTF-8 BOM)[^\n]*"
+               r": line \d+ column \d+ \(char \d+\)"),
 )
 # Lines of our diagnostic rendering in human mode (file:line:col, the excerpt, the caret,
 # help): the same additive information as `error.location`.
@@ -105,14 +110,18 @@ class Normaliser:
         return v
 
 
-def library_tail(message: str) -> str:
-    """`message` with the text another engine's library wrote replaced by a placeholder."""
+def library_tail(message: str, argv: list | None = None) -> str:
+    """`message` with the text another engine's library wrote replaced by a placeholder
+    (`argv`: the step's, which tells a state.get run)."""
     for pattern in LIBRARY_TAILS:
         m = pattern.fullmatch(message)
         if m:
             return m.group(1) + ": <library message>"
     if any(p.fullmatch(message) for p in WORKFLOW_PARSE):
         return "<workflow file parse error>"
+    if any("state.get" in str(word) for word in argv or ()) \
+            and any(p.fullmatch(message) for p in DAMAGED_STATE):
+        return "<damaged state value>"
     return message
 
 
@@ -123,10 +132,10 @@ def comparable(step: dict) -> dict:
     if isinstance(env, dict) and isinstance(env.get("error"), dict):
         error = {k: v for k, v in env["error"].items() if k not in OURS_ONLY}
         if isinstance(error.get("message"), str):
-            error["message"] = library_tail(error["message"])
+            error["message"] = library_tail(error["message"], step.get("argv"))
         out["stdoutJson"] = {**env, "error": error}
     if "stderr" in out:
-        out["stderr"] = _stderr(out["stderr"])
+        out["stderr"] = _stderr(out["stderr"], step.get("argv"))
     if step.get("argv") in VERSION_ARGV and "stdout" in out:
         out["stdout"] = "<version>\n"
     if step.get("argv", [None])[:1] == ["doctor"] and isinstance(env, dict):
@@ -135,14 +144,14 @@ def comparable(step: dict) -> dict:
     return out
 
 
-def _stderr(text: str) -> str:
+def _stderr(text: str, argv: list | None = None) -> str:
     """Our rendering lines dropped; an `Error: <message>` whose message came from a parsing
     library replaced as in envelopes."""
     lines = [ln for ln in text.split("\n") if not OUR_RENDERING.fullmatch(ln)]
     text = "\n".join(lines)
     m = re.search(r"^(Error|Parse error): (.*)", text, re.S | re.M)
     if m:
-        return text[:m.start()] + f"{m.group(1)}: {library_tail(m.group(2).rstrip())}\n"
+        return text[:m.start()] + f"{m.group(1)}: {library_tail(m.group(2).rstrip(), argv)}\n"
     return text
 
 

@@ -118,17 +118,31 @@ def test_normaliser_replaces_what_a_run_makes_up(tmp_path):
     assert norm.value(env) == {"requiresApproval": {"resumeToken": "<token>", "approvalId": "<approval_id>"}}
 
 
-def test_comparison_ignores_our_additive_fields_and_library_texts():
+def test_comparison_ignores_our_additive_fields_and_compares_json_parse_texts():
+    v8 = "exec --json could not parse stdout as JSON: Unexpected token 'o', \"nope\" is not valid JSON"
     ref = {"argv": ["run"], "exitCode": 1, "stderr": "",
-           "stdoutJson": {"ok": False, "error": {"type": "runtime_error", "message":
-                          "exec --json could not parse stdout as JSON: Unexpected token 'o'"}}}
+           "stdoutJson": {"ok": False, "error": {"type": "runtime_error", "message": v8}}}
     ours = {"argv": ["run"], "exitCode": 1, "stderr": "",
             "stdoutJson": {"ok": False, "error": {"type": "runtime_error", "code": "T401",
-                           "location": {"file": "<pipeline>", "line": 1, "column": 1}, "message":
-                           "exec --json could not parse stdout as JSON: Expecting value"}}}
+                           "location": {"file": "<pipeline>", "line": 1, "column": 1},
+                           "detail": {"reason": "Expecting value"}, "message": v8}}}
     assert differences(ref, ours) == []
+    ours["stdoutJson"]["error"]["message"] = \
+        "exec --json could not parse stdout as JSON: Expecting value: line 1 column 1 (char 0)"
+    assert differences(ref, ours) == ["stdoutJson"]  # Python's words are no longer masked
     ours["exitCode"] = 2
-    assert differences(ref, ours) == ["exitCode"]
+    assert differences(ref, ours) == ["exitCode", "stdoutJson"]
+
+
+def test_a_damaged_state_value_is_masked_in_a_state_get_step_only():
+    def step(argv: list, message: str) -> dict:
+        return {"argv": argv, "exitCode": 1, "stderr": "",
+                "stdoutJson": {"ok": False, "error": {"type": "runtime_error", "message": message}}}
+    v8, python = "Unexpected end of JSON input", "Expecting value: line 1 column 1 (char 0)"
+    state_get = ["run", "--mode", "tool", "state.get k"]
+    assert differences(step(state_get, v8), step(state_get, python)) == []
+    workflow = ["run", "--mode", "tool", "--file", "w.json"]
+    assert differences(step(workflow, v8), step(workflow, python)) == ["stdoutJson"]
 
 
 def test_human_mode_rendering_lines_are_additive():
