@@ -5,9 +5,12 @@ the code table (vm/core/codes.py); each refusal more than one place makes is wri
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vm.core import codes, js
+
+if TYPE_CHECKING:
+    from vm.service.protocol.options import Settings
 
 PROTOCOL_VERSION = 1
 
@@ -103,3 +106,10 @@ def unknown_approval_id(approval_id: str, code: str = "E503") -> RequestError:
 def store_unwritable(location: str, exc: OSError) -> str:
     """Why a store cannot take a write (T450): the state dir is a file, read-only, full..."""
     return f"The state store at {location} cannot be written: {exc.strerror or exc}"
+
+
+def check_envelope_size(envelope: dict, settings: Settings) -> None:
+    """An envelope over the call's maxStdoutBytes is refused (T423)."""
+    cap = settings.max_stdout_bytes
+    if cap is not None and js.json_pretty_size(envelope) > cap:
+        raise RequestError("lobster runtime result exceeded maxStdoutBytes", "T423")

@@ -15,7 +15,7 @@ from vm.core.records import frozen
 from vm.core import bounds
 from vm.host.commands import Context
 from vm.host.children import Scope
-from vm.host.store import StateStore, lifecycle, open_store
+from vm.host.store import StateStore, open_store
 from vm.service.protocol.envelope import RequestError
 
 if TYPE_CHECKING:
@@ -213,12 +213,16 @@ def checkpoint_ttl_ms(options: Options) -> int | None:
 def claim_lease_s(options: Options) -> float:
     """How long a claim's lease runs before its resume must renew it (renewed every third of
     it): LOBSTER_CLAIM_LEASE (a duration, at least 1s), else 30 s. A bad value is E004."""
+    from vm.host.store import lifecycle  # (a resume's: a run never loads it)
+
     return _env_duration_s(options.env, LEASE_VARIABLE, lifecycle.LEASE_S, bounds.CLAIM_LEASE)
 
 
 def tombstone_s(options: Options) -> float:
     """How long the record of an ended checkpoint is kept before gc removes it:
     LOBSTER_TOMBSTONE_TTL (a duration), else 7 days. A bad value is E004."""
+    from vm.host.store import lifecycle
+
     return _env_duration_s(options.env, TOMBSTONE_VARIABLE, lifecycle.TOMBSTONE_S,
                            bounds.TOMBSTONE_TTL)
 

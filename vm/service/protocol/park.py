@@ -14,7 +14,8 @@ from vm.isa import codec
 from vm.isa.frame import Frame, StepApprovalWait, StepInputWait
 from vm.isa.ops import ApproverRules
 from vm.isa.program import Program
-from vm.service.protocol.envelope import RequestError, ok_envelope, store_unwritable
+from vm.service.protocol.envelope import (RequestError, check_envelope_size, ok_envelope,
+                                          store_unwritable)
 from vm.service.protocol.options import Options, Settings, checkpoint_ttl_ms
 
 SUBJECT_MAX_BYTES = 192_000
@@ -28,13 +29,6 @@ def signing_key(store: StateStore) -> bytes:
         return store.key()
     except OSError as exc:  # the state dir is a file, read-only, full...
         raise RequestError(store_unwritable(store.location, exc), "T450") from None
-
-
-def check_envelope_size(envelope: dict, settings: Settings) -> None:
-    """An envelope over the call's maxStdoutBytes is refused (T423)."""
-    cap = settings.max_stdout_bytes
-    if cap is not None and js.json_pretty_size(envelope) > cap:
-        raise RequestError("lobster runtime result exceeded maxStdoutBytes", "T423")
 
 
 def park(program: Program, frame: Frame, options: Options, settings: Settings) -> dict:

@@ -16,11 +16,13 @@ from vm.host.store import StoreError
 from vm.isa.frame import Frame
 from vm.isa.program import Program
 from vm.service.frontend import WORKFLOW_EXTENSIONS
-from vm.service.protocol.envelope import (RequestError, check_unicode, error_envelope,
-                                          internal_error, not_unicode, ok_envelope, store_error,
-                                          store_unwritable)
+from vm.service.protocol.envelope import (RequestError, check_envelope_size, check_unicode,
+                                          error_envelope, internal_error, not_unicode,
+                                          ok_envelope, store_error, store_unwritable)
 from vm.service.protocol.options import Options, Settings, checkpoint_ttl_ms, request_ttl_ms
-from vm.service.protocol.park import check_envelope_size, park, signing_key
+
+# vm.service.protocol.park (and the token module under it) is imported by a program that can
+# halt, when it needs it: a run that cannot halt never loads them
 
 if TYPE_CHECKING:
     from vm.service.frontend import Frontend
@@ -128,6 +130,8 @@ def run_settled(pipeline: str, options: Options, settings: Settings, scope: Scop
         if program is None:
             program = compile_source(pipeline, options, settings.cwd, workflow=workflow)
         if program.halts:  # it may park: its key is checked before anything runs
+            from vm.service.protocol.park import signing_key
+
             signing_key(options.store())
         frame = machine.new_frame(program, cwd=settings.cwd, mode=settings.mode, args=args,
                                   source=os.path.join(settings.cwd, pipeline.strip())
@@ -181,6 +185,8 @@ def _drive_with(program: Program, frame: Frame, options: Options, settings: Sett
         envelope = ok_envelope("ok", outcome.output)
         check_envelope_size(envelope, settings)
         return envelope
+    from vm.service.protocol.park import park
+
     try:  # park checks its envelope's size before it saves anything
         envelope = park(program, outcome.frame, options, settings)
     except OSError as exc:  # the state dir is a file, read-only, full...
