@@ -347,11 +347,9 @@ class _Planner:
 
     def for_each(self, loop: ast.ForEach, number: str, pad: str, results: dict) -> None:
         """The source, the loop variables, the batch size, then one line per sub-step."""
-        source = loop.source
-        text = source.strip() if WHOLE_REF.match(source.strip()) else self.text(source)
-        note = "  [contains step output refs — unknown at plan time]" if self.has_refs(
-            text, results) else ""
-        self.lines.append(f"{pad}for_each: {text}{note}")
+        # the source as written (not trimmed, its args not substituted), noted when its text
+        # names a step's stdout or json, whether or not that step ran before (as the original)
+        self.lines.append(f"{pad}for_each: {_noted(loop.source)}")
         self.lines.append(f"{pad}item_var: {loop.item_var}, index_var: {loop.index_var}")
         if loop.batch_size not in (ast.ABSENT, None, default(STEP, "batch_size")):
             self.lines.append(f"{pad}batch_size: {js.to_string(loop.batch_size)}")

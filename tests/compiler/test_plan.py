@@ -254,6 +254,36 @@ PLANS = [
               "       2. off  [skipped — condition: false]",
               "       3. maybe  [pipeline] pipeline: exec --shell 'echo $row.json'"),
         id="for_each"),
+    pytest.param(  # a for_each source as written: not trimmed, no arg substituted, noted
+        # only for a stdout or json reference
+        """
+        args:
+          src: {default: "$a.json"}
+        steps:
+          - {id: a, approval: ok}
+          - {id: raw, for_each: " $a.json ", steps: [{id: s, run: x}]}
+          - {id: arg, for_each: "${src}", steps: [{id: s, run: x}]}
+          - {id: approved, for_each: "$a.approved", steps: [{id: s, run: x}]}
+        """, {},
+        lines("[DRY RUN] Would execute 4 steps:", "",
+              "  1. a  [no-op]",
+              "     [approval required]",
+              "  2. raw  [for_each]",
+              "     for_each:  $a.json   [contains step output refs — unknown at plan time]",
+              "     item_var: item, index_var: index",
+              "     sub-steps: 1",
+              "       1. s  [shell] run: x",
+              "  3. arg  [for_each]",
+              "     for_each: ${src}",
+              "     item_var: item, index_var: index",
+              "     sub-steps: 1",
+              "       1. s  [shell] run: x",
+              "  4. approved  [for_each]",
+              "     for_each: $a.approved",
+              "     item_var: item, index_var: index",
+              "     sub-steps: 1",
+              "       1. s  [shell] run: x"),
+        id="for_each-source-as-written"),
     pytest.param(
         """
         steps:
