@@ -254,6 +254,8 @@ def test_detail_lines_show_positions_excerpts_and_allowed_values():
         "  at line 2, column 1: the end of the text (Expecting value)"]
     assert terminal.detail_lines({"detail": {"path": "/c", "allowed": ["a", 1]}}) == [
         '  at /c: allowed: "a", 1']
+    assert terminal.detail_lines({"detail": {"reason": "/ok must be boolean"}}) == [
+        "  reason: /ok must be boolean"]
     assert terminal.detail_lines({"message": "x"}) == []
 
 

@@ -42,7 +42,7 @@ DAMAGED_STATE = (
 OUR_RENDERING = re.compile(
     r"\S+:\d+:\d+: (error|warning)\[[A-Z]\d+\]: .*|\s*\d+ \| .*|\s+\|.*|  help: .*|  at \S+:\d+:\d+"
     # an error's detail (issue 21, item 6): a JSON position, an output excerpt, allowed values
-    r"|  at line \d+, column \d+: .*|  output: .*|  at /\S*: allowed: .*")
+    r"|  at line \d+, column \d+: .*|  output: .*|  at /\S*: allowed: .*|  reason: .*")
 # (progress lines are not here: SPEC 9.19 allows them only on a terminal, which no case has;
 # the resume command on stderr is allow-list entry A13)
 VERSION_ARGV = (["version"], ["--version"], ["-v"])

@@ -249,16 +249,26 @@ def test_env_fallbacks(adapter, tmp_path):
     ((200, json.dumps({"ok": False, "error": {"message": "quota"}})),
      "llm.invoke remote error: quota"),
     ((200, json.dumps({"ok": False})), "llm.invoke remote error: llm adapter returned an error"),
-    ((200, json.dumps({"ok": True, "result": {"text": "no output"}})),
-     "llm.invoke received invalid response envelope: /result must have required property "
-     "'output'"),
-    ((200, json.dumps({"ok": "yes"})),
-     "llm.invoke received invalid response envelope: /ok must be boolean"),
 ])
 def test_adapter_failures(adapter, tmp_path, reply, message):
     url, server = adapter
     server.replies = [reply]
     assert error(run("llm.invoke hi", tmp_path, LOBSTER_LLM_ADAPTER_URL=url)) == message
+
+
+@pytest.mark.parametrize("body, reason", [
+    (json.dumps({"ok": True, "result": {"text": "no output"}}),
+     "/result must have required property 'output'"),
+    (json.dumps({"ok": "yes"}), "/ok must be boolean"),
+    ("", "/result must be object"),
+])
+def test_an_invalid_envelope_is_named_in_the_detail(adapter, tmp_path, body, reason):
+    # the message is the original's, bare; what was wrong with the envelope is our detail
+    url, server = adapter
+    server.replies = [(200, body)]
+    envelope = run("llm.invoke hi", tmp_path, LOBSTER_LLM_ADAPTER_URL=url)
+    assert error(envelope) == "llm.invoke received invalid response envelope"
+    assert envelope["error"]["detail"] == {"reason": reason}
 
 
 def test_gateway_tool_error(adapter, tmp_path):

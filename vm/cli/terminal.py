@@ -359,7 +359,8 @@ class Progress:
 # the detail of an error ---------------------------------------------------------------------
 def detail_lines(error: dict) -> list[str]:
     """The lines an error's `detail` adds after the original's message: where JSON stopped
-    parsing, a glimpse of output that was not JSON, the allowed values."""
+    parsing, a glimpse of output that was not JSON, what was wrong with a reply, the allowed
+    values."""
     detail = error.get("detail")
     if not isinstance(detail, dict):
         return []
@@ -374,6 +375,8 @@ def detail_lines(error: dict) -> list[str]:
         what = "the end of the text" if char is None else js.json_compact(char)
         lines.append(f"  at line {detail['line']}, column {detail['column']}: {what} "
                      f"({detail.get('reason')})")
+    elif "reason" in detail:  # what was wrong with a reply (an LLM adapter's envelope)
+        lines.append(f"  reason: {detail['reason']}")
     if "allowed" in detail:
         lines.append(f"  at {detail.get('path', '/')}: {allowed_text(detail['allowed'])}")
     return lines

@@ -412,8 +412,8 @@ def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
         envelope = adapter.invoke(payload, ctx)
         problem = envelope_problem(envelope)
         if problem:
-            raise CommandError(f"{name} received invalid response envelope: {problem}",
-                               retryable=False)
+            raise CommandError(f"{name} received invalid response envelope",  # the original's
+                               retryable=False, detail={"reason": problem})  # what was wrong
         if envelope["ok"] is not True:
             error = envelope.get("error") or {}
             message = error.get("message") or "llm adapter returned an error"
