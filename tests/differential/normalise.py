@@ -28,15 +28,6 @@ WORKFLOW_PARSE = (
     re.compile(r"Workflow file parse error: .*", re.S),
     re.compile(r".* at line \d+, column \d+:\n.*", re.S),
 )
-# A damaged state value read by `state.get`: our store (vm/host/store) still words it with
-# Python's json module, the original with JSON.parse's; masked on both sides, and only in a
-# step that runs state.get, until the store reads values through vm.core.js.json_loads.
-DAMAGED_STATE = (
-    re.compile(r"Unexpected end of JSON input|.* (in|after) JSON at position \d+.*"
-               r"|.*is not valid JSON", re.S),
-    re.compile(r"(Expecting|Extra data|Invalid|Unterminated|Unexpected UTF-8 BOM)[^\n]*"
-               r": line \d+ column \d+ \(char \d+\)"),
-)
 # Lines of our diagnostic rendering in human mode (file:line:col, the excerpt, the caret,
 # help): the same additive information as `error.location`.
 OUR_RENDERING = re.compile(
@@ -110,18 +101,14 @@ class Normaliser:
         return v
 
 
-def library_tail(message: str, argv: list | None = None) -> str:
-    """`message` with the text another engine's library wrote replaced by a placeholder
-    (`argv`: the step's, which tells a state.get run)."""
+def library_tail(message: str) -> str:
+    """`message` with the text another engine's library wrote replaced by a placeholder."""
     for pattern in LIBRARY_TAILS:
         m = pattern.fullmatch(message)
         if m:
             return m.group(1) + ": <library message>"
     if any(p.fullmatch(message) for p in WORKFLOW_PARSE):
         return "<workflow file parse error>"
-    if any("state.get" in str(word) for word in argv or ()) \
-            and any(p.fullmatch(message) for p in DAMAGED_STATE):
-        return "<damaged state value>"
     return message
 
 
@@ -132,10 +119,10 @@ def comparable(step: dict) -> dict:
     if isinstance(env, dict) and isinstance(env.get("error"), dict):
         error = {k: v for k, v in env["error"].items() if k not in OURS_ONLY}
         if isinstance(error.get("message"), str):
-            error["message"] = library_tail(error["message"], step.get("argv"))
+            error["message"] = library_tail(error["message"])
         out["stdoutJson"] = {**env, "error": error}
     if "stderr" in out:
-        out["stderr"] = _stderr(out["stderr"], step.get("argv"))
+        out["stderr"] = _stderr(out["stderr"])
     if step.get("argv") in VERSION_ARGV and "stdout" in out:
         out["stdout"] = "<version>\n"
     if step.get("argv", [None])[:1] == ["doctor"] and isinstance(env, dict):
@@ -144,14 +131,14 @@ def comparable(step: dict) -> dict:
     return out
 
 
-def _stderr(text: str, argv: list | None = None) -> str:
+def _stderr(text: str) -> str:
     """Our rendering lines dropped; an `Error: <message>` whose message came from a parsing
     library replaced as in envelopes."""
     lines = [ln for ln in text.split("\n") if not OUR_RENDERING.fullmatch(ln)]
     text = "\n".join(lines)
     m = re.search(r"^(Error|Parse error): (.*)", text, re.S | re.M)
     if m:
-        return text[:m.start()] + f"{m.group(1)}: {library_tail(m.group(2).rstrip(), argv)}\n"
+        return text[:m.start()] + f"{m.group(1)}: {library_tail(m.group(2).rstrip())}\n"
     return text
 
 

@@ -107,3 +107,13 @@ def test_without_the_driver_a_postgresql_url_is_a_store_error_naming_the_extra()
     assert proc.stdout.strip() == (
         "the PostgreSQL store needs psycopg: pip install 'lobster-pipelines[postgres]' "
         "(from a checkout: pip install '.[postgres]')"), proc.stderr
+
+
+def test_a_damaged_value_is_reported_in_json_parse_words(pg_url):
+    store = open_store(pg_url, {})
+    store.set_value("damaged", [1])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE lobster_values SET value = %s WHERE key = %s", ('{"a":', "damaged"))
+    with pytest.raises(StoreError, match="^Unexpected end of JSON input$"):
+        store.get_value("damaged", strict=True)
+    assert store.get_value("damaged", "d") == "d"  # diff.last starts over

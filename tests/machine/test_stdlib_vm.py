@@ -292,6 +292,19 @@ def test_state_set_then_get(run, tmp_path):
     assert ok(run("state.get never-set")) == [None]
 
 
+@pytest.mark.parametrize("stored, message", [
+    (b'{"a":', "Unexpected end of JSON input"),
+    (b'{"a":1,}', "Expected double-quoted property name in JSON at position 7"),
+    (b"[1] x", "Unexpected non-whitespace character after JSON at position 4"),
+    (b"\xff[1", "Unexpected token '\ufffd', \"\ufffd[1\" is not valid JSON"),  # as Node decodes
+])
+def test_a_damaged_value_is_reported_in_json_parse_words(run, tmp_path, stored, message):
+    assert ok(run(f"{emit([1])} | state.set k")) == [1]
+    (tmp_path / "state" / "values" / "k.json").write_bytes(stored)
+    assert error(run("state.get k"))[1] == message
+    assert ok(run(f"{emit([2])} | diff.last --key k"))[0]["before"] is None  # starts over
+
+
 @pytest.mark.parametrize("pipeline, message", [
     ("state.get", "state.get requires a key"),
     ("state.set", "state.set requires a key"),

@@ -46,10 +46,10 @@ pipeline text and step results, secrets included.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 from collections.abc import Callable
 
+from vm.core import js
 from vm.host.store.base import (STATE_KEY, CacheEntry, StoreError, cache_name, value_file_name,
                                 value_json)
 from vm.host.store.directory_checkpoints import CheckpointFiles
@@ -127,7 +127,8 @@ class Store(KeyFiles, CheckpointFiles):
         if blob is None:
             return default
         try:
-            return json.loads(blob.decode("utf-8"))
+            # JSON.parse's reading and words (Node decodes bad UTF-8 as U+FFFD)
+            return js.json_loads(blob.decode("utf-8", "replace"))
         except ValueError as exc:
             if strict:  # state.get reports a damaged value; diff.last starts over
                 raise StoreError(str(exc)) from None

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
+from vm.core import js
 from vm.host.store.base import (KEY_BYTES, STATE_KEY, CacheEntry, KeyInfo, Parked, StoreError,
                                 approval_id_form, cache_name, check_key, frame_mac, key_id,
                                 lost_key_error, value_json, value_name)
@@ -355,7 +356,7 @@ class PostgresStore:
         if row is None:
             return default
         try:
-            return json.loads(row[0])
+            return js.json_loads(row[0])  # JSON.parse's reading and words, as the directory's
         except ValueError as exc:
             if strict:
                 raise StoreError(str(exc)) from None
