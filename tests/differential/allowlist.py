@@ -147,6 +147,11 @@ def _literal_workflow_path(case, i, ref, ours) -> bool:
     return "workflow path must be a literal path" in (message(ours) or "")
 
 
+PRICING_WARNING = ("[WARN] Ignoring invalid LOBSTER_LLM_PRICING_JSON; custom LLM pricing must be "
+                   "a JSON object whose model entries have finite non-negative input and output "
+                   "rates.\n")
+
+
 def _checked_before_running(case, i, ref, ours) -> bool:
     """Ours refused before anything ran (a compile-time `E` code), with the error the original
     gives when it reaches that stage; the original stopped earlier (an earlier stage failed or
@@ -155,7 +160,10 @@ def _checked_before_running(case, i, ref, ours) -> bool:
     env = ours.get("stdoutJson")
     code = env.get("error", {}).get("code", "") if isinstance(env, dict) else ""
     if ours_msg == ref_msg:
-        return False
+        # the same error, ours found before the run started: the original had started it and
+        # printed its start-of-run warning (an invalid LOBSTER_LLM_PRICING_JSON) first
+        return code.startswith("E") and (ref.get("stderr") or "") == \
+            PRICING_WARNING + (ours.get("stderr") or "")
     for same in ("workflow file not found", "Unknown step reference"):
         if same in ref_msg and same in ours_msg:
             return False
@@ -361,7 +369,8 @@ ENTRIES: tuple[Entry, ...] = (
           "drops non-string env values), and unknown keys, reference parts, stray positional "
           "arguments, unknown commands and missing required flags are reported before the "
           "first stage runs; the original ignores them or fails at the stage, after earlier "
-          "stages ran or halted (so its error can be an earlier stage's).",
+          "stages ran or halted (so its error can be an earlier stage's, and a warning it prints as "
+          "a run starts, an invalid LOBSTER_LLM_PRICING_JSON, comes before the same error).",
           _checked_before_running),
     Entry("A12", "tool mode: stdout is one JSON document", "SPEC §9.12 (docs/differences.md 12)",
           "In `--mode tool` the original's `json`/`table` renderers print into the same stdout "
