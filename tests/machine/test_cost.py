@@ -27,6 +27,20 @@ def test_billing_prices_per_million_tokens():
                                  "outputTokens": 10_000, "costUsd": 0.35}]
 
 
+@pytest.mark.parametrize("usage, billed", [
+    ({"input_tokens": 10, "output_tokens": "20"}, (10, 20)),  # as JavaScript's Number reads it
+    ({"prompt_tokens": " 7 ", "completion_tokens": True}, (7, 1)),
+    ({"inputTokens": "0x10", "outputTokens": "1e2"}, (16, 100)),
+    ({"inputTokens": [5], "outputTokens": 2.9}, (5, 2)),
+    ({"inputTokens": -3, "outputTokens": "abc"}, (0, 0)),
+    ({"inputTokens": {}, "outputTokens": [1, 2]}, (0, 0)),
+    # the first spelling there and not null is the one read, even if it is no count
+    ({"inputTokens": "x", "input_tokens": 50, "outputTokens": None, "output_tokens": 4}, (0, 4)),
+])
+def test_token_counts_are_read_as_the_original_reads_them(usage, billed):
+    assert cost.usage_of({"model": "gpt-4o", "usage": usage}) == (*billed, "gpt-4o")
+
+
 def test_a_replay_llm_invoke_answered_is_not_billed_but_its_look_alike_is():
     """A replay is known by the mark llm.invoke leaves in this process, not by its fields: a
     step that prints `"cached": true` is billed (as in the original), so cost_limit cannot be

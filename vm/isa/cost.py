@@ -10,12 +10,14 @@ No `from __future__ import annotations`: the codec reads these records' annotati
 """
 
 import json
+import math
 import threading
 from collections.abc import Mapping
 from typing import Any
 
 from attrs import field
 
+from vm.core import js
 from vm.core.records import define, frozen
 
 # USD per million tokens (input, output), list prices as published by the vendors in 2026.
@@ -74,11 +76,12 @@ def model_label(model: str | None) -> str:
 
 
 def _tokens(usage: Mapping, names: tuple[str, ...]) -> int:
-    for name in names:
-        value = usage.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
-            return int(value)
-    return 0
+    """A token count as the original reads it: the first of `names` present and not null
+    (even one that is no count), taken as JavaScript's `Number` takes it ("20" is 20, true is
+    1), floored; anything that is not a finite non-negative number counts nothing."""
+    value = next((usage[name] for name in names if usage.get(name) is not None), 0)
+    count = js.to_number(value)
+    return math.floor(count) if math.isfinite(count) and count >= 0 else 0
 
 
 # What llm.invoke made in this process, by identity: the mark lives here, never in the item, so
