@@ -162,8 +162,10 @@ def _checked_before_running(case, i, ref, ours) -> bool:
     if ours_msg == ref_msg:
         # the same error, ours found before the run started: the original had started it and
         # printed its start-of-run warning (an invalid LOBSTER_LLM_PRICING_JSON) first
-        return code.startswith("E") and (ref.get("stderr") or "") == \
-            PRICING_WARNING + (ours.get("stderr") or "")
+        found_first = code.startswith("E") or re.search(  # human mode: our rendering's code
+            r"^\S+:\d+:\d+: error\[E\d+\]: ", ours.get("stderr") or "", re.M) is not None
+        theirs, mine = comparable(ref).get("stderr") or "", comparable(ours).get("stderr") or ""
+        return found_first and theirs == PRICING_WARNING + mine
     for same in ("workflow file not found", "Unknown step reference"):
         if same in ref_msg and same in ours_msg:
             return False
