@@ -102,17 +102,42 @@ def workflow_plan(path: str, args: dict) -> str:
     return _Planner(wf, {**wf.defaults, **(args or {})}).plan()
 
 
+def _resolved_fields(wf: ast.Workflow):
+    """(how the dry run names it, span) of every reference field the original's dry run
+    resolves as it plans: a step's stdin, a for_each source and its sub-steps' stdin."""
+    for step in wf.steps:
+        if isinstance(step.kind, ast.ForEach):
+            loop = step.kind
+            if loop.source.strip().startswith("$"):
+                yield f"Workflow step {step.id} for_each", loop.loc.span()
+            for sub in loop.steps:
+                if isinstance(sub.stdin, str):
+                    yield (f"Workflow step {step.id} for_each sub-step {sub.id} stdin",
+                           sub.loc.span("stdin"))
+        if isinstance(step.stdin, str):
+            yield f"Workflow step {step.id} stdin", step.loc.span("stdin")
+
+
+def _within(inner, outer) -> bool:
+    """Whether the span `inner` lies inside the span `outer` (None: nowhere)."""
+    return outer is not None and inner.source == outer.source \
+        and (outer.line, outer.col) <= (inner.line, inner.col) \
+        and (inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col)
+
+
 def _in_plan_words(wf: ast.Workflow | None, refused: CompileError) -> CompileError:
     """A refusal worded as the original's dry run words it: an unknown command in a step's (or
     branch's) pipeline is `Workflow step ID pipeline references unknown command: NAME`, an
-    unknown reference in a step's stdin `Workflow step ID stdin: Unknown step reference: REF`."""
+    unknown reference in a field the dry run resolves `Workflow step ID stdin: Unknown step
+    reference: REF` (`for_each`, `for_each sub-step SUB stdin`)."""
     first = refused.first
     if wf is not None and first.span is not None \
             and first.message.startswith("Unknown step reference: "):
-        for step in wf.steps:  # a stdin reference: the dry run names the step and the field
-            if isinstance(step.stdin, str) and step.loc.span("stdin") == first.span:
-                return CompileError([evolve(first, message=f"Workflow step {step.id} stdin: "
-                                            f"{first.message}")], refused.source)
+        # a reference the dry run resolves names the step and the field it is in
+        for field, span in _resolved_fields(wf):
+            if _within(first.span, span):
+                return CompileError([evolve(first, message=f"{field}: {first.message}")],
+                                    refused.source)
     m = re.fullmatch(r"Unknown command: (\S+)", first.message)
     if wf is None or m is None or first.span is None:
         return refused
@@ -123,11 +148,8 @@ def _in_plan_words(wf: ast.Workflow | None, refused: CompileError) -> CompileErr
         elif isinstance(step.kind, ast.Parallel):
             owners += [(f"Parallel branch {b.id}", b.pipeline) for b in step.kind.branches
                        if b.pipeline is not None]
-    span = first.span
     for owner, pipeline in owners:
-        r = pipeline.span
-        if r is not None and r.source == span.source and (r.line, r.col) <= (span.line, span.col) \
-                and (span.end_line, span.end_col) <= (r.end_line, r.end_col):
+        if _within(first.span, pipeline.span):
             return CompileError([evolve(first, message=f"{owner} pipeline references unknown "
                                         f"command: {m[1]}")], refused.source)
     return refused

@@ -357,7 +357,10 @@ ERRORS = [
     ("steps:\n  - {id: a, run: x, when: '!$later.approved'}\n  - {id: later, run: y}\n", {},
      "Unknown step reference: later.approved", "E211"),
     ("steps:\n  - {id: l, for_each: $ghost.json, steps: [{id: s, run: x}]}\n", {},
-     "Unknown step reference: ghost.json", "E211"),
+     "Workflow step l for_each: Unknown step reference: ghost.json", "E211"),
+    ("steps:\n  - {id: l, for_each: $LOBSTER_ARGS_JSON, steps: [{id: s, run: x, "
+     "stdin: $ghost.stdout}]}\n", {},
+     "Workflow step l for_each sub-step s stdin: Unknown step reference: ghost.stdout", "E211"),
     ("steps:\n  - {id: a, run: x, when: 'a b'}\n", {}, "Unsupported condition: a b", "E212"),
     ("steps:\n  - {id: a}\n", {},
      "Workflow step a requires run, command, pipeline, workflow, parallel, for_each, approval, "
