@@ -177,7 +177,7 @@ def _checked_before_running(case, i, ref, ours) -> bool:
     m = re.match(r"Unknown command: (\S+)$", ours_msg)
     if m:
         return m.group(1) not in ORIGINAL_COMMANDS and m.group(1) in pipeline_text(case, i)
-    early = re.match(r"(?!run |resume |graph )(\S+ requires |Invalid where expression|\S+ --\S+ must be |"
+    early = re.match(r"(?!run |resume |graph )(\S+ requires |Invalid where expression|\S+ --\S+ must (?:be|decode to) |"
                      r"Unknown template filter|Workflow step \S+ workflow file not found|Unsupported condition type|"
                      r"Unknown step reference: |Workflow step \S+ halted for approval inside pipeline|"
                      r"Workflow step \S+ halted before completion at pipeline stage ask)",
