@@ -98,8 +98,27 @@ def workflow_plan(path: str, args: dict) -> str:
         diags = _unless_templated(wf, diags)
     refused = refusal(diags)
     if refused is not None:
-        raise _in_plan_words(wf, refused)
+        raise _earlier_in_plan(wf, args, _in_plan_words(wf, refused))
     return _Planner(wf, {**wf.defaults, **(args or {})}).plan()
+
+
+def _earlier_in_plan(wf: ast.Workflow | None, args: dict, refused: CompileError) -> CompileError:
+    """The error the original's dry run meets first, stepping through the file: the checker's
+    refusal, unless planning the steps before it fails first (a templated pipeline, which the
+    checker leaves to the planner, naming an unknown command in an earlier step)."""
+    at = refused.first.span
+    if wf is None or at is None:
+        return refused
+    try:
+        _Planner(wf, {**wf.defaults, **(args or {})}).plan()
+    except CompileError as planned:
+        span = planned.first.span
+        if span is not None and span.source == at.source and (span.line, span.col) < (at.line,
+                                                                                       at.col):
+            return planned
+    except Exception:  # noqa: BLE001 - a file the checker refused may not plan at all
+        pass
+    return refused
 
 
 def _resolved_fields(wf: ast.Workflow):

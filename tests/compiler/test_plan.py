@@ -362,6 +362,10 @@ ERRORS = [
      "stdin: $ghost.stdout}]}\n", {},
      "Workflow step l for_each sub-step s stdin: Unknown step reference: ghost.stdout", "E211"),
     ("steps:\n  - {id: a, run: x, when: 'a b'}\n", {}, "Unsupported condition: a b", "E212"),
+    # the first error in step order: planning the templated pipeline fails before the stdin
+    ("args:\n  who: {default: w}\nsteps:\n  - {id: n, pipeline: \"exec --shell 'echo ${who}' | "
+     "nosuch\"}\n  - {id: s, run: cat, stdin: $m.stdout}\n", {},
+     "Workflow step n pipeline references unknown command: nosuch", "E201"),
     ("steps:\n  - {id: a}\n", {},
      "Workflow step a requires run, command, pipeline, workflow, parallel, for_each, approval, "
      "or input", "E210"),
