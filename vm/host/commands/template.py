@@ -9,11 +9,11 @@ import math
 import os
 import re
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Context as DecimalContext, Decimal
 from typing import Any
 
 from vm.core import js
+from vm.core.js_date import MAX_TIME, MS_PER_DAY, civil_from_days, date_parse
 from vm.host.commands.base import Args, CommandError, Context
 from vm.core.js import UNDEFINED
 
@@ -302,98 +302,9 @@ FILTERS: dict[str, Callable[..., Any]] = {
 
 # ---- the date filter ------------------------------------------------------------------
 
-_MS_PER_DAY = 86_400_000
-_MAX_TIME = 8.64e15
-_ISO_RE = re.compile(
-    r"(?P<y>[+-][0-9]{6}|[0-9]{4})(?:-(?P<mo>[0-9]{2})(?:-(?P<d>[0-9]{2}))?)?"
-    r"(?:[T ](?P<h>[0-9]{2}):(?P<mi>[0-9]{2})(?::(?P<s>[0-9]{2})(?:\.(?P<ms>[0-9]+))?)?"
-    r"(?P<tz>Z|[+-][0-9]{2}:[0-9]{2})?)?\Z")
-
-
-def days_from_civil(y: int, m: int, d: int) -> int:
-    """Days since 1970-01-01 of a proleptic Gregorian date (any year)."""
-    y -= m <= 2
-    era = y // 400
-    yoe = y - era * 400
-    doy = (153 * (m - 3 if m > 2 else m + 9) + 2) // 5 + d - 1
-    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
-
-
-def civil_from_days(z: int) -> tuple[int, int, int]:
-    """(year, month, day) of a day count since 1970-01-01."""
-    z += 719468
-    era = z // 146097
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    d = doy - (153 * mp + 2) // 5 + 1
-    m = mp + 3 if mp < 10 else mp - 9
-    return yoe + era * 400 + (m <= 2), m, d
-
-
-def _local_offset_ms(y: int, mo: int, d: int, ms_of_day: int) -> int:
-    """How far local wall-clock time is ahead of UTC at that wall-clock moment."""
-    if not 1 <= y <= 9999:
-        return 0
-    wall = datetime(y, mo, 1) + timedelta(days=d - 1, milliseconds=ms_of_day)
-    utc_ms = (days_from_civil(wall.year, wall.month, wall.day) * _MS_PER_DAY
-              + (wall.hour * 3600 + wall.minute * 60 + wall.second) * 1000
-              + wall.microsecond // 1000)
-    return utc_ms - round(wall.timestamp() * 1000)
-
-
-def _iso_time(text: str) -> float:
-    match = _ISO_RE.match(text)
-    if match is None or match["y"] == "-000000":
-        return math.nan
-    g = match.groupdict()
-    y, mo, d = int(g["y"]), int(g["mo"] or 1), int(g["d"] or 1)
-    h, mi, s = int(g["h"] or 0), int(g["mi"] or 0), int(g["s"] or 0)
-    ms = int((g["ms"] or "0")[:3].ljust(3, "0"))
-    if not (1 <= mo <= 12 and 1 <= d <= 31 and mi <= 59 and s <= 59):
-        return math.nan
-    if h > 24 or (h == 24 and (mi or s or ms)):
-        return math.nan
-    ms_of_day = ((h * 60 + mi) * 60 + s) * 1000 + ms
-    t = days_from_civil(y, mo, 1) + d - 1
-    t = t * _MS_PER_DAY + ms_of_day
-    tz = g["tz"]
-    if tz == "Z" or (g["h"] is None):
-        return float(t)
-    if tz:
-        sign = 1 if tz[0] == "+" else -1
-        oh, om = int(tz[1:3]), int(tz[4:6])
-        if oh > 23 or om > 59:
-            return math.nan
-        return float(t - sign * (oh * 60 + om) * 60_000)
-    return float(t - _local_offset_ms(y, mo, d, ms_of_day))
-
-
-def _rfc2822_time(text: str) -> float:
-    import email.utils
-
-    parsed = email.utils.parsedate_tz(text)
-    if parsed is None:
-        return math.nan
-    y, mo, d, h, mi, s = parsed[:6]
-    if not (1 <= mo <= 12 and 1 <= d <= 31 and h <= 24 and mi <= 59 and s <= 60):
-        return math.nan
-    ms_of_day = ((h * 60 + mi) * 60 + s) * 1000
-    t = (days_from_civil(y, mo, 1) + d - 1) * _MS_PER_DAY + ms_of_day
-    offset = parsed[9]
-    if offset is None:
-        return float(t - _local_offset_ms(y, mo, d, ms_of_day))
-    return float(t - offset * 1000)
-
-
 def parse_date(text: str) -> float:
-    """JS `Date.parse` for ISO 8601 (and its space-separated form) and RFC 2822 dates."""
-    text = js.js_trim(text)
-    t = _iso_time(text)
-    if t != t:
-        t = _rfc2822_time(text)
-    return t
+    """JS `Date.parse`: the ES date-time format, then V8's legacy forms."""
+    return date_parse(text)
 
 
 def _time_value(v: Any) -> float:
@@ -404,13 +315,13 @@ def _time_value(v: Any) -> float:
         t = float(js.to_number(v))
     else:
         t = parse_date(js.to_string(v))
-    if not math.isfinite(t) or abs(t) > _MAX_TIME:
+    if not math.isfinite(t) or abs(t) > MAX_TIME:
         return math.nan
     return float(math.trunc(t))
 
 
 def _utc_fields(t: float) -> tuple[int, int, int, int, int, int, int]:
-    days, ms = divmod(int(t), _MS_PER_DAY)
+    days, ms = divmod(int(t), MS_PER_DAY)
     y, mo, d = civil_from_days(days)
     return y, mo, d, ms // 3_600_000, ms // 60_000 % 60, ms // 1000 % 60, ms % 1000
 
