@@ -430,6 +430,10 @@ HUMAN = [  # argv, exit code, stdout, first line of stderr
     ([f"{ROWS} | json"], 0, '[\n  {\n    "name": "ab",\n    "n": 1\n  },\n'
                             '  {\n    "name": "abcdef",\n    "n": 22\n  }\n]\n', None),
     (["exec --json echo '[]' | table"], 0, "(no results)\n", None),
+    # `pick` sets a field an item lacks (undefined): the table lists it, JSON leaves it out
+    ([f"{ROWS} | pick missing,name | table"], 0,
+     "missing  name  \n-------  ------\n         ab    \n         abcdef\n", None),
+    ([f"{ROWS} | pick missing | json"], 0, "[\n  {},\n  {}\n]\n", None),
     (["exec --shell 'echo boom >&2; exit 3'"], 1, "", "Error: exec failed (3): boom"),
     (["exec 'unclosed"], 2, "", "Parse error: Unclosed quote"),
     (["nosuch"], 1, "", "Error: Unknown command: nosuch"),
@@ -451,6 +455,22 @@ def test_human_mode_output_and_errors(cli):
             assert proc.stderr == "", argv
         else:
             assert proc.stderr.splitlines()[0] == stderr, argv
+
+
+def test_a_picked_absent_field_is_a_column_until_a_halt_stores_the_run(cli):
+    """The original keeps a step's items in memory (a field `pick` set that the item lacks is
+    a table column) and persists a paused run as JSON (after the resume it is gone)."""
+    steps = (f"steps:\n  - id: s\n    pipeline: {json.dumps(ROWS + ' | pick missing,n')}\n"
+             "GATE  - id: t\n    pipeline: table\n    stdin: $s.json\n")
+    (cli.work / "straight.lobster").write_text(steps.replace("GATE", ""))
+    (cli.work / "paused.lobster").write_text(steps.replace("GATE", "    approval: ok\n"))
+    envelope, code = cli.tool("run", "--mode", "tool", "--file", "straight.lobster")
+    assert (code, envelope["output"]) == (0, ["missing  n  \n-------  ---\n         1  \n"
+                                              "         22 \n"])
+    request = approval(cli.tool("run", "--mode", "tool", "--file", "paused.lobster")[0])
+    assert request["items"] == [{"n": 1}, {"n": 22}]
+    envelope, code = resume(cli, request["resumeToken"], "--approve", "yes")
+    assert (code, envelope["output"]) == (0, ["n  \n---\n1  \n22 \n"])
 
 
 def test_human_mode_renders_a_compile_error_with_its_source_line(cli):

@@ -227,18 +227,24 @@ def test_where_errors_even_without_items(ctx):
 
 @pytest.mark.parametrize("items, spec, expected", [
     (ROWS[:2], "id", [{"id": 1}, {"id": 2}]),
-    (ROWS[3:], "id,meta", [{"id": 4}, {"id": 5, "meta": {"lvl": 2}}]),
+    (ROWS[3:], "id,meta", [{"id": 4, "meta": js.UNDEFINED}, {"id": 5, "meta": {"lvl": 2}}]),
     (ROWS[:1], " name , id ,,", [{"name": "alpha", "id": 1}]),
     (ROWS[:1], "id,id", [{"id": 1}]),
-    (ROWS[:1], "nope", [{}]),
+    (ROWS[:1], "nope", [{"nope": js.UNDEFINED}]),
     ([1, "s", None, True], "id", [1, "s", None, True]),
-    ([[10, 20]], "1,length,x", [{"1": 20, "length": 2}]),
+    ([[10, 20]], "1,length,x", [{"1": 20, "length": 2, "x": js.UNDEFINED}]),
+    ([[7]], "b,1,0", [{"0": 7, "1": js.UNDEFINED, "b": js.UNDEFINED}]),
+    ([{"a": 1}], "__proto__,a", [{"a": 1}]),
+    ([{"a": 1, "__proto__": 5}], "__proto__,a", [{"a": 1}]),
     ([{"b": 1, "2": 2, "a": 3, "10": 4}], "b,10,a,2", [{"2": 2, "10": 4, "b": 1, "a": 3}]),
     ([{"x": None}], "x", [{"x": None}]),
 ])
 def test_pick(items, spec, expected, ctx):
+    """A field the item lacks is there as undefined, in JavaScript's property order."""
     got = run("pick", items, ctx, spec)
     assert got == expected
+    assert [list(x) for x in got if isinstance(x, dict)] == [
+        list(x) for x in expected if isinstance(x, dict)]
     assert js.json_compact(got) == js.json_compact(expected)
 
 
@@ -379,11 +385,13 @@ def test_group_by_team(ctx):
      [{"key": 1, "items": [{"k": 1}, {"k": 1.0}], "count": 2},
       {"key": "1", "items": [{"k": "1"}], "count": 1}]),
     ([{"k": None}, {}, {}], "k",
-     [{"key": None, "items": [{"k": None}], "count": 1}, {"items": [{}, {}], "count": 2}]),
+     [{"key": None, "items": [{"k": None}], "count": 1},
+      {"key": js.UNDEFINED, "items": [{}, {}], "count": 2}]),
     ([{"m": {"l": 1}}, {"m": {"l": 1}}], "m.l",
      [{"key": 1, "items": [{"m": {"l": 1}}, {"m": {"l": 1}}], "count": 2}]),
     ([{"true": "x"}, {}], True,
-     [{"key": "x", "items": [{"true": "x"}], "count": 1}, {"items": [{}], "count": 1}]),
+     [{"key": "x", "items": [{"true": "x"}], "count": 1},
+      {"key": js.UNDEFINED, "items": [{}], "count": 1}]),
     ([{"k": 1}], " k ", [{"key": 1, "items": [{"k": 1}], "count": 1}]),
 ])
 def test_group_by(items, key, expected, ctx):
@@ -459,9 +467,45 @@ PICKED = [{"id": r["id"], "name": r["name"], "meta": r.get("meta")} for r in ROW
     ([{"a": 1}] * 20 + ["str"], "a  \n---\n" + "1  \n" * 20 + "   \n"),
     ([{"a": 1}] * 20 + [{"b": 2}], "a  \n---\n" + "1  \n" * 20 + "   \n"),
     ([{"length": 1}] * 20 + ["abcd", [1, 2]], "length\n------\n" + "1     \n" * 20 + "4     \n2     \n"),
+    ([{"b": js.UNDEFINED}], "b  \n---\n   \n"),
+    ([{"b": js.UNDEFINED, "a": 1}, {"c": [js.UNDEFINED, {"x": js.UNDEFINED}]}],
+     "b    a    c        \n---  ---  ---------\n     1             \n          [null,{}]\n"),
 ])
 def test_render_table(items, expected):
     assert data.render_table(items) == expected
+
+
+# The original's `pick` sets every listed field (`out[f] = item[f]`): a field the item lacks is
+# an own property holding undefined. JSON leaves it out; what lists keys (the table) shows it.
+PICK_THEN = [
+    ("pick b | table", "b  \n---\n   \n3  \n   \n"),
+    ("pick a,missing | table", "a    missing\n---  -------\n1           \n2           \n            \n"),
+    ("pick b | sort --key b | table", "b  \n---\n3  \n   \n   \n"),
+    ("pick b | where b=null | table", "b  \n---\n   \n   \n"),
+    ("pick b | dedupe | table", "b  \n---\n   \n3  \n"),
+    ("pick b | dedupe --key b | table", "b  \n---\n   \n3  \n"),
+    ("pick b | groupBy --key b | table",
+     "key  items      count\n---  ---------  -----\n     [{},{}]    2    \n3    [{\"b\":3}]  1    \n"),
+    ("pick b | map x={{b}} | table", "b    x  \n---  ---\n        \n3    3  \n        \n"),
+    ("pick b | map --wrap w | table", 'w      \n-------\n{}     \n{"b":3}\n{}     \n'),
+    ("pick b | pick c,b | table", "c    b  \n---  ---\n        \n     3  \n        \n"),
+    ("pick b | json", '[\n  {},\n  {\n    "b": 3\n  },\n  {}\n]\n'),
+    ("pick b | groupBy --key b | json",
+     '[\n  {\n    "items": [\n      {},\n      {}\n    ],\n    "count": 2\n  },\n  {\n    "key": 3,'
+     '\n    "items": [\n      {\n        "b": 3\n      }\n    ],\n    "count": 1\n  }\n]\n'),
+]
+
+
+@pytest.mark.parametrize("stages, expected", PICK_THEN)
+def test_what_follows_a_pick_of_an_absent_field(stages, expected, ctx):
+    items = [{"a": 1}, {"a": 2, "b": 3}, {}]
+    *commands, renderer = [shlex.split(stage) for stage in stages.split(" | ")]
+    for name, *words in commands:
+        flags = {words[i][2:]: words[i + 1] for i in range(len(words)) if words[i].startswith("--")}
+        positionals = tuple(w for i, w in enumerate(words)
+                            if not w.startswith("--") and not (i and words[i - 1].startswith("--")))
+        items = run(name, items, ctx, *positionals, **flags)
+    assert data.render(renderer[0], items) == expected
 
 
 @pytest.mark.parametrize("items, expected", [

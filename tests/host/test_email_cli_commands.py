@@ -150,6 +150,14 @@ def test_send_dry_run_sends_nothing(fake, flag):
     assert fake.calls() == []
 
 
+def test_send_reads_a_field_pick_set_undefined_as_absent(fake):
+    # `pick` sets a field the draft lacks as undefined: `item.subject ?? ""` is ""
+    fake.work.joinpath("drafts.json").write_text(json.dumps([{"to": "a@x.io"}]))
+    out = ok(fake.pipeline("exec --json cat drafts.json | pick to,subject,body | gog.gmail.send"
+                           " --dry-run"))
+    assert out == [{"ok": True, "dryRun": True, "to": "a@x.io", "subject": "", "body": ""}]
+
+
 @pytest.mark.parametrize("stdout, item", [("", {"ok": True}),
                                           ("sent!", {"ok": True, "raw": "sent!"})])
 def test_send_answers_that_are_not_json(fake, stdout, item):
@@ -212,6 +220,17 @@ def test_triage_rules_and_normalisation(fake, tmp_path):
     assert report["emails"][1]["threadId"] == "tx"
     assert report["emails"][3] == {"id": "", "threadId": "", "from": "", "subject": "", "date": "",
                                    "snippet": "", "labels": []}
+
+
+def test_triage_reads_fields_pick_set_undefined_as_absent(fake, tmp_path):
+    # `pick` sets every listed field: one a message lacks is undefined, and `raw.from ??
+    # raw.sender` goes on to the next spelling, as it does for an absent field
+    messages = [{"id": "x1", "sender": "Carol <carol@example.com>", "labels": ["UNREAD"]}]
+    env = {"FAKE_GOG_MESSAGES": messages_file(tmp_path, messages)}
+    picked = "pick id,messageId,threadId,thread_id,from,sender,subject,date,snippet,labels"
+    [report] = ok(fake.pipeline(f"gog.gmail.search | {picked} | email.triage", env=env))
+    assert report["emails"] == [{"id": "x1", "threadId": "x1", "from": "Carol <carol@example.com>",
+                                 "subject": "", "date": "", "snippet": "", "labels": ["UNREAD"]}]
 
 
 @pytest.mark.parametrize("limit, count", [("2", 2), ("0", 1), ("abc", 3)])

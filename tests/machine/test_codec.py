@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lobsterc.generate.codegen import compile_pipeline
+from vm.core import js
 from vm.isa import codec
 from vm.engine import machine
 from vm.isa.codec import LoadError
@@ -66,6 +67,19 @@ def test_plain_data_in_a_frame_is_saved_as_it_is(result, register):
     raw = msgpack.unpackb(blob, raw=False)
     assert raw["results"]["s"]["json"] == result and raw["registers"] == [register]
     assert codec.load_frame(blob) == frame
+
+
+def test_a_value_holding_undefined_is_saved_as_json_would_keep_it():
+    """`pick` of a field an item lacks makes an undefined property; the original persists a
+    paused run as JSON, so after a resume the property is gone (an array item is null)."""
+    frame = machine.new_frame(compile_pipeline("json"), cwd=".", mode="tool")
+    picked = [{"b": js.UNDEFINED, "a": 1}, [js.UNDEFINED]]
+    frame.results["s"] = {"json": picked}
+    frame.registers = [picked]
+    loaded = codec.load_frame(codec.dump_frame(frame))
+    assert loaded.results["s"]["json"] == [{"a": 1}, [None]]
+    assert loaded.registers == [[{"a": 1}, [None]]]
+    assert frame.results["s"]["json"] is picked and picked[0] == {"b": js.UNDEFINED, "a": 1}
 
 
 def test_a_value_that_is_not_plain_data_fails_to_save_rather_than_being_mangled():

@@ -239,6 +239,27 @@ def test_top_level_undefined_has_no_json_text():
         js.json_pretty(UNDEFINED)
 
 
+@pytest.mark.parametrize("value, expected", [
+    ({"a": UNDEFINED, "b": 1}, {"b": 1}),
+    ([UNDEFINED, {"x": [UNDEFINED, {"y": UNDEFINED}]}], [None, {"x": [None, {}]}]),
+    ((1, UNDEFINED), [1, None]),
+    (UNDEFINED, UNDEFINED),
+    ("s", "s"),
+])
+def test_without_undefined_keeps_what_json_keeps(value, expected):
+    got = js.without_undefined(value)
+    assert got == expected
+    if isinstance(value, (dict, list)):
+        assert js.json_compact(got) == js.json_compact(value)
+
+
+def test_without_undefined_returns_a_value_without_undefined_itself():
+    value = [{"a": [1, {"b": None}]}, "s", 2.5]
+    assert js.without_undefined(value) is value
+    held = [{"a": 1}, {"b": UNDEFINED}]
+    assert js.without_undefined(held)[0] is held[0] and held[1] == {"b": UNDEFINED}
+
+
 # ---- JSON.parse -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, expected", [

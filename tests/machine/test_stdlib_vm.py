@@ -330,6 +330,52 @@ def test_diff_last(run):
     assert same[0]["changed"] is False
 
 
+# a field `pick` sets that the item lacks (undefined) --------------------------------------
+PICKED = f"{emit([{'a': 1}, {}])} | pick b,a"
+
+
+def test_an_undefined_field_is_left_out_of_every_value_stored_or_handed_on(run, tmp_path):
+    # the envelope is JSON data (json.dumps takes it), as the original's JSON text leaves it
+    assert json.dumps(ok(run(PICKED))) == '[{"a": 1}, {}]'
+    assert ok(run(f"{PICKED} | groupBy --key b")) == [{"items": [{"a": 1}, {}], "count": 2}]
+    assert ok(run(f"{PICKED} | state.set k")) == [[{"a": 1}, {}]]
+    assert json.loads((tmp_path / "state" / "values" / "k.json").read_text()) == [{"a": 1}, {}]
+    first = ok(run(f"{PICKED} | diff.last --key d"))[0]
+    again = ok(run(f"{PICKED} | diff.last --key d"))[0]
+    assert (first["changed"], again["changed"]) == (True, False)  # {b: undefined} is {}
+    assert ok(run(f"{PICKED} | exec --stdin jsonl --shell cat")) == ['{"a":1}', "{}"]
+    assert ok(run(f"{PICKED} | exec --stdin json --shell cat")) == ['[{"a":1},{}]']
+    request = halted(run(f"{PICKED} | approve --preview-from-stdin"), "needs_approval")
+    assert request["items"] == [{"a": 1}, {}]
+    assert request["preview"] == '[\n  {\n    "a": 1\n  },\n  {}\n]'
+
+
+def test_an_undefined_field_is_a_table_column_until_a_halt_stores_the_run(run, tmp_path):
+    # the original keeps a step's items in memory (the table lists `b`), and persists a
+    # paused run as JSON: after the resume `b` is gone
+    steps = (f"steps:\n  - id: s\n    pipeline: {json.dumps(PICKED)}\nGATE"
+             "  - id: t\n    pipeline: table\n    stdin: $s.json\n")
+    (tmp_path / "straight.lobster").write_text(steps.replace("GATE", ""))
+    (tmp_path / "paused.lobster").write_text(steps.replace("GATE", "    approval: ok\n"))
+    assert ok(run("straight.lobster")) == ["b    a  \n---  ---\n     1  \n        \n"]
+    request = halted(run("paused.lobster"), "needs_approval")
+    assert request["items"] == [{"a": 1}, {}]
+    options = Options(state_dir=str(tmp_path / "state"), cwd=str(tmp_path), env=dict(os.environ),
+                      mode="tool")
+    resumed = handle({"action": "resume", "token": request["resumeToken"], "approve": True},
+                     options)
+    assert ok(resumed) == ["a  \n---\n1  \n   \n"]
+
+
+def test_an_approval_a_step_prints_reads_undefined_fields_as_absent(run, tmp_path):
+    # `items ?? []`, and the preview only when truthy: undefined is neither
+    picked = f"{emit([{'prompt': 'p?'}])} | pick prompt,items,preview"
+    (tmp_path / "w.lobster").write_text(
+        f"steps:\n  - id: s\n    pipeline: {json.dumps(picked)}\n    approval: true\n")
+    request = halted(run("w.lobster"), "needs_approval")
+    assert (request["prompt"], request["items"], "preview" in request) == ("p?", [], False)
+
+
 # commands.list ------------------------------------------------------------------------------
 def test_commands_list(run):
     commands = ok(run("commands.list"))

@@ -18,7 +18,7 @@ __all__ = [
     "UNDEFINED", "compare", "format_number", "get_path", "get_prop", "get_value_path",
     "is_array_index", "js_object", "js_parse_int", "js_trim", "js_type", "json_compact",
     "json_loads", "json_pretty", "JSONTooDeep", "MAX_JSON_DEPTH", "loose_eq", "to_number", "to_string", "truthy", "utf16_len",
-    "utf16_lt",
+    "utf16_lt", "without_undefined",
 ]
 
 MAX_SAFE = 2**53
@@ -487,6 +487,22 @@ def json_compact(v: Any) -> str:
     if _python_numbers_in(text):
         return _stringify(v, "")
     return _escape_surrogates(text)
+
+
+def without_undefined(v: Any) -> Any:
+    """`v` as JSON keeps it: an undefined property left out of its object, an undefined array
+    item null (a top-level undefined stays). `v` itself when it holds no undefined, else a
+    copy: for what stores values as data (frames, state files), which JSON.stringify would."""
+    if isinstance(v, dict):
+        out = {}
+        for key, x in v.items():
+            if x is not UNDEFINED:
+                out[key] = without_undefined(x) if isinstance(x, (dict, list, tuple)) else x
+        return v if len(out) == len(v) and all(out[k] is v[k] for k in out) else out
+    if isinstance(v, (list, tuple)):
+        items = [None if x is UNDEFINED else without_undefined(x) for x in v]
+        return v if all(a is b for a, b in zip(items, v)) else items
+    return v
 
 
 def to_text(v: Any) -> str:

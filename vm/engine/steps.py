@@ -109,18 +109,25 @@ def stdin_items(value: Any) -> list:
     return list(value) if isinstance(value, list) else [value]
 
 
+def _forwarded_request(source: dict) -> dict:
+    """An approval request a step printed, as the original takes it: `items ?? []`, and the
+    preview only when it is truthy (a field `pick` set that the item lacks is undefined)."""
+    items = source.get("items")
+    preview = source.get("preview")
+    return {"prompt": source["prompt"],
+            "items": [] if items is None or items is js.UNDEFINED else items,
+            **({"preview": preview} if js.truthy(preview) else {})}
+
+
 def approval_request(result: dict | None, site_prompt: str, config: dict) -> dict:
     """Prompt, items and preview of a workflow approval gate, from its step's result."""
     result = result or {}
     value = result.get("json", js.UNDEFINED)
     if isinstance(value, dict) and isinstance(value.get("requiresApproval"), dict) \
             and isinstance(value["requiresApproval"].get("prompt"), str):
-        source = value["requiresApproval"]
-        return {"prompt": source["prompt"], "items": source.get("items", []),
-                **({"preview": source["preview"]} if "preview" in source else {})}
+        return _forwarded_request(value["requiresApproval"])
     if isinstance(value, dict) and isinstance(value.get("prompt"), str):
-        return {"prompt": value["prompt"], "items": value.get("items", []),
-                **({"preview": value["preview"]} if "preview" in value else {})}
+        return _forwarded_request(value)
     if "items" in config:
         items = config["items"]
     elif value is js.UNDEFINED:

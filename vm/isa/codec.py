@@ -30,6 +30,7 @@ import attrs
 import msgpack
 
 from vm.core.digest import sha256
+from vm.core.js import without_undefined
 from vm.isa import ops
 from vm.isa.cost import Charge, CostLimit, Ledger
 from vm.isa.frame import (FRAME_FORMAT, PENDING_KINDS, CallFrame, Frame, LoopFrame, Pending,
@@ -372,10 +373,16 @@ def _decode_program(blob: bytes) -> Program:
 
 def dump_frame(frame: Frame) -> bytes:
     """The frame's bytes; Unstorable when they could not be loaded again (over MAX_BLOB, or a
-    value msgpack cannot hold), so that nothing is parked that resume would refuse."""
+    value msgpack cannot hold), so that nothing is parked that resume would refuse. A value
+    holding undefined (`pick` of a field an item lacks) is stored as JSON would store it, as
+    the reference persists a paused run: the property left out, an array item null."""
+    raw = _UNSTRUCTURE[Frame](frame)
     try:
-        blob = _pack(_UNSTRUCTURE[Frame](frame))
-    except (ValueError, OverflowError, UnicodeError) as exc:  # a TypeError is our bug
+        try:
+            blob = _pack(raw)
+        except TypeError:  # undefined somewhere; anything else fails again below (our bug)
+            blob = _pack(without_undefined(raw))
+    except (ValueError, OverflowError, UnicodeError) as exc:
         raise Unstorable(f"a value in it cannot be stored ({exc})") from None
     if len(blob) > MAX_BLOB:
         raise Unstorable(f"it is {len(blob)} bytes, over the limit of {MAX_BLOB}")

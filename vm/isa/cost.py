@@ -79,7 +79,8 @@ def _tokens(usage: Mapping, names: tuple[str, ...]) -> int:
     """A token count as the original reads it: the first of `names` present and not null
     (even one that is no count), taken as JavaScript's `Number` takes it ("20" is 20, true is
     1), floored; anything that is not a finite non-negative number counts nothing."""
-    value = next((usage[name] for name in names if usage.get(name) is not None), 0)
+    value = next((usage[name] for name in names
+                  if usage.get(name) is not None and usage[name] is not js.UNDEFINED), 0)
     count = js.to_number(value)
     return math.floor(count) if math.isfinite(count) and count >= 0 else 0
 

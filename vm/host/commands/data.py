@@ -129,22 +129,24 @@ def where_predicate(args: Args) -> Callable[[Any], bool] | None:
 # ---- pick -----------------------------------------------------------------------------
 
 def pick(args: Args, items: list, ctx: Context) -> list:
-    """Project objects (and arrays) onto the listed fields; absent fields are left out."""
+    """Project objects (and arrays) onto the listed fields. A field the item lacks is there as
+    undefined, as the reference's `out[f] = item[f]` sets it: the table lists it as a column,
+    JSON leaves it out. `__proto__` is never an own field of the result (assigning it sets the
+    prototype)."""
     spec = _first_positional(args)
     if not spec:
         raise CommandError("pick requires a comma-separated field list")
     fields = list(dict.fromkeys(f for f in (js.js_trim(s) for s in spec.split(",")) if f))
     index_fields = sorted((f for f in fields if js.is_array_index(f)), key=int)
-    fields = index_fields + [f for f in fields if not js.is_array_index(f)]
+    fields = index_fields + [f for f in fields if not js.is_array_index(f) and f != "__proto__"]
     return [_pick_one(item, fields) for item in items]
 
 
 def _pick_one(item: Any, fields: list[str]) -> Any:
-    if isinstance(item, dict):
-        return {f: item[f] for f in fields if f in item}
-    if isinstance(item, list):
-        picked = ((f, js.get_prop(item, f)) for f in fields)
-        return {f: v for f, v in picked if v is not UNDEFINED}
+    if type(item) is dict:
+        return {f: item.get(f, UNDEFINED) for f in fields}
+    if isinstance(item, (dict, list)):
+        return {f: js.get_prop(item, f) for f in fields}
     return item
 
 
@@ -263,14 +265,9 @@ def group_by(args: Args, items: list, ctx: Context) -> list:
     for item in items:
         value = js.get_value_path(item, path)
         groups.setdefault(_identity(value), (value, []))[1].append(item)
-    return [_group(value, members) for value, members in groups.values()]
-
-
-def _group(value: Any, members: list) -> dict:
-    group: dict[str, Any] = {} if value is UNDEFINED else {"key": value}
-    group["items"] = members
-    group["count"] = len(members)
-    return group
+    # an undefined key stays a field (the table shows its column; JSON leaves it out)
+    return [{"key": value, "items": members, "count": len(members)}
+            for value, members in groups.values()]
 
 
 # ---- map ------------------------------------------------------------------------------

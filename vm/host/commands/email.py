@@ -60,8 +60,8 @@ def _field(raw: Any, *names: str) -> str:
     """The first of `names` that is not null/undefined, as trimmed text (`a ?? b ?? ""`)."""
     if isinstance(raw, dict):
         for name in names:
-            value = raw.get(name)
-            if value is not None:
+            value = raw.get(name)  # undefined: a field `pick` set that the message lacks
+            if value is not None and value is not js.UNDEFINED:
                 return js.js_trim(js.to_string(value))
     return ""
 
@@ -69,8 +69,9 @@ def _field(raw: Any, *names: str) -> str:
 def normalise(raw: Any) -> dict:
     """One message as the triage sees it, whatever shape gog gave it."""
     ident = _field(raw, "id", "messageId")
-    thread = _field(raw, "threadId", "thread_id") if isinstance(raw, dict) and (
-        raw.get("threadId") is not None or raw.get("thread_id") is not None) else ident
+    thread = _field(raw, "threadId", "thread_id") if isinstance(raw, dict) and any(
+        raw.get(name) is not None and raw[name] is not js.UNDEFINED
+        for name in ("threadId", "thread_id")) else ident
     labels = raw.get("labels") if isinstance(raw, dict) else None
     return {
         "id": ident,

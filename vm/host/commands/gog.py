@@ -61,8 +61,8 @@ def _draft(item: Any) -> dict:
     fields = item if isinstance(item, dict) else {}
 
     def text(name: str) -> str:
-        value = fields.get(name)
-        return js.js_trim("" if value is None else js.to_string(value))
+        value = fields.get(name)  # `item.x ?? ""`: null, absent or undefined (`pick`) alike
+        return js.js_trim("" if value is None or value is js.UNDEFINED else js.to_string(value))
 
     draft = {"to": text("to"), "subject": text("subject"), "body": text("body")}
     if not draft["to"]:

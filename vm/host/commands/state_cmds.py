@@ -34,11 +34,14 @@ def state_set(args: Args, items: list, ctx: Context) -> list:
 
 
 def _key_sorted(value) -> str:
+    """The reference's stableStringify: JSON with each object's keys sorted (an undefined
+    property left out, an undefined array item null)."""
     if isinstance(value, dict):
         return "{" + ",".join(f"{js.json_compact(k)}:{_key_sorted(value[k])}"
-                              for k in sorted(value)) + "}"
+                              for k in sorted(value) if value[k] is not js.UNDEFINED) + "}"
     if isinstance(value, list):
-        return "[" + ",".join(_key_sorted(v) for v in value) + "]"
+        return "[" + ",".join("null" if v is js.UNDEFINED else _key_sorted(v)
+                              for v in value) + "]"
     return js.json_compact(value)
 
 

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from vm.core import js
 from vm.core.digest import equal, hmac_sha256
 from vm.core.patterns import compiled
 
@@ -90,9 +91,13 @@ def value_name(key: str) -> str:
 
 
 def value_json(value: Any) -> str:
-    """A `state.*` value as stored: pretty JSON. A lone surrogate (a child may print one) is
-    kept as its JSON escape, so the text is always valid UTF-8 and reads back the same."""
-    text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    """A `state.*` value as stored: pretty JSON (an undefined property left out, as
+    JSON.stringify leaves it). A lone surrogate (a child may print one) is kept as its JSON
+    escape, so the text is always valid UTF-8 and reads back the same."""
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    except TypeError:  # undefined somewhere (`pick` of a field an item lacks)
+        text = json.dumps(js.without_undefined(value), indent=2, ensure_ascii=False) + "\n"
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 

@@ -22,6 +22,21 @@ def ok_envelope(status: str, output: list, approval: dict | None = None,
             "requiresApproval": approval, "requiresInput": input_request}
 
 
+def as_json_data(envelope: dict) -> dict:
+    """The envelope as its JSON carries it, for whoever takes it as data (an embedder, the MCP
+    server's structured content): a property JavaScript holds as undefined (a field `pick`
+    set that an item lacks) left out, an undefined array item null. The envelope itself when it
+    holds none, as nearly all do: msgpack's packer (in C) tells, and the walk is done only when
+    it refuses."""
+    import msgpack
+
+    try:
+        msgpack.packb(envelope)
+    except Exception:  # noqa: BLE001 - undefined, or anything else it cannot hold: the walk decides
+        return js.without_undefined(envelope)
+    return envelope
+
+
 def error_envelope(code: str, message: str, location: dict | None = None,
                    detail: dict | None = None) -> dict:
     """An `ok: false` envelope (`vm.service.messages.ErrorEnvelope`): its `type` is the one

@@ -16,9 +16,10 @@ from vm.host.store import StoreError
 from vm.isa.frame import Frame
 from vm.isa.program import Program
 from vm.service.frontend import WORKFLOW_EXTENSIONS
-from vm.service.protocol.envelope import (RequestError, check_envelope_size, check_unicode,
-                                          error_envelope, internal_error, not_unicode,
-                                          ok_envelope, store_error, store_unwritable)
+from vm.service.protocol.envelope import (RequestError, as_json_data, check_envelope_size,
+                                          check_unicode, error_envelope, internal_error,
+                                          not_unicode, ok_envelope, store_error,
+                                          store_unwritable)
 from vm.service.protocol.options import Options, Settings, checkpoint_ttl_ms, request_ttl_ms
 
 # vm.service.protocol.park (and the token module under it) is imported by a program that can
@@ -149,7 +150,7 @@ def drive(program: Program, frame: Frame, options: Options, settings: Settings,
     """Step the frame to its end, a halt (parked) or a trap, with the options' event
     listener (if any) hearing it."""
     if options.on_event is None:
-        return _drive_with(program, frame, options, settings, scope, None)
+        return as_json_data(_drive_with(program, frame, options, settings, scope, None))
     from vm.engine.events import Emitter
 
     events = Emitter(options.on_event, options.log)
@@ -160,7 +161,7 @@ def drive(program: Program, frame: Frame, options: Options, settings: Settings,
         dropped = events.close()
     if dropped:  # additive: the events this run could not hand to the callback
         envelope = {**envelope, "eventsDropped": dropped}
-    return envelope
+    return as_json_data(envelope)
 
 
 def _drive_with(program: Program, frame: Frame, options: Options, settings: Settings,
