@@ -8,7 +8,6 @@ import contextlib
 import json
 import math
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from differential.compare import our_command, reference_command
+from node_lines import NodeLines
 from vm.core.js_date import date_parse, days_from_civil, local_offset_ms
 
 NAN = math.nan
@@ -122,32 +122,12 @@ require('readline').createInterface({input: process.stdin}).on('line', line => {
 """
 
 
-class NodeDateParse:
-    """One `node` child reading JSON strings a line and answering `Date.parse` of each."""
-
-    def __init__(self, tz: str) -> None:
-        self.child = subprocess.Popen(["node", "-e", NODE_SCRIPT], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, text=True, encoding="utf-8",
-                                      env={**os.environ, "TZ": tz})
-
-    def __call__(self, text: str) -> float:
-        self.child.stdin.write(json.dumps(text) + "\n")
-        self.child.stdin.flush()
-        return float(self.child.stdout.readline())
-
-    def close(self) -> None:
-        self.child.stdin.close()
-        self.child.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def node_in():
-    if shutil.which("node") is None:
-        pytest.skip("node is not on PATH: nothing to compare Date.parse with")
     if not HAVE_ZONEINFO:
         pytest.skip("no /usr/share/zoneinfo: the zones cannot be set the same way in both")
-    children = {tz: NodeDateParse(tz) for tz in ZONES}
-    yield children
+    children = {tz: NodeLines(NODE_SCRIPT, TZ=tz) for tz in ZONES}
+    yield {tz: (lambda text, child=child: float(child.ask(text))) for tz, child in children.items()}
     for child in children.values():
         child.close()
 

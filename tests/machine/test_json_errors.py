@@ -4,13 +4,12 @@ prints, and generated malformed texts against a live `node`."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from node_lines import NodeLines
 from vm.core import js
 from vm.core.json_errors import json_parse_message
 
@@ -154,31 +153,12 @@ lines.on("line", (line) => {
 """
 
 
-class NodeOracle:
-    """One long-lived `node` that answers JSON.parse's message for a text."""
-
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen(["node", "-e", NODE_ORACLE], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, encoding="utf-8")
-        major = int(json.loads(self.proc.stdout.readline()).split(".")[0])
-        self.line_column = major >= 21
-
-    def message(self, text: str) -> str | None:
-        self.proc.stdin.write(json.dumps(text) + "\n")  # ASCII: a lone surrogate as \\udXXX
-        self.proc.stdin.flush()
-        return json.loads(self.proc.stdout.readline())
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def node():
-    if shutil.which("node") is None:
-        pytest.skip("node is not on PATH: nothing to compare JSON.parse's messages with")
-    oracle = NodeOracle()
-    yield oracle
+    """The oracle, and whether its messages carry " (line L column C)" (Node 21 and later)."""
+    oracle = NodeLines(NODE_ORACLE)
+    major = int(json.loads(oracle.readline()).split(".")[0])  # the script says its version first
+    yield oracle, major >= 21
     oracle.close()
 
 
@@ -220,9 +200,10 @@ def malformed(draw) -> str:
                                                                    HealthCheck.data_too_large])
 @given(text=malformed())
 def test_generated_texts_read_as_node_reads_them(node, text: str) -> None:
-    expected = node.message(text)
-    assert json_parse_message(text, line_column=node.line_column) == expected
-    if node.line_column:
+    oracle, line_column = node
+    expected = json.loads(oracle.ask(text))
+    assert json_parse_message(text, line_column=line_column) == expected
+    if line_column:
         return  # json_loads writes Node 20's words (vm.core.json_errors.LINE_COLUMN)
     if expected is None:
         js.json_loads(text)  # what V8 takes, Python's reader takes too
