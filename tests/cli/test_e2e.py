@@ -473,6 +473,38 @@ def test_a_picked_absent_field_is_a_column_until_a_halt_stores_the_run(cli):
     assert (code, envelope["output"]) == (0, ["n  \n---\n1  \n22 \n"])
 
 
+UNWRAPPED = "exec --json echo '[{\"name\":1},true,{}]' | map --unwrap name"
+
+
+def test_an_unwrap_of_an_absent_field_is_an_undefined_item(cli):
+    """The original's `map --unwrap` yields undefined for an item without the field: null in
+    JSON, gone once spread or wrapped, an empty line in a child's stdin, no `json` for a step;
+    a paused run stores it as null."""
+    for stages, stdout in [
+            ("map x={{a}}", [{"value": 1, "x": ""}, {"x": ""}, {"x": ""}]),
+            ("map --wrap w", [{"w": 1}, {}, {}]),
+            ("exec --stdin jsonl wc -l", ["3"]),
+            ("exec --stdin raw wc -c", ["3"])]:
+        proc = cli.run(f"{UNWRAPPED} | {stages}")
+        assert (proc.returncode, json.loads(proc.stdout)) == (0, stdout), stages
+    request = approval(cli.tool("run", "--mode", "tool",
+                                f"{UNWRAPPED} | approve --preview-from-stdin | map --wrap w")[0])
+    assert request["items"] == [1, None, None]
+    envelope, code = resume(cli, request["resumeToken"], "--approve", "yes")
+    assert (code, envelope["output"]) == (0, [{"w": 1}, {"w": None}, {"w": None}])
+    step = "  - id: s\n    pipeline: " + json.dumps(UNWRAPPED + " | head --n 2 | tail") + "\n"
+    (cli.work / "one.lobster").write_text("steps:\n" + step.replace(" | tail", " | dedupe"))
+    envelope, code = cli.tool("run", "--mode", "tool", "--file", "one.lobster")
+    assert (code, envelope["output"]) == (0, [1, None])
+    lone = step.replace("head --n 2 | tail", "dedupe | sort --desc | head --n 1")
+    (cli.work / "lone.lobster").write_text(
+        "steps:\n" + lone + "  - id: t\n    run: echo [$s.json] [$s.stdout]\n")
+    envelope, code = cli.tool("run", "--mode", "tool", "--file", "lone.lobster")
+    assert (code, envelope["output"]) == (0, ["[] []\n"])
+    (cli.work / "last.lobster").write_text("steps:\n" + lone)
+    assert cli.tool("run", "--mode", "tool", "--file", "last.lobster")[0]["output"] == []
+
+
 def test_human_mode_renders_a_compile_error_with_its_source_line(cli):
     # the compiler renders it (vm's CLI only asks the frontend)
     proc = cli.run("exec --json echo hi | wher a=1")

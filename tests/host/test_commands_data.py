@@ -12,7 +12,7 @@ from hypothesis import given, strategies as st
 
 from vm.core import js
 from vm.host.store import Store
-from vm.host.commands import data, template
+from vm.host.commands import data, state_cmds, template
 from vm.host.commands.base import Args, CommandError, Context
 
 CASES = Path("/work/shared/conformance/cases")
@@ -416,7 +416,9 @@ def test_group_by_requires_a_key(flags, ctx):
     ([1, "two", None], (), {"wrap": "value"}, [{"value": 1}, {"value": "two"}, {"value": None}]),
     ([1, "two"], ("kind=num", "label=#{{.}}"), {},
      [{"value": 1, "kind": "num", "label": "#1"}, {"value": "two", "kind": "num", "label": "#two"}]),
-    ([1, {"a": 1}, None, [2]], (), {"unwrap": "a"}, [None, 1, None, None]),
+    ([1, {"a": 1}, None, [2]], (), {"unwrap": "a"}, [js.UNDEFINED, 1, js.UNDEFINED, js.UNDEFINED]),
+    ([{"a": None}, {}], (), {"unwrap": "a"}, [None, js.UNDEFINED]),
+    ([{}], ("x={{a}}",), {}, [{"x": ""}]),
     ([[5, 6]], (), {"unwrap": "1"}, [6]),
     ([{"a": 1}], ("b={{a}}", "noequals", "=x", " c =v=w", "d="), {},
      [{"a": 1, "b": "1", "c": "v=w", "d": ""}]),
@@ -496,16 +498,65 @@ PICK_THEN = [
 ]
 
 
-@pytest.mark.parametrize("stages, expected", PICK_THEN)
-def test_what_follows_a_pick_of_an_absent_field(stages, expected, ctx):
-    items = [{"a": 1}, {"a": 2, "b": 3}, {}]
+def _rendered(stages: str, items: list, ctx) -> str:
+    """`items` through `stages` ("cmd --flag v word | ... | renderer"), rendered."""
     *commands, renderer = [shlex.split(stage) for stage in stages.split(" | ")]
     for name, *words in commands:
         flags = {words[i][2:]: words[i + 1] for i in range(len(words)) if words[i].startswith("--")}
         positionals = tuple(w for i, w in enumerate(words)
                             if not w.startswith("--") and not (i and words[i - 1].startswith("--")))
         items = run(name, items, ctx, *positionals, **flags)
-    assert data.render(renderer[0], items) == expected
+    return data.render(renderer[0], items)
+
+
+@pytest.mark.parametrize("stages, expected", PICK_THEN)
+def test_what_follows_a_pick_of_an_absent_field(stages, expected, ctx):
+    assert _rendered(stages, [{"a": 1}, {"a": 2, "b": 3}, {}], ctx) == expected
+
+
+# The original's `map --unwrap k` yields `item[k]`, undefined for an item without `k` (or one
+# that is no object): a bare undefined item. JSON shows null; `map x=..` spreads it into
+# {value: undefined, ...} and `map --wrap w` into {w: undefined}, both left out of JSON; the
+# comparisons (where, sort, dedupe, groupBy) tell it from null as JavaScript does.
+UNWRAP_THEN = [
+    ("map --unwrap name | table", "1\n\n\n\n"),
+    ("map --unwrap name | map x={{a}} | table",
+     "value  x  \n-----  ---\n1         \n          \n          \n          \n"),
+    ("map --unwrap name | map --wrap w | table", "w  \n---\n1  \n   \n   \n   \n"),
+    ("map --unwrap name | map --wrap w | json",
+     '[\n  {\n    "w": 1\n  },\n  {},\n  {\n    "w": null\n  },\n  {}\n]\n'),
+    ("map --unwrap name | map x={{.}} | json",
+     '[\n  {\n    "value": 1,\n    "x": "1"\n  },\n  {\n    "x": ""\n  },\n  {\n    "value": null,'
+     '\n    "x": ""\n  },\n  {\n    "x": ""\n  }\n]\n'),
+    ("map --unwrap name | template <{{.}}> | json", '[\n  "<1>",\n  "<>",\n  "<>",\n  "<>"\n]\n'),
+    ("map --unwrap name | where a!=1 | json", "[\n  1,\n  null,\n  null,\n  null\n]\n"),
+    ("map --unwrap name | sort | json", "[\n  1,\n  null,\n  null,\n  null\n]\n"),
+    ("map --unwrap name | sort --desc true | json", "[\n  null,\n  null,\n  null,\n  1\n]\n"),
+    ("map --unwrap name | sort --key a | json", "[\n  1,\n  null,\n  null,\n  null\n]\n"),
+    ("map --unwrap name | dedupe | json", "[\n  1,\n  null,\n  null\n]\n"),
+    ("map --unwrap name | dedupe --key a | json", "[\n  1\n]\n"),
+    ("map --unwrap name | groupBy --key a | json",
+     '[\n  {\n    "items": [\n      1,\n      null,\n      null,\n      null\n    ],\n'
+     '    "count": 4\n  }\n]\n'),
+    ("map --unwrap name | pick a | json", "[\n  1,\n  null,\n  null,\n  null\n]\n"),
+    ("map --unwrap name | head --n 2 | map --wrap w | json",
+     '[\n  {\n    "w": 1\n  },\n  {}\n]\n'),
+    ("map --unwrap name | json", "[\n  1,\n  null,\n  null,\n  null\n]\n"),
+]
+
+
+@pytest.mark.parametrize("stages, expected", UNWRAP_THEN)
+def test_what_follows_an_unwrap_of_an_absent_field(stages, expected, ctx):
+    assert _rendered(stages, [{"name": 1}, True, {"name": None}, {}], ctx) == expected
+
+
+def test_a_lone_undefined_item_is_stored_as_null(ctx):
+    """The original writes the text `undefined` (no JSON); null is what diff.last reads it as."""
+    assert state_cmds.state_set(Args(positionals=("k",)), [js.UNDEFINED], ctx) == [js.UNDEFINED]
+    assert state_cmds.state_get(Args(positionals=("k",)), [], ctx) == [None]
+    got = state_cmds.diff_last(Args(positionals=("k",)), [js.UNDEFINED], ctx)
+    assert got == [{"kind": "diff.last", "key": "k", "changed": True, "before": None,
+                    "after": js.UNDEFINED}]
 
 
 @pytest.mark.parametrize("items, expected", [

@@ -63,7 +63,7 @@ def approval_lines(request: dict, width: int) -> list[str]:
     items = request.get("items") or []
     if items:
         noun = "item" if len(items) == 1 else "items"
-        return [f"{len(items)} {noun}:", *counted([js.to_text(i) for i in items], width)]
+        return [f"{len(items)} {noun}:", *counted([js.joined_text([i], "") for i in items], width)]
     preview = request.get("preview")
     if isinstance(preview, str) and preview.strip():
         lines = preview.strip().splitlines()

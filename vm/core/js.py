@@ -17,7 +17,7 @@ from vm.core.patterns import compiled
 __all__ = [
     "UNDEFINED", "compare", "format_number", "get_path", "get_prop", "get_value_path",
     "is_array_index", "js_object", "js_parse_int", "js_trim", "js_type", "json_compact",
-    "json_loads", "json_pretty", "JSONTooDeep", "MAX_JSON_DEPTH", "loose_eq", "to_number", "to_string", "truthy", "utf16_len",
+    "joined_text", "json_loads", "json_pretty", "JSONTooDeep", "MAX_JSON_DEPTH", "loose_eq", "to_number", "to_string", "truthy", "utf16_len",
     "utf16_lt", "without_undefined",
 ]
 
@@ -509,6 +509,12 @@ def to_text(v: Any) -> str:
     """A value as text where the original joins or prints values: strings as they are, any
     other value as compact JSON."""
     return v if isinstance(v, str) else json_compact(v)
+
+
+def joined_text(items: list, sep: str) -> str:
+    """`items.map(x => typeof x === "string" ? x : JSON.stringify(x)).join(sep)`: an undefined
+    item (which has no JSON text) joins as ""."""
+    return sep.join("" if x is UNDEFINED else to_text(x) for x in items)
 
 
 def parse_args_json(text: str, command: str) -> dict:

@@ -109,7 +109,7 @@ def approval_pending(site: PipelineApprove, halt: int, register: int,
 
 def input_pending(site: PipelineAsk, halt: int, register: int, items: list) -> PipelineAskWait:
     subject: Any = None
-    text = "\n".join(js.to_text(i) for i in items) if site.subject else ""
+    text = js.joined_text(items, "\n") if site.subject else ""
     if text:  # no text, no subject (as the reference)
         subject = {"text": text[:SUBJECT_LIMIT]}
     return PipelineAskWait(halt=halt, register=register, prompt=site.prompt, schema=site.schema,

@@ -33,7 +33,7 @@ def serialize_items(items: list) -> str:
     if items and all(isinstance(i, str) for i in items):
         return "\n".join(items)
     if len(items) == 1:
-        return js.to_text(items[0])
+        return "" if items[0] is None or items[0] is js.UNDEFINED else js.to_text(items[0])
     return js.json_compact(items) if items else ""
 
 
@@ -41,7 +41,9 @@ def pipeline_result(step: str, items: list, rendered: str | None) -> dict:
     result: dict[str, Any] = {"id": step}
     result["stdout"] = rendered if rendered else serialize_items(items)
     if items:
-        result["json"] = items[0] if len(items) == 1 else list(items)
+        value = items[0] if len(items) == 1 else list(items)
+        if value is not js.UNDEFINED:  # one undefined item: `json` is undefined, i.e. absent
+            result["json"] = value
     elif rendered:
         value = parse_json(rendered)
         if value is not js.UNDEFINED:

@@ -296,8 +296,7 @@ def map_items(args: Args, items: list, ctx: Context) -> list:
 
 
 def _unwrap(item: Any, key: str) -> Any:
-    value = js.get_prop(item, key) if isinstance(item, (dict, list)) else UNDEFINED
-    return None if value is UNDEFINED else value
+    return js.get_prop(item, key) if isinstance(item, (dict, list)) else UNDEFINED
 
 
 def _map_one(item: Any, wrap: str | None, assignments: list[tuple[str, str]], reorder: bool) -> Any:

@@ -19,9 +19,9 @@ def encode_stdin(mode: str | None, items: list) -> bytes | None:
     if mode == "json":
         text = js.json_compact(items)
     elif mode == "jsonl":
-        text = "".join(js.json_compact(item) + "\n" for item in items)
+        text = "".join(("" if i is js.UNDEFINED else js.json_compact(i)) + "\n" for i in items)
     else:
-        text = "\n".join(js.to_text(item) for item in items)
+        text = js.joined_text(items, "\n")
     return text.encode("utf-8")
 
 

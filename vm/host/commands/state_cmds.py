@@ -23,11 +23,18 @@ def state_get(args: Args, items: list, ctx: Context) -> list:
         raise CommandError(str(exc)) from None
 
 
+def _storable(value):
+    """A lone undefined item (`map --unwrap` of an absent field) stored as null. The original
+    writes the text `undefined`, which a later `state.get` cannot parse; diff.last reads both
+    as null."""
+    return None if value is js.UNDEFINED else value
+
+
 def state_set(args: Args, items: list, ctx: Context) -> list:
     key = args.positionals[0]
     value = _single_or_all(items)
     try:
-        _store(ctx).set_value(key, value)
+        _store(ctx).set_value(key, _storable(value))
     except StoreError as exc:
         raise CommandError(str(exc)) from None
     return [value]
@@ -35,7 +42,10 @@ def state_set(args: Args, items: list, ctx: Context) -> list:
 
 def _key_sorted(value) -> str:
     """The reference's stableStringify: JSON with each object's keys sorted (an undefined
-    property left out, an undefined array item null)."""
+    property left out, an undefined array item null; a lone undefined has no JSON text and
+    equals no stored value)."""
+    if value is js.UNDEFINED:
+        return "undefined"
     if isinstance(value, dict):
         return "{" + ",".join(f"{js.json_compact(k)}:{_key_sorted(value[k])}"
                               for k in sorted(value) if value[k] is not js.UNDEFINED) + "}"
@@ -53,7 +63,7 @@ def diff_last(args: Args, items: list, ctx: Context) -> list:
     store = _store(ctx)
     try:
         before = store.get_value(key)
-        store.set_value(key, after)
+        store.set_value(key, _storable(after))
     except StoreError as exc:
         raise CommandError(str(exc)) from None
     changed = _key_sorted(before) != _key_sorted(after)
