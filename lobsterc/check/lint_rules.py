@@ -14,7 +14,7 @@ from lobsterc.check.stages import did_you_mean
 from lobsterc.diagnostics import Diagnostic
 from lobsterc.syntax import ast
 from lobsterc.syntax.source import Span
-from vm.core import js
+from vm.core import json_write
 from vm.engine.refs import ARG, env_name
 
 
@@ -122,7 +122,7 @@ def rule_effects_values(ctx: LintContext) -> Iterator[Diagnostic]:
     for _, step in walk(ctx.wf.steps):
         value = step.effects
         if value is not ast.ABSENT and value not in MARKS:
-            shown = js.to_text(value)
+            shown = json_write.to_text(value)
             yield Diagnostic("W307", f"unknown effects value '{shown}'", step.loc.span("effects"),
                              help=did_you_mean(str(shown), MARKS) or "use write, read or none",
                              severity="warning")

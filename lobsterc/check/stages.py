@@ -162,7 +162,7 @@ def _flag_word(stage: ast.Stage, cmd: Command, flag: str) -> Span:
 def check_values(stage: ast.Stage, cmd: Command, args: Args) -> Iterator[Diagnostic]:
     """E204: flag and positional values that can be checked before anything runs, with the
     message the command would fail with at run time."""
-    from vm.core import js
+    from vm.core import js, json_read
 
     name = cmd.name
     if name == "head":
@@ -204,7 +204,7 @@ def check_values(stage: ast.Stage, cmd: Command, args: Args) -> Iterator[Diagnos
             raw = args.get(key)
             if isinstance(raw, str) and raw and not _templated(raw):
                 try:
-                    value = js.json_loads(raw)
+                    value = json_read.json_loads(raw)
                 except ValueError:
                     value = None
                 if not isinstance(value, want):

@@ -10,7 +10,7 @@ from typing import Any
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.load.document import (MAX_NESTING, OffsetSpans, OverLimit, ParseError, Path,
                                      load_error, too_deep)
-from vm.core import js
+from vm.core import json_read
 from lobsterc.syntax.source import Source
 
 _JSON_WS = re.compile(r"[ \t\n\r]*")
@@ -142,5 +142,5 @@ class _JsonScanner:
         if match is None:
             raise ParseError(f"unexpected token {self.text[self.pos]!r}", self.pos)
         self.pos = match.end()
-        return js.json_loads(match.group())  # as JSON.parse: a 400-digit integer is a float
+        return json_read.json_loads(match.group())  # as JSON.parse: a 400-digit integer is a float
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.syntax.source import Span
-from vm.core import js
+from vm.core import json_write
 
 __all__ = ["compile_condition", "condition_refs", "tree_refs", "MAX_DEPTH"]
 
@@ -174,7 +174,7 @@ def condition_text(tree: Any) -> str | None:
     def text(node: Any, outer: int = 0) -> str:
         tag = node[0] if isinstance(node, list) and node else None
         if tag in ("const", "lit"):
-            return js.json_compact(node[1])
+            return json_write.json_compact(node[1])
         if tag == "ref":
             return "$" + ".".join([str(node[1]), *map(str, node[2])])
         if tag == "not":
@@ -186,6 +186,6 @@ def condition_text(tree: Any) -> str | None:
         if tag == "cmp":
             inner = f"{text(node[2], 3)} {node[1]} {text(node[3], 3)}"
             return f"({inner})" if outer >= 3 else inner
-        return js.json_compact(node)
+        return json_write.json_compact(node)
 
     return text(tree)

@@ -11,7 +11,7 @@ from attrs import frozen
 from lobsterc.syntax import ast
 from lobsterc.diagnostics import CompileError
 from lobsterc.load import Document
-from vm.core import js
+from vm.core import json_write
 from vm.engine.refs import REF, substitute_args
 
 __all__ = ["FORMATS", "graph", "render_graph", "Node", "Edge", "nodes_and_edges"]
@@ -90,7 +90,8 @@ def nodes_and_edges(wf: ast.Workflow, args: dict | None = None) -> tuple[list[No
         if index:
             add(steps[index - 1].id, sid, "next")
         if step.stdin is not ast.ABSENT and step.stdin is not None:
-            text = step.stdin if isinstance(step.stdin, str) else js.json_compact(step.stdin)
+            text = (step.stdin if isinstance(step.stdin, str)
+                    else json_write.json_compact(step.stdin))
             for ref in _template_refs(text):
                 add(ref, sid, "stdin")
         if isinstance(step.kind, ast.ForEach):
@@ -217,6 +218,6 @@ def _ascii(nodes: list[Node], edges: list[Edge]) -> str:
 
 def parse_args_json(text: str | None) -> dict[str, Any]:
     """`--args-json` for graph: a JSON object; ValueError with the reference's texts."""
-    from vm.core import js
+    from vm.core import json_read
 
-    return {} if text is None else js.parse_args_json(text, "graph")
+    return {} if text is None else json_read.parse_args_json(text, "graph")

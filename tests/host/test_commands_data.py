@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from vm.core import js
+from vm.core import js, json_read, json_write
 from vm.host.store import Store
 from vm.host.commands import data, state_cmds, template
 from vm.host.commands.base import Args, CommandError, Context
@@ -97,7 +97,7 @@ def run_recorded(pipeline: str, ctx: Context) -> tuple[list, str | None]:
     assert exec_name == "exec" and exec_args.get("json") is True
     echo = shlex.split(exec_args.get("shell"))
     assert echo[0] == "echo"
-    items = js.json_loads(" ".join(echo[1:]))
+    items = json_read.json_loads(" ".join(echo[1:]))
     items = items if isinstance(items, list) else [items]
     rendered = None
     for tokens in stages[1:]:
@@ -125,8 +125,8 @@ def test_recorded_reference_output(step, ctx):
         return
     items, rendered = run_recorded(pipeline, ctx)
     if isinstance(out, dict):
-        assert json.loads(js.json_compact(items)) == out["output"]
-        assert js.json_compact(items) == json.dumps(out["output"], separators=(",", ":"))
+        assert json.loads(json_write.json_compact(items)) == out["output"]
+        assert json_write.json_compact(items) == json.dumps(out["output"], separators=(",", ":"))
     elif "stdout" in step:
         assert rendered == step["stdout"]
     else:
@@ -245,7 +245,7 @@ def test_pick(items, spec, expected, ctx):
     assert got == expected
     assert [list(x) for x in got if isinstance(x, dict)] == [
         list(x) for x in expected if isinstance(x, dict)]
-    assert js.json_compact(got) == js.json_compact(expected)
+    assert json_write.json_compact(got) == json_write.json_compact(expected)
 
 
 @pytest.mark.parametrize("positionals", [(), ("",)])
@@ -397,7 +397,7 @@ def test_group_by_team(ctx):
 def test_group_by(items, key, expected, ctx):
     got = run("groupBy", items, ctx, key=key)
     assert got == expected
-    assert js.json_compact(got) == js.json_compact(expected)
+    assert json_write.json_compact(got) == json_write.json_compact(expected)
 
 
 @pytest.mark.parametrize("flags", [{}, {"key": ""}, {"key": "  "}])
@@ -436,7 +436,7 @@ def test_group_by_requires_a_key(flags, ctx):
 def test_map(items, positionals, flags, expected, ctx):
     got = run("map", items, ctx, *positionals, **flags)
     assert got == expected
-    assert js.json_compact(got) == js.json_compact(expected)
+    assert json_write.json_compact(got) == json_write.json_compact(expected)
 
 
 def test_map_leaves_its_input_unchanged(ctx):

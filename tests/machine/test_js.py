@@ -1,4 +1,5 @@
-"""vm.core.js: JavaScript coercions, equality, ordering, paths and JSON text, value by value."""
+"""vm.core.js, json_write and json_read: JavaScript coercions, equality, ordering, paths and
+JSON text, value by value."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pickle
 import pytest
 from hypothesis import given, strategies as st
 
-from vm.core import js
+from vm.core import js, json_read, json_write
 from vm.core.js import UNDEFINED
 
 NAN = math.nan
@@ -219,7 +220,7 @@ def test_compare_rejects_an_unknown_operator():
     ("version 1.0", '"version 1.0"'), ((1, 2), "[1,2]"), (2**60, "1152921504606847000"), ([2**60], "[1152921504606847000]"),
 ])
 def test_json_compact(value, expected):
-    assert js.json_compact(value) == expected
+    assert json_write.json_compact(value) == expected
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -229,14 +230,14 @@ def test_json_compact(value, expected):
     ([{"id": 1, "name": "alpha"}], '[\n  {\n    "id": 1,\n    "name": "alpha"\n  }\n]'),
 ])
 def test_json_pretty(value, expected):
-    assert js.json_pretty(value) == expected
+    assert json_write.json_pretty(value) == expected
 
 
 def test_top_level_undefined_has_no_json_text():
     with pytest.raises(ValueError):
-        js.json_compact(UNDEFINED)
+        json_write.json_compact(UNDEFINED)
     with pytest.raises(ValueError):
-        js.json_pretty(UNDEFINED)
+        json_write.json_pretty(UNDEFINED)
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -247,17 +248,17 @@ def test_top_level_undefined_has_no_json_text():
     ("s", "s"),
 ])
 def test_without_undefined_keeps_what_json_keeps(value, expected):
-    got = js.without_undefined(value)
+    got = json_write.without_undefined(value)
     assert got == expected
     if isinstance(value, (dict, list)):
-        assert js.json_compact(got) == js.json_compact(value)
+        assert json_write.json_compact(got) == json_write.json_compact(value)
 
 
 def test_without_undefined_returns_a_value_without_undefined_itself():
     value = [{"a": [1, {"b": None}]}, "s", 2.5]
-    assert js.without_undefined(value) is value
+    assert json_write.without_undefined(value) is value
     held = [{"a": 1}, {"b": UNDEFINED}]
-    assert js.without_undefined(held)[0] is held[0] and held[1] == {"b": UNDEFINED}
+    assert json_write.without_undefined(held)[0] is held[0] and held[1] == {"b": UNDEFINED}
 
 
 # ---- JSON.parse -----------------------------------------------------------------------
@@ -269,20 +270,21 @@ def test_without_undefined_returns_a_value_without_undefined_itself():
     ('{"a":1,"a":2}', {"a": 2}), ("null", None), (b'{"x":"\xc3\xa9"}', {"x": "é"}),
 ])
 def test_json_loads(text, expected):
-    got = js.json_loads(text)
+    got = json_read.json_loads(text)
     assert got == expected
     assert json.dumps(got) == json.dumps(expected)
 
 
 def test_json_loads_puts_index_keys_first_as_js_does():
-    assert list(js.json_loads('{"b":1,"2":2,"1":3,"a":{"9":0,"z":1,"0":2}}')) == ["1", "2", "b", "a"]
-    assert list(js.json_loads('{"a":{"z":1,"0":2}}')["a"]) == ["0", "z"]
+    loaded = json_read.json_loads('{"b":1,"2":2,"1":3,"a":{"9":0,"z":1,"0":2}}')
+    assert list(loaded) == ["1", "2", "b", "a"]
+    assert list(json_read.json_loads('{"a":{"z":1,"0":2}}')["a"]) == ["0", "z"]
 
 
 @pytest.mark.parametrize("text", ["NaN", "[Infinity]", '{"a":-Infinity}', "", "[1,]", "{'a':1}", "01"])
 def test_json_loads_rejects_what_json_parse_rejects(text):
     with pytest.raises(ValueError):
-        js.json_loads(text)
+        json_read.json_loads(text)
 
 
 # ---- properties -----------------------------------------------------------------------
@@ -299,14 +301,14 @@ json_values = st.recursive(
 
 @given(json_values)
 def test_json_round_trip(value):
-    assert js.json_loads(js.json_compact(value)) == value
-    assert js.json_loads(js.json_pretty(value)) == value
+    assert json_read.json_loads(json_write.json_compact(value)) == value
+    assert json_read.json_loads(json_write.json_pretty(value)) == value
 
 
 @given(json_values)
 def test_compact_and_pretty_agree_with_python_json_on_the_parsed_value(value):
-    text = js.json_compact(value)
-    assert json.loads(text) == json.loads(js.json_pretty(value))
+    text = json_write.json_compact(value)
+    assert json.loads(text) == json.loads(json_write.json_pretty(value))
 
 
 class _Dict(dict):
@@ -331,9 +333,9 @@ _SIZED = st.recursive(
 def test_json_pretty_size_is_the_byte_length_of_the_pretty_text(value):
     if value is UNDEFINED:
         with pytest.raises(ValueError):
-            js.json_pretty_size(value)
+            json_write.json_pretty_size(value)
         return
-    assert js.json_pretty_size(value) == len(js.json_pretty(value).encode("utf-8"))
+    assert json_write.json_pretty_size(value) == len(json_write.json_pretty(value).encode("utf-8"))
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))
@@ -367,17 +369,17 @@ _VALUES = st.recursive(
 @given(_VALUES, st.integers(0, 6))
 def test_depth_over_reads_the_nesting_and_skips_strings(value, limit):
     text = json.dumps(value, ensure_ascii=False)
-    assert js.json_depth_over(text, limit) == (_depth(value) > limit)
+    assert json_read.json_depth_over(text, limit) == (_depth(value) > limit)
 
 
 def test_depth_over_the_bound_is_refused_and_at_it_is_parsed():
-    at = "[" * js.MAX_JSON_DEPTH + "]" * js.MAX_JSON_DEPTH
-    assert js.json_loads(at) is not None
-    with pytest.raises(js.JSONTooDeep):
-        js.json_loads("[" + at + "]")
+    at = "[" * json_read.MAX_JSON_DEPTH + "]" * json_read.MAX_JSON_DEPTH
+    assert json_read.json_loads(at) is not None
+    with pytest.raises(json_read.JSONTooDeep):
+        json_read.json_loads("[" + at + "]")
     # brackets inside strings do not count, escaped quotes do not end a string
     hidden = json.dumps(["\\\"" + "[" * 500, {"k[[": "]]\\"}])
-    assert js.json_loads(hidden)[0].endswith("[")
+    assert json_read.json_loads(hidden)[0].endswith("[")
 
 
 @given(_SIZED.filter(lambda v: v is not UNDEFINED), st.booleans(), st.booleans())
@@ -393,15 +395,15 @@ def test_plain_dumps_is_json_dumps_with_its_options(value, ascii_only, sort_keys
         want = expected()
     except TypeError:  # keys of mixed types cannot be sorted: refused alike
         with pytest.raises(TypeError):
-            js.plain_dumps(value, ascii_only, sort_keys, default=spelled)
+            json_write.plain_dumps(value, ascii_only, sort_keys, default=spelled)
         return
-    assert js.plain_dumps(value, ascii_only, sort_keys, default=spelled) == want
+    assert json_write.plain_dumps(value, ascii_only, sort_keys, default=spelled) == want
 
 
 def test_plain_dumps_refuses_what_json_dumps_refuses_in_its_words():
     with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
-        js.plain_dumps({"a": {1}})
-    assert js.plain_dumps({"é": float("nan")}) == '{"\\u00e9":NaN}'
+        json_write.plain_dumps({"a": {1}})
+    assert json_write.plain_dumps({"é": float("nan")}) == '{"\\u00e9":NaN}'
 
 
 def _prefix_depth(text: str, limit: int) -> bool:
@@ -421,7 +423,7 @@ def _prefix_depth(text: str, limit: int) -> bool:
 def test_depth_over_agrees_with_the_running_count_on_any_text(text, limit, deep):
     for candidate in (text, "[" * deep + text + "]" * deep, "{" * deep + text):
         padded = candidate + " [" * 300  # past the count under which nothing is read
-        assert js.json_depth_over(padded, limit) == _prefix_depth(padded, limit)
+        assert json_read.json_depth_over(padded, limit) == _prefix_depth(padded, limit)
 
 
 # ---- json_array_kept: an array's items tested as they are parsed -----------------------
@@ -439,7 +441,7 @@ def _array_texts(draw):
     around it), sometimes damaged: cut short, or a character put in."""
     items = draw(st.lists(json_values, max_size=6))
     gap = lambda: draw(_SPACE)  # noqa: E731
-    inner = ",".join(gap() + js.json_compact(v) + gap() for v in items)
+    inner = ",".join(gap() + json_write.json_compact(v) + gap() for v in items)
     text = draw(st.sampled_from(["", "\x0b", "\u00a0 "])) + "[" + gap() + inner + "]" + \
         draw(st.sampled_from(["", "\n", " \x1c"]))
     damage = draw(st.sampled_from(["none", "cut", "insert"]))
@@ -454,9 +456,9 @@ def _array_texts(draw):
 @given(_array_texts())
 def test_array_kept_is_the_parsed_array_filtered_or_declines(case):
     items, damage, text = case
-    kept = js.json_array_kept(text, _keep)
+    kept = json_read.json_array_kept(text, _keep)
     try:
-        whole = js.json_loads(text.strip())
+        whole = json_read.json_loads(text.strip())
     except ValueError:
         assert kept is None  # the caller reads it whole, and reports that error
         return
@@ -470,19 +472,19 @@ def test_array_kept_is_the_parsed_array_filtered_or_declines(case):
 
 def test_array_kept_declines_what_is_not_a_whole_array_and_a_keep_that_raises():
     for text in ("", "  ", "{}", "1", "[1,]", "[1] [2]", "[1 2]", "[01]", "[NaN]"):
-        assert js.json_array_kept(text, _keep) is None, text
+        assert json_read.json_array_kept(text, _keep) is None, text
 
     def fails(value):
         raise TypeError("no")
 
-    assert js.json_array_kept("[1, 2]", fails) is None
-    assert js.json_array_kept(" [] \n", fails) == []
+    assert json_read.json_array_kept("[1, 2]", fails) is None
+    assert json_read.json_array_kept(" [] \n", fails) == []
 
 
 def test_array_kept_gives_what_json_parse_gives():
     text = '[{"b": 1, "2": 0, "1": 0}, 12345678901234567890, 1.0, [3]]'
-    kept = js.json_array_kept(text, lambda v: True)
-    assert kept == js.json_loads(text)
+    kept = json_read.json_array_kept(text, lambda v: True)
+    assert kept == json_read.json_loads(text)
     assert list(kept[0]) == ["1", "2", "b"] and kept[1] == 12345678901234567000.0
     assert kept[2] == 1 and type(kept[2]) is int
-    assert js.json_array_kept("[" * 300 + "]" * 300, lambda v: True) is None  # too deep
+    assert json_read.json_array_kept("[" * 300 + "]" * 300, lambda v: True) is None  # too deep

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from node_lines import NodeLines
-from vm.core import js
+from vm.core import json_read
 from vm.core.json_errors import json_parse_message
 
 EMOJI = "\U0001F600"  # two UTF-16 units: "\ud83d\ude00"
@@ -124,13 +124,13 @@ def test_line_and_column_of_later_nodes(text: str, message: str) -> None:
 
 def test_json_loads_raises_with_v8_words_and_keeps_pythons_reading() -> None:
     with pytest.raises(json.JSONDecodeError) as info:
-        js.json_loads("[1,]")
+        json_read.json_loads("[1,]")
     assert str(info.value) == "Unexpected token ']', \"[1,]\" is not valid JSON"
     assert (info.value.msg, info.value.pos) == ("Expecting value", 3)  # error.detail's reading
     with pytest.raises(ValueError, match='^"NaN" is not valid JSON$'):
-        js.json_loads("NaN")
+        json_read.json_loads("NaN")
     with pytest.raises(ValueError, match="^No number after minus sign in JSON at position 1$"):
-        js.json_loads("-Infinity")
+        json_read.json_loads("-Infinity")
 
 
 def test_a_long_text_is_read_without_recursion() -> None:
@@ -206,8 +206,8 @@ def test_generated_texts_read_as_node_reads_them(node, text: str) -> None:
     if line_column:
         return  # json_loads writes Node 20's words (vm.core.json_errors.LINE_COLUMN)
     if expected is None:
-        js.json_loads(text)  # what V8 takes, Python's reader takes too
+        json_read.json_loads(text)  # what V8 takes, Python's reader takes too
     else:
         with pytest.raises(ValueError) as info:
-            js.json_loads(text)
+            json_read.json_loads(text)
         assert str(info.value) == expected

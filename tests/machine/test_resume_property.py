@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import LOBSTER
 from lobsterc.generate.codegen import compile_pipeline
-from vm.core import js
+from vm.core import json_write
 from vm.isa import codec
 from vm.engine import machine
 from vm.service.protocol import Options
@@ -106,16 +106,16 @@ def _holds_undefined(frame) -> bool:
     from vm.isa.frame import Frame
 
     raw = codec._UNSTRUCTURE[Frame](frame)
-    return js.without_undefined(raw) is not raw
+    return json_write.without_undefined(raw) is not raw
 
 
 def as_json(result: tuple) -> tuple:
     """A run's (status, output) as its JSON envelope carries it."""
-    return result[0], js.without_undefined(result[1])
+    return result[0], json_write.without_undefined(result[1])
 
 
 def halts_as_json(halts: list) -> list:
-    return [(kind, prompt, js.without_undefined(items)) for kind, prompt, items in halts]
+    return [(kind, prompt, json_write.without_undefined(items)) for kind, prompt, items in halts]
 
 
 def cli_chain(text: str, answers: list):
@@ -193,7 +193,7 @@ def test_resuming_in_new_processes_gives_the_same_output(batch, tmp_path_factory
             assert [(k, p) for k, p, _ in cli_halts] == [(k, p) for k, p, _ in halts], text
             for (kind, _, items), (_, _, cli_items) in zip(halts, cli_halts):
                 if kind == "approval":
-                    assert cli_items == js.without_undefined(items), text
+                    assert cli_items == json_write.without_undefined(items), text
     finally:
         for workdir in workdirs:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -8,7 +8,7 @@ import time
 import pytest
 from hypothesis import given, strategies as st
 
-from vm.core import js
+from vm.core import js, json_write
 from vm.host.store import Store
 from vm.host.commands import template as tpl
 from vm.host.commands.base import Args, CommandError, Context
@@ -60,7 +60,7 @@ def render(text: str, item=ITEM) -> str:
     ("{{name}}{{name}}", "alphaalpha"),
 ])
 def test_placeholders(text, expected):
-    assert render(text) == (js.json_compact(ITEM) if expected is None else expected)
+    assert render(text) == (json_write.json_compact(ITEM) if expected is None else expected)
 
 
 @pytest.mark.parametrize("item, expected", [

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from vm.core import js
+from vm.core import json_read
 from vm.service import protocol
 from vm.core.schema import first_error, schema_fault
 from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
@@ -67,17 +67,17 @@ def test_doctor_checks_the_state_directory(cli, tmp_path):
 
 
 def test_the_json_depth_limit_is_exact():
-    at_limit = "[" * js.MAX_JSON_DEPTH + "]" * js.MAX_JSON_DEPTH
-    assert js.json_loads(at_limit) is not None
+    at_limit = "[" * json_read.MAX_JSON_DEPTH + "]" * json_read.MAX_JSON_DEPTH
+    assert json_read.json_loads(at_limit) is not None
     over = "[" + at_limit + "]"
     try:
-        js.json_loads(over)
-    except js.JSONTooDeep:
+        json_read.json_loads(over)
+    except json_read.JSONTooDeep:
         pass
     else:
         raise AssertionError("nesting over the limit was accepted")
     # brackets inside strings are text, not nesting
-    assert js.json_loads(json.dumps(["[" * 10000])) == ["[" * 10000]
+    assert json_read.json_loads(json.dumps(["[" * 10000])) == ["[" * 10000]
 
 
 def test_pipeline_text_limit_is_exact(tmp_path):

@@ -7,12 +7,12 @@ import os
 import sys
 
 from vm.cli.flags import NO_VALUE, UsageError, parse
-from vm.core import js
+from vm.core import json_write
 from vm.service.protocol.envelope import RequestError, exit_code
 
 
 def print_json(value) -> None:
-    sys.stdout.write(js.json_pretty(value) + "\n")
+    sys.stdout.write(json_write.json_pretty(value) + "\n")
 
 
 def flag(argv: list[str], i: int, name: str) -> tuple[str | None, int]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from vm import __version__, install_hint
 from vm.cli.flags import UsageError, parse, render
 from vm.cli.specs import MCP
-from vm.core import js
+from vm.core import json_read, json_write
 from vm.service import protocol
 from vm.service.protocol.envelope import error_envelope, unknown_field as refused_field
 
@@ -144,7 +144,7 @@ def oversize_id(prefix: bytes) -> int | str | None:
     if found is None:
         return None
     try:
-        value = js.json_loads(found.group(1).decode("utf-8"))
+        value = json_read.json_loads(found.group(1).decode("utf-8"))
     except ValueError:
         return None
     return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
@@ -268,7 +268,7 @@ async def serve(options: protocol.Options) -> None:
             finally:
                 working[0] -= limiter is runs
         return types.CallToolResult(
-            content=[types.TextContent(text=js.json_pretty(envelope))],
+            content=[types.TextContent(text=json_write.json_pretty(envelope))],
             structured_content=envelope, is_error=not envelope.get("ok"))
 
     server = Server("lobster", version=__version__, on_list_tools=list_tools,

@@ -9,7 +9,7 @@ from typing import Any
 from vm.cli.common import refuse
 from vm.cli.flags import NO_VALUE, UsageError, parse, render
 from vm.cli.specs import MIGRATE
-from vm.core import js
+from vm.core import json_write
 from vm.service.migrate import MigrateError, MigrationResult, migrate
 from vm.service.protocol.options import Options
 
@@ -47,7 +47,7 @@ def cmd_migrate(argv: list[str], frontend: Any = None) -> int:
         return 1
     ok = "sound" if values.get("dry-run") else "migrated"
     if fmt == "json":
-        sys.stdout.write(js.json_pretty([r.to_json() for r in results]) + "\n")
+        sys.stdout.write(json_write.json_pretty([r.to_json() for r in results]) + "\n")
     else:
         for r in results:
             sys.stdout.write(_text(r))

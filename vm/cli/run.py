@@ -12,7 +12,7 @@ from vm.cli.common import (NO_VALUE, fail, file_problem, flag, human_error, is_t
                            print_json, refuse, shown, timeout, usage_error)
 from vm.cli.frontdoor import pipeline_words
 from vm.cli.specs import RUN
-from vm.core import js
+from vm.core import json_write
 from vm.core.patterns import compiled
 from vm.engine.outcome import Failed
 from vm.isa.frame import Pending, PipelineApproveWait, PipelineAskWait
@@ -251,7 +251,7 @@ def resume_command(envelope: dict) -> str:
     answer = request.get("defaults") if "defaults" in request else example_answer(
         request.get("responseSchema"))
     return (f"lobster resume --token {request.get('resumeToken')} --response-json "
-            f"{shlex.quote(js.json_compact(answer))}")
+            f"{shlex.quote(json_write.json_compact(answer))}")
 
 
 def example_answer(schema) -> object:

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from vm.core import js
+from vm.core import json_read, json_write
 from vm.core.schema import error_detail, first_error
 
 ITEMS_SHOWN = 5  # items (or preview lines) shown before a question; the rest are counted
@@ -63,7 +63,8 @@ def approval_lines(request: dict, width: int) -> list[str]:
     items = request.get("items") or []
     if items:
         noun = "item" if len(items) == 1 else "items"
-        return [f"{len(items)} {noun}:", *counted([js.joined_text([i], "") for i in items], width)]
+        return [f"{len(items)} {noun}:",
+                *counted([json_write.joined_text([i], "") for i in items], width)]
     preview = request.get("preview")
     if isinstance(preview, str) and preview.strip():
         lines = preview.strip().splitlines()
@@ -83,9 +84,9 @@ def type_text(schema: Any) -> str:
     if not isinstance(schema, dict):
         return "any value"
     if isinstance(schema.get("enum"), list):
-        return "one of: " + ", ".join(js.json_compact(v) for v in schema["enum"])
+        return "one of: " + ", ".join(json_write.json_compact(v) for v in schema["enum"])
     if "const" in schema:
-        return f"exactly {js.json_compact(schema['const'])}"
+        return f"exactly {json_write.json_compact(schema['const'])}"
     kind = schema.get("type")
     text = "|".join(kind) if isinstance(kind, list) else kind if isinstance(kind, str) else ""
     if text == "array" and isinstance(schema.get("items"), dict):
@@ -107,7 +108,7 @@ def field_lines(schema: Any) -> list[str]:
         if name in required:
             parts.append("required")
         if isinstance(sub, dict) and "default" in sub:
-            parts.append(f"default {js.json_compact(sub['default'])}")
+            parts.append(f"default {json_write.json_compact(sub['default'])}")
         if isinstance(sub, dict) and isinstance(sub.get("description"), str):
             parts.append(sub["description"])
         lines.append(safe(f"  {name.ljust(pad)}  " + ", ".join(parts)))
@@ -157,7 +158,8 @@ def input_lines(request: dict, width: int) -> list[str]:
     subject = request.get("subject")
     if subject is not None:
         text = subject.get("text") if isinstance(subject, dict) and "text" in subject else None
-        subject_lines = str(text).splitlines() if text is not None else [js.to_text(subject)]
+        subject_lines = (str(text).splitlines() if text is not None
+                         else [json_write.to_text(subject)])
         lines += ["subject:", *counted(subject_lines, width, "more lines")]
     lines += ["fields:" if isinstance(schema, dict) and schema.get("properties") else "expects:",
               *field_lines(schema)]
@@ -169,7 +171,7 @@ def input_lines(request: dict, width: int) -> list[str]:
         how = "answer with the text, or with JSON"
     has_defaults, defaults = defaults_of(request)
     if has_defaults:
-        how += f"; an empty line takes {fit(js.json_compact(defaults), width // 2)}"
+        how += f"; an empty line takes {fit(json_write.json_compact(defaults), width // 2)}"
     return [*lines, fit(how, width)]
 
 
@@ -186,7 +188,7 @@ def read_answer(text: str, request: dict) -> tuple[bool, Any, str | None]:
     readings: list = []
     problem = None
     try:
-        readings.append(js.json_loads(line))
+        readings.append(json_read.json_loads(line))
     except ValueError as exc:
         problem = f"not JSON ({exc})"
     single = single_string_field(schema)
@@ -215,7 +217,7 @@ def _checked(schema: Any, value: Any) -> tuple[bool, Any, str | None]:
 
 
 def allowed_text(values: list) -> str:
-    shown = ", ".join(js.json_compact(v) for v in values[:VALUES_SHOWN])
+    shown = ", ".join(json_write.json_compact(v) for v in values[:VALUES_SHOWN])
     more = f" ... and {len(values) - VALUES_SHOWN} more" if len(values) > VALUES_SHOWN else ""
     return f"allowed: {shown}{more}"
 
@@ -233,12 +235,15 @@ def settle(envelope: dict, answer: Callable[[dict, Any], dict], ask: Callable[[s
     person leaves a question or the answer is refused (then the envelope of the halt, still
     waiting, is returned). `answer(halt, decision)` resumes with the decision; `ask(prompt)`
     reads one line ('' at the end of input); `say` writes lines to stderr; `emitted()`: the
-    current halt asked not to be asked (`--emit`)."""
+    current halt asked not to be asked (`--emit`). A halt is shown as its JSON carries it
+    (an undefined item null, an undefined property absent)."""
+    from vm.service.protocol.envelope import as_json_data
     from vm.service.protocol.resuming import Decision
 
     while (envelope.get("ok") and envelope.get("status") in ("needs_approval", "needs_input")
            and not emitted()):
-        approval = envelope.get("requiresApproval")
+        shown_as = as_json_data(envelope)  # a halt's output is empty: its request is walked
+        approval = shown_as.get("requiresApproval")
         try:
             if approval:
                 shown = approval_lines(approval, width)
@@ -248,7 +253,7 @@ def settle(envelope: dict, answer: Callable[[dict, Any], dict], ask: Callable[[s
                 decision = Decision(approve=approved(_line(ask, prompt)))
                 halt = approval
             else:
-                halt = envelope.get("requiresInput") or {}
+                halt = shown_as.get("requiresInput") or {}
                 decision = Decision(response=_ask_input(halt, ask, say, width),
                                     has_response=True)
         except Leave:
@@ -366,13 +371,13 @@ def detail_lines(error: dict) -> list[str]:
         return []
     lines = []
     if "excerpt" in detail:
-        shown = js.json_compact(detail["excerpt"])
+        shown = json_write.json_compact(detail["excerpt"])
         more = detail.get("chars", 0) - len(detail["excerpt"])
         lines.append(f"  output: {shown}" + (f" ... ({more} more characters)" if more > 0
                                               else ""))
     if "line" in detail:
         char = detail.get("char")
-        what = "the end of the text" if char is None else js.json_compact(char)
+        what = "the end of the text" if char is None else json_write.json_compact(char)
         lines.append(f"  at line {detail['line']}, column {detail['column']}: {what} "
                      f"({detail.get('reason')})")
     elif "reason" in detail:  # what was wrong with a reply (an LLM adapter's envelope)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from vm.cli.common import print_json, refuse
 from vm.cli.flags import UsageError, parse
 from vm.cli.specs import TOOL
-from vm.core import js
+from vm.core import json_read
 from vm.service.protocol.envelope import error_envelope, exit_code, too_deep
 from vm.service.protocol.options import Options
 from vm.service.protocol.request import MAX_REQUEST_BYTES, handle
@@ -47,8 +47,8 @@ def cmd_tool(argv: list[str], frontend: Frontend | None = None) -> int:
         envelope = not_utf8
     else:
         try:
-            request = js.json_loads(text)
-        except js.JSONTooDeep:
+            request = json_read.json_loads(text)
+        except json_read.JSONTooDeep:
             envelope = too_deep("tool request").envelope
         except ValueError as exc:
             from vm.core.detail import json_detail

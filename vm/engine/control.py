@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from vm.core import js
+from vm.core import js, json_write
 from vm.core.condition import evaluate
 from vm.engine import refs
 from vm.engine.outcome import Finished
@@ -89,13 +89,14 @@ def _enter_iteration(frame: Frame, loop: LoopFrame, spec: Loop) -> None:
     item, index = loop.items[loop.index], loop.index
     frame.results[spec.item_var] = {
         "id": spec.item_var, "json": item,
-        "stdout": js.to_text(item)}
+        "stdout": json_write.to_text(item)}
     frame.results[spec.index_var] = {"id": spec.index_var, "json": index, "stdout": str(index)}
 
 
 def _finish_loop(run: Run, loop: LoopFrame, spec: Loop, step: str) -> None:
     restore_scope(run.frame, loop, spec)
-    run.record(step, {"id": step, "json": loop.outputs, "stdout": js.json_compact(loop.outputs)})
+    run.record(step, {"id": step, "json": loop.outputs,
+                      "stdout": json_write.json_compact(loop.outputs)})
 
 
 def _typeof(value: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vm.core import js
+from vm.core import js, json_write
 from vm.engine import steps
 from vm.engine.outcome import Parked
 from vm.engine.run import Run
@@ -101,7 +101,7 @@ def approval_pending(site: PipelineApprove, halt: int, register: int,
         if all(isinstance(item, str) for item in shown):
             preview = "\n".join(shown)
         else:
-            preview = js.json_pretty(shown)
+            preview = json_write.json_pretty(shown)
         preview = preview or None
     return PipelineApproveWait(halt=halt, register=register, prompt=site.prompt,
                                items=list(items), preview=preview)
@@ -109,7 +109,7 @@ def approval_pending(site: PipelineApprove, halt: int, register: int,
 
 def input_pending(site: PipelineAsk, halt: int, register: int, items: list) -> PipelineAskWait:
     subject: Any = None
-    text = js.joined_text(items, "\n") if site.subject else ""
+    text = json_write.joined_text(items, "\n") if site.subject else ""
     if text:  # no text, no subject (as the reference)
         subject = {"text": text[:SUBJECT_LIMIT]}
     return PipelineAskWait(halt=halt, register=register, prompt=site.prompt, schema=site.schema,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from attrs import evolve
 
-from vm.core import js
+from vm.core import json_write
 from vm.engine.outcome import Failed, Finished, Parked
 from vm.engine.run import Run, VMBug
 from vm.host.commands import CommandError
@@ -55,7 +55,7 @@ def op_parallel(run: Run, ins: Instr) -> None:
                    for future, branch_id in futures.items()}
     _join(run, results)
     merged = {bid: r["json"] for bid, r in results.items() if "json" in r}  # JSON branches only
-    run.record(step, {"id": step, "json": merged, "stdout": js.json_compact(merged)})
+    run.record(step, {"id": step, "json": merged, "stdout": json_write.json_compact(merged)})
 
 
 def _join(run: Run, results: dict[str, dict]) -> None:

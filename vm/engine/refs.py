@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from vm.core import js
+from vm.core import js, json_write
 from vm.core.patterns import compiled
 from vm.host.commands.base import CommandError
 
@@ -51,7 +51,7 @@ def render_value(value: Any, last_segment: str) -> str:
         return value
     if isinstance(value, (bool, int, float)):
         return js.to_string(value)
-    return js.json_compact(value)
+    return json_write.json_compact(value)
 
 
 def substitute_args(text: str, args: Mapping[str, Any]) -> str:
@@ -100,7 +100,7 @@ def env_name(arg: str) -> str:
 
 def injected_env(args: Mapping[str, Any]) -> dict[str, str]:
     """`LOBSTER_ARGS_JSON` and one `LOBSTER_ARG_<NAME>` per arg: the complete injected set."""
-    env = {"LOBSTER_ARGS_JSON": js.json_compact(dict(args))}
+    env = {"LOBSTER_ARGS_JSON": json_write.json_compact(dict(args))}
     for name, value in args.items():
         key = env_name(name)
         if key:

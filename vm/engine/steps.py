@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vm.core import js
+from vm.core import js, json_read, json_write
 
 APPROVAL_PREVIEW_LIMIT = 2000
 
@@ -16,7 +16,7 @@ def parse_json(text: str) -> Any:
     if not trimmed:
         return js.UNDEFINED
     try:
-        return js.json_loads(trimmed)
+        return json_read.json_loads(trimmed)
     except ValueError:
         return js.UNDEFINED
 
@@ -33,8 +33,8 @@ def serialize_items(items: list) -> str:
     if items and all(isinstance(i, str) for i in items):
         return "\n".join(items)
     if len(items) == 1:
-        return "" if items[0] is None or items[0] is js.UNDEFINED else js.to_text(items[0])
-    return js.json_compact(items) if items else ""
+        return "" if items[0] is None or items[0] is js.UNDEFINED else json_write.to_text(items[0])
+    return json_write.json_compact(items) if items else ""
 
 
 def pipeline_result(step: str, items: list, rendered: str | None) -> dict:
@@ -62,7 +62,7 @@ def value_result(step: str, value: Any) -> dict:
         if parsed is not js.UNDEFINED:
             result["json"] = parsed
     else:
-        result["stdout"] = js.json_compact(value)
+        result["stdout"] = json_write.json_compact(value)
         result["json"] = value
     return result
 
@@ -89,10 +89,10 @@ def call_result(step: str, output: list) -> dict:
     if len(output) == 1:
         value = output[0]
         result["json"] = value
-        result["stdout"] = js.to_text(value)
+        result["stdout"] = json_write.to_text(value)
     else:
         result["json"] = list(output)
-        result["stdout"] = js.json_compact(list(output))
+        result["stdout"] = json_write.json_compact(list(output))
     return result
 
 
@@ -100,7 +100,7 @@ def stdin_bytes(value: Any) -> bytes | None:
     """What a shell step's child reads: strings as they are, other values as JSON."""
     if value is None or value is js.UNDEFINED:
         return None
-    text = js.to_text(value)
+    text = json_write.to_text(value)
     return text.encode("utf-8")
 
 
@@ -142,7 +142,7 @@ def approval_request(result: dict | None, site_prompt: str, config: dict) -> dic
     else:
         stdout = result.get("stdout")
         text = stdout.strip() if isinstance(stdout, str) else (
-            "" if value is js.UNDEFINED else js.json_compact(value))
+            "" if value is js.UNDEFINED else json_write.json_compact(value))
         if text:
             request["preview"] = text[:APPROVAL_PREVIEW_LIMIT]
     return request

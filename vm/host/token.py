@@ -12,7 +12,7 @@ import json
 import os
 from collections.abc import Sequence
 
-from vm.core import js
+from vm.core import json_write
 from vm.core.digest import equal, hmac_sha256
 from vm.core.patterns import compiled
 from vm.core.records import frozen
@@ -65,7 +65,7 @@ def _sign(kind: str, state_key: str, key: bytes) -> str:
 def issue(kind: str, state_key: str, key: bytes) -> str:
     body = {"protocolVersion": 1, "v": 1, "kind": kind, "stateKey": state_key,
             "sig": _sign(kind, state_key, key)}
-    raw = js.plain_dumps(body).encode()
+    raw = json_write.plain_dumps(body).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 

@@ -30,7 +30,7 @@ import attrs
 import msgpack
 
 from vm.core.digest import sha256
-from vm.core.js import without_undefined
+from vm.core.json_write import without_undefined
 from vm.isa import ops
 from vm.isa.cost import Charge, CostLimit, Ledger
 from vm.isa.frame import (FRAME_FORMAT, PENDING_KINDS, CallFrame, Frame, LoopFrame, Pending,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import attrs
 
-from vm.core import js
+from vm.core import json_write
 from vm.isa.opcodes import CONST, HALT, OPS, REG, STEP, TARGET, Op
 from vm.isa.ops import Branch, Given
 from vm.isa.program import Program, StepInfo
@@ -26,14 +26,14 @@ def _value(value, labels: list[str]) -> str:
     if isinstance(value, Branch):
         return f"{value.id}@{_label_at(labels, value.start)}"
     if isinstance(value, Given):
-        return js.json_compact(value.value)
+        return json_write.json_compact(value.value)
     if attrs.has(type(value)):
         return "{" + _fields(value, labels) + "}"
     if isinstance(value, tuple) and any(attrs.has(type(v)) for v in value):
         return "[" + ", ".join(_value(v, labels) for v in value) + "]"
     if isinstance(value, tuple):
         value = list(value)
-    return js.json_compact(value)
+    return json_write.json_compact(value)
 
 
 def _fields(record, labels: list[str], skip: tuple[str, ...] = ()) -> str:
@@ -147,7 +147,7 @@ def _operand(program: Program, index: _Index, labels: list[str], kind: str, valu
         constant = program.constants[value]
         if attrs.has(type(constant)):
             return f"{type(constant).__name__}{{{_fields(constant, labels)}}}"
-        return js.json_compact(constant)
+        return json_write.json_compact(constant)
     if kind == HALT:
         return _halt_text(program, value, labels)
     return str(value)

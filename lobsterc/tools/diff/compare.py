@@ -14,14 +14,14 @@ from lobsterc.tools.diff.model import Effect, Model, Where, plain
 from lobsterc.tools.diff.renames import match_renames, rename_labels
 from lobsterc.tools.diff.rules import SEVERITIES, Finding
 from lobsterc.tools.diff.schemas import schema_at_least
-from vm.core import js
+from vm.core import json_write
 from vm.isa.ops import ApproverRules, HaltSite, PipelineApprove, StepApproval
 
 
 def _show(value: Any) -> str:
     if value is None:
         return "-"
-    text = js.json_compact(value) if not isinstance(value, str) else value
+    text = json_write.json_compact(value) if not isinstance(value, str) else value
     return text if len(text) <= 80 else text[:77] + "..."
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from functools import cmp_to_key
 from typing import Any
 
-from vm.core import js
+from vm.core import js, json_write
 from vm.core.patterns import compiled
 from vm.host.commands.base import Args, CommandError, Context
 from vm.core.js import UNDEFINED
@@ -239,7 +239,7 @@ def _mixed(pairs: list[tuple[Any, Any]]) -> bool:
 # ---- dedupe / groupBy -----------------------------------------------------------------
 
 def _identity(value: Any) -> Any:
-    return UNDEFINED if value is UNDEFINED else js.json_compact(value)
+    return UNDEFINED if value is UNDEFINED else json_write.json_compact(value)
 
 
 def dedupe(args: Args, items: list, ctx: Context) -> list:
@@ -313,7 +313,7 @@ def _map_one(item: Any, wrap: str | None, assignments: list[tuple[str, str]], re
 
 def render_json(items: list) -> str:
     """The `json` renderer's text: `JSON.stringify(items, null, 2)` and a newline."""
-    return js.json_pretty(items) + "\n"
+    return json_write.json_pretty(items) + "\n"
 
 
 def _cell(value: Any) -> str:
@@ -325,7 +325,7 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, (bool, int, float)):
         return js.to_string(value)
-    return js.json_compact(value)
+    return json_write.json_compact(value)
 
 
 def _table_cell(value: Any) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from vm.core import js
+from vm.core import js, json_write
 from vm.host.commands.base import Args, Context
 
 NO_REPLY_MARKS = ("no-reply", "noreply", "do-not-reply", "donotreply")
@@ -133,7 +133,7 @@ def has_provider(ctx: Context) -> bool:
 def _prompt(emails: list[dict]) -> str:
     shown = [{k: e[k] for k in ("id", "from", "subject", "date", "snippet", "labels")}
              for e in emails]
-    return INSTRUCTIONS + js.json_pretty(shown)
+    return INSTRUCTIONS + json_write.json_pretty(shown)
 
 
 def _decision(raw: Any) -> dict | None:
@@ -159,7 +159,7 @@ def _llm_report(args: Args, emails: list[dict], ctx: Context, emit: str) -> list
     from vm.host.commands.llm import invoke
 
     flags: dict[str, Any] = {"prompt": _prompt(emails),
-                             "output-schema": js.json_compact(DECISIONS_SCHEMA),
+                             "output-schema": json_write.json_compact(DECISIONS_SCHEMA),
                              "schema-version": "email_triage.v1"}
     model = js.js_trim(js.to_string(args.get("model", "")))
     if model:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vm.core import js
+from vm.core import js, json_read, json_write
 from vm.host.commands import STDIN_MODES
 from vm.host.commands.base import CommandError, Context
 from vm.host.process import (Cancelled, CommandNotFound, OutputLimitExceeded, ProcessError,
@@ -17,11 +17,12 @@ def encode_stdin(mode: str | None, items: list) -> bytes | None:
     if mode is None:
         return None
     if mode == "json":
-        text = js.json_compact(items)
+        text = json_write.json_compact(items)
     elif mode == "jsonl":
-        text = "".join(("" if i is js.UNDEFINED else js.json_compact(i)) + "\n" for i in items)
+        text = "".join(("" if i is js.UNDEFINED else json_write.json_compact(i)) + "\n"
+                       for i in items)
     else:
-        text = js.joined_text(items, "\n")
+        text = json_write.joined_text(items, "\n")
     return text.encode("utf-8")
 
 
@@ -32,7 +33,7 @@ def decode_text(text: str, as_json: bool) -> list:
         if not text:
             return [None]
         try:
-            value = js.json_loads(text)
+            value = json_read.json_loads(text)
         except ValueError as exc:
             from vm.core.detail import excerpt_detail
 
@@ -55,7 +56,7 @@ def run_exec_kept(spec: dict[str, Any], items: list, ctx: Context,
     text = js.js_trim(_stdout(spec, items, ctx))
     # trimmed as JavaScript trims (json_array_kept would also skip Python's other white space,
     # \x1c say, which JSON.parse refuses): an array from its first character to its last
-    kept = js.json_array_kept(text, keep) if text[:1] == "[" and text[-1:] == "]" else None
+    kept = json_read.json_array_kept(text, keep) if text[:1] == "[" and text[-1:] == "]" else None
     if kept is not None:
         return kept, True
     return decode_text(text, True), False

@@ -12,7 +12,7 @@ import time
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from vm.core import js
+from vm.core import json_read, json_write
 from vm.host.commands.base import Args, CommandError, Context, timed_out
 
 ENV_PREFIXES = ("APUS", "CLAWD", "OPENCLAW")
@@ -161,7 +161,7 @@ def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Conte
     headers = {"content-type": "application/json"}
     if token:
         headers["authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(endpoint, data=js.json_compact(body).encode("utf-8"),
+    request = urllib.request.Request(endpoint, data=json_write.json_compact(body).encode("utf-8"),
                                      method="POST", headers=headers)
     timeout = None
     if ctx.deadline is not None:
@@ -193,7 +193,7 @@ def post_json(name: str, endpoint: str, body: Any, token: str | None, ctx: Conte
     if cap_prefix and not text:
         return None
     try:
-        return js.json_loads(text)
+        return json_read.json_loads(text)
     except ValueError:
         if cap_prefix:
             raise CommandError(f"{cap_prefix}Response was not JSON", retryable=False) from None

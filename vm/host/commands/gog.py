@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vm.core import js
+from vm.core import js, json_read
 from vm.host.commands.base import Args, CommandError, Context
 from vm.host.commands.external import after_terminator, glued, program_argv, run_cli
 
@@ -49,7 +49,7 @@ def gmail_search(args: Args, items: list, ctx: Context) -> list:
         raise CommandError(f"gog.gmail.search failed ({result.code}): {result.stderr[:400]}",
                            code="T410")
     try:
-        parsed = js.json_loads(result.stdout)
+        parsed = json_read.json_loads(result.stdout)
     except ValueError:
         raise CommandError("gog.gmail.search expected JSON output") from None
     return search_items(parsed)
@@ -99,7 +99,7 @@ def gmail_send(args: Args, items: list, ctx: Context) -> list:
             results.append({"ok": True})
             continue
         try:
-            results.append(js.json_loads(result.stdout))
+            results.append(json_read.json_loads(result.stdout))
         except ValueError:
             results.append({"ok": True, "raw": result.stdout})
     return results

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from vm.core import js
+from vm.core import js, json_read, json_write
 from vm.host.commands.base import Args, CommandError, Context, timed_out
 from vm.host.commands.gateway import LOCAL_HOSTS, from_env, post_json
 
@@ -76,7 +76,7 @@ def _json_arg(name: str, args: Args, flag: str, want: type, what: str):
     if raw is None or raw == "":
         return None
     try:
-        value = js.json_loads(raw) if isinstance(raw, str) else None
+        value = json_read.json_loads(raw) if isinstance(raw, str) else None
     except ValueError:
         value = None
     if not isinstance(value, want):
@@ -128,7 +128,7 @@ def stable_hash(value: Any) -> str:
     """sha256 (hex) of the key-sorted compact JSON text of `value`."""
     from vm.core.digest import sha256
 
-    return sha256(js.json_compact(_sorted_keys(value)).encode("utf-8")).hexdigest()
+    return sha256(json_write.json_compact(_sorted_keys(value)).encode("utf-8")).hexdigest()
 
 
 # the adapter --------------------------------------------------------------------------------
@@ -278,7 +278,7 @@ def _valid_items(items: Any) -> bool:
 def read_cache(name: str, cache_key: str, ctx: Context) -> list | None:
     """The cached items, or None: a missing, unreadable or corrupt entry is a miss."""
     try:
-        entry = js.json_loads(cache_path(name, cache_key, ctx).read_text(encoding="utf-8"))
+        entry = json_read.json_loads(cache_path(name, cache_key, ctx).read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     if not isinstance(entry, dict) or entry.get("cacheKey") != cache_key:
@@ -293,7 +293,8 @@ def write_cache(name: str, cache_key: str, items: list, ctx: Context) -> None:
     entry = {"cacheKeyVersion": CACHE_KEY_VERSION, "items": items, "cacheKey": cache_key,
              "storedAt": iso_now()}
     try:
-        atomic_write(cache_path(name, cache_key, ctx), js.json_pretty(entry).encode("utf-8"))
+        atomic_write(cache_path(name, cache_key, ctx),
+                     json_write.json_pretty(entry).encode("utf-8"))
     except OSError:
         pass  # a read-only or full cache never fails a call that already has its answer
 

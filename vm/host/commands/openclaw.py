@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vm.core import js
+from vm.core import js, json_read, json_write
 from vm.host.commands.base import Args, CommandError, Context
 from vm.host.commands.external import glued, run_cli
 
@@ -22,7 +22,7 @@ def with_input(prompt: str, items: list) -> str:
     """The message: the prompt, then the piped-in items as JSON lines under a heading."""
     if not items:
         return prompt
-    lines = "\n".join(js.json_compact(item) for item in items)
+    lines = "\n".join(json_write.json_compact(item) for item in items)
     return f"{prompt}\n\nPipeline input (JSONL):\n{lines}"
 
 
@@ -61,7 +61,7 @@ def agent(args: Args, items: list, ctx: Context) -> list:
         detail = js.js_trim(result.stderr or result.stdout or f"exited with code {result.code}")
         raise CommandError(f"openclaw.agent failed: {detail}", code="T410", retryable=False)
     try:
-        answer = js.json_loads(js.js_trim(result.stdout) or "null")
+        answer = json_read.json_loads(js.js_trim(result.stdout) or "null")
     except ValueError:
         answer = None
     if not isinstance(answer, dict):

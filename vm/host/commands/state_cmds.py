@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vm.core import js
+from vm.core import js, json_write
 from vm.host.commands.base import Args, CommandError, Context
 from vm.host.store import StateStore, StoreError
 
@@ -47,12 +47,12 @@ def _key_sorted(value) -> str:
     if value is js.UNDEFINED:
         return "undefined"
     if isinstance(value, dict):
-        return "{" + ",".join(f"{js.json_compact(k)}:{_key_sorted(value[k])}"
+        return "{" + ",".join(f"{json_write.json_compact(k)}:{_key_sorted(value[k])}"
                               for k in sorted(value) if value[k] is not js.UNDEFINED) + "}"
     if isinstance(value, list):
         return "[" + ",".join("null" if v is js.UNDEFINED else _key_sorted(v)
                               for v in value) + "]"
-    return js.json_compact(value)
+    return json_write.json_compact(value)
 
 
 def diff_last(args: Args, items: list, ctx: Context) -> list:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Context as DecimalContext, Decimal
 from typing import Any
 
-from vm.core import js
+from vm.core import js, json_write
 from vm.core.js_date import MAX_TIME, MS_PER_DAY, civil_from_days, date_parse
 from vm.host.commands.base import Args, CommandError, Context
 from vm.core.js import UNDEFINED
@@ -66,13 +66,13 @@ def _render_value(value: Any) -> str:
         return value
     if isinstance(value, (bool, int, float)):
         return js.to_string(value)
-    return js.json_compact(value)
+    return json_write.json_compact(value)
 
 
 def _plain_value(value: Any) -> str:
     if value is None or value is UNDEFINED:
         return ""
-    return js.to_text(value)
+    return json_write.to_text(value)
 
 
 def render_plain(text: str, item: Any) -> str:
@@ -249,7 +249,7 @@ def _join(v: Any, sep: str | None = None, *_: str) -> str:
 
 
 def _json(v: Any, *_: str) -> Any:
-    return UNDEFINED if v is UNDEFINED else js.json_pretty(v)
+    return UNDEFINED if v is UNDEFINED else json_write.json_pretty(v)
 
 
 def _default(v: Any, fallback: str | None = None, *_: str) -> Any:

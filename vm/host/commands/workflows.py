@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vm.core import js
+from vm.core import js, json_read
 from vm.host.commands.base import Args, CommandError, Context
 
 
@@ -28,7 +28,7 @@ def run_workflow(args: Args, items: list, ctx: Context) -> list:
     raw = args.get("args-json")
     if js.truthy(raw):
         try:
-            workflow_args = js.json_loads(js.to_string(raw))
+            workflow_args = json_read.json_loads(js.to_string(raw))
         except ValueError:
             raise CommandError("workflows.run --args-json must be valid JSON") from None
     if not isinstance(workflow_args, dict):

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from vm.core import js
+from vm.core import json_write
 from vm.core.digest import equal, hmac_sha256
 from vm.core.patterns import compiled
 
@@ -97,7 +97,7 @@ def value_json(value: Any) -> str:
     try:
         text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
     except TypeError:  # undefined somewhere (`pick` of a field an item lacks)
-        text = json.dumps(js.without_undefined(value), indent=2, ensure_ascii=False) + "\n"
+        text = json.dumps(json_write.without_undefined(value), indent=2, ensure_ascii=False) + "\n"
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 

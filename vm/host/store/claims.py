@@ -9,7 +9,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from vm.core import js
+from vm.core import json_write
 
 
 def _hostname() -> str:
@@ -60,7 +60,7 @@ _NAME_MAX = 255
 
 
 def _b64(data: dict) -> str:
-    text = js.plain_dumps(data)
+    text = json_write.plain_dumps(data)
     return base64.urlsafe_b64encode(text.encode("ascii")).decode("ascii").rstrip("=")
 
 

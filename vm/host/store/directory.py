@@ -49,7 +49,7 @@ import fcntl
 import os
 from collections.abc import Callable
 
-from vm.core import js
+from vm.core import json_read
 from vm.host.store.base import (STATE_KEY, CacheEntry, StoreError, cache_name, value_file_name,
                                 value_json)
 from vm.host.store.directory_checkpoints import CheckpointFiles
@@ -128,7 +128,7 @@ class Store(KeyFiles, CheckpointFiles):
             return default
         try:
             # JSON.parse's reading and words (Node decodes bad UTF-8 as U+FFFD)
-            return js.json_loads(blob.decode("utf-8", "replace"))
+            return json_read.json_loads(blob.decode("utf-8", "replace"))
         except ValueError as exc:
             if strict:  # state.get reports a damaged value; diff.last starts over
                 raise StoreError(str(exc)) from None

@@ -33,7 +33,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from vm.core import js
+from vm.core import json_write
 from vm.core.digest import sha256
 from vm.host.store.base import StateStore, StoreError
 from vm.isa.frame import StepApprovalWait
@@ -61,7 +61,7 @@ def who() -> str:
 
 def items_hash(items: Any) -> str:
     """sha256 of the halt's items as canonical JSON: what an approver was shown."""
-    text = js.plain_dumps(items, ascii_only=False, sort_keys=True, default=str)
+    text = json_write.plain_dumps(items, ascii_only=False, sort_keys=True, default=str)
     return "sha256:" + sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
 
 
@@ -82,7 +82,7 @@ def halted_event(parked: Parked, frame: Frame | None, step: str | None = None) -
 
 
 def encode_record(record: dict) -> bytes:
-    return js.plain_dumps(record).encode("ascii")
+    return json_write.plain_dumps(record).encode("ascii")
 
 
 def decode_record(blob: bytes | None) -> dict | None:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from vm.core import js
+from vm.core import json_read
 from vm.host.store.base import (KEY_BYTES, STATE_KEY, CacheEntry, KeyInfo, Parked, StoreError,
                                 approval_id_form, cache_name, check_key, frame_mac, key_id,
                                 lost_key_error, value_json, value_name)
@@ -356,7 +356,8 @@ class PostgresStore:
         if row is None:
             return default
         try:
-            return js.json_loads(row[0])  # JSON.parse's reading and words, as the directory's
+            # JSON.parse's reading and words, as the directory's
+            return json_read.json_loads(row[0])
         except ValueError as exc:
             if strict:
                 raise StoreError(str(exc)) from None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from vm.core import js
+from vm.core import js, json_read, json_write
 from vm.host.commands.base import CommandError, Context
 from vm.host.commands.external import after_terminator, glued, run_cli
 
@@ -27,7 +27,7 @@ def _get(snapshot: Any, name: str) -> Any:
 
 
 def _json(value: Any) -> str | None:
-    return None if value is _ABSENT else js.json_compact(value)
+    return None if value is _ABSENT else json_write.json_compact(value)
 
 
 def _change(before: Any, after: Any) -> dict:
@@ -72,7 +72,7 @@ def pr_number(pr: Any) -> str:
     elif isinstance(pr, (int, float)) and not isinstance(pr, bool):
         text = js.format_number(pr)
     if text is None or not PR_NUMBER.fullmatch(text):
-        shown = js.json_compact(pr)
+        shown = json_write.json_compact(pr)
         shown = shown if len(shown) <= 60 else shown[:57] + "..."
         raise CommandError(f"github.pr.monitor args.pr must be a positive integer (got {shown})",
                            code="T413", retryable=False)
@@ -87,7 +87,7 @@ def _view(repo: Any, pr: Any, ctx: Context) -> Any:
         detail = js.js_trim(result.stderr) or js.js_trim(result.stdout)
         raise CommandError(f"gh failed ({result.code}): {detail}", code="T410")
     try:
-        return js.json_loads(js.js_trim(result.stdout))
+        return json_read.json_loads(js.js_trim(result.stdout))
     except ValueError:
         raise CommandError("gh returned non-JSON output") from None
 

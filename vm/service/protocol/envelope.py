@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from vm.core import codes, js
+from vm.core import codes, json_read, json_write
 
 if TYPE_CHECKING:
     from vm.service.protocol.options import Settings
@@ -33,7 +33,7 @@ def as_json_data(envelope: dict) -> dict:
     try:
         msgpack.packb(envelope)
     except Exception:  # noqa: BLE001 - undefined, or anything else it cannot hold: the walk decides
-        return js.without_undefined(envelope)
+        return json_write.without_undefined(envelope)
     return envelope
 
 
@@ -81,8 +81,8 @@ def store_error(exc: Exception) -> dict:
 
 # refusals made in more than one place -------------------------------------------------------
 def too_deep(what: str) -> RequestError:
-    """JSON text nested past js.MAX_JSON_DEPTH (E007)."""
-    return RequestError(f"{what} is nested deeper than {js.MAX_JSON_DEPTH} levels", "E007")
+    """JSON text nested past json_read.MAX_JSON_DEPTH (E007)."""
+    return RequestError(f"{what} is nested deeper than {json_read.MAX_JSON_DEPTH} levels", "E007")
 
 
 def not_unicode(what: str) -> RequestError:
@@ -126,5 +126,5 @@ def store_unwritable(location: str, exc: OSError) -> str:
 def check_envelope_size(envelope: dict, settings: Settings) -> None:
     """An envelope over the call's maxStdoutBytes is refused (T423)."""
     cap = settings.max_stdout_bytes
-    if cap is not None and js.json_pretty_size(envelope) > cap:
+    if cap is not None and json_write.json_pretty_size(envelope) > cap:
         raise RequestError("lobster runtime result exceeded maxStdoutBytes", "T423")

@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from vm.core import js
+from vm.core import js, json_write
 from vm.host import token as tokens
 from vm.host.store import StateStore
 from vm.isa import codec
@@ -117,12 +117,12 @@ def _cap_subject(envelope: dict, env: Mapping[str, str], frame: Frame) -> dict:
         probe = {"protocolVersion": 1, "ok": True, "status": "needs_input", "output": [],
                  "requiresApproval": None,
                  "requiresInput": {**base, "subject": subject, "resumeToken": "x" * 220}}
-        return len(js.json_compact(probe).encode("utf-8")) <= cap
+        return len(json_write.json_compact(probe).encode("utf-8")) <= cap
 
     subject = request["subject"]
     if fits(subject):
         return envelope
-    text = js.json_compact(subject)
+    text = json_write.json_compact(subject)
     size = len(text.encode("utf-8"))
     if size > SUBJECT_MAX_BYTES:
         subject = {"truncated": True, "bytes": size, "preview": text[:2000]}

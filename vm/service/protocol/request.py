@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from attrs import evolve
 
-from vm.core import bounds, js
+from vm.core import bounds, json_read
 from vm.core.source import file_name, located
 from vm.host.children import Scope
 from vm.host.workdir import WorkdirRefused, contained_cwd
@@ -182,8 +182,8 @@ def parse_response_json(text: Any, name: str) -> Any:
     try:
         if not isinstance(text, str):
             raise ValueError(text)
-        value = js.json_loads(text)
-    except js.JSONTooDeep:
+        value = json_read.json_loads(text)
+    except json_read.JSONTooDeep:
         raise too_deep(name) from None
     except ValueError as exc:
         from vm.core.detail import json_detail

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from attrs import evolve
 
-from vm.core import js
+from vm.core import json_read
 from vm.engine import machine
 from vm.host.children import Scope
 from vm.host.store import StoreError
@@ -76,8 +76,8 @@ def parse_args_json(args_json: str | None, command: str = "run") -> dict:
     if args_json is None:
         return {}
     try:
-        args = js.parse_args_json(args_json, command)
-    except js.JSONTooDeep as exc:
+        args = json_read.parse_args_json(args_json, command)
+    except json_read.JSONTooDeep as exc:
         raise RequestError(str(exc), "E007") from None
     except ValueError as exc:
         from vm.core.detail import json_detail
