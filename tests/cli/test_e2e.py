@@ -505,6 +505,30 @@ def test_an_unwrap_of_an_absent_field_is_an_undefined_item(cli):
     assert cli.tool("run", "--mode", "tool", "--file", "last.lobster")[0]["output"] == []
 
 
+def test_every_cli_path_writes_undefined_as_json_does(cli):
+    """The CLI's envelopes keep a value's undefined, which its JSON writer leaves out (null in
+    an array): `lobster tool` run and resume, `lobster resume --id` by approval id and by
+    state key, and human mode (tests/service/test_envelope_data.py holds the embedding API)."""
+    gated = ("exec --json echo '[{\"a\":1},{}]' | pick b,a | approve --prompt Go"
+             " | map --unwrap b")
+    envelope, code = cli.tool("tool", json.dumps({"action": "run", "pipeline": UNWRAPPED}))
+    assert (code, envelope["output"]) == (0, [1, None, None])
+    request = approval(cli.tool("tool", json.dumps({"action": "run", "pipeline": gated}))[0])
+    assert request["items"] == [{"a": 1}, {}]
+    envelope, code = cli.tool("tool", json.dumps({"action": "resume", "approve": True,
+                                                  "token": request["resumeToken"]}))
+    assert (code, envelope["output"]) == (0, [None, None])
+    request = approval(cli.pipeline(gated)[0])
+    envelope, code = cli.tool("resume", "--id", request["approvalId"], "--approve", "yes")
+    assert (code, envelope["output"]) == (0, [None, None])
+    approval(cli.pipeline(gated)[0])
+    [entry] = cli.tool("pending", "--format", "json")[0]
+    envelope, code = cli.tool("resume", "--id", entry["stateKey"], "--approve", "yes")
+    assert (code, envelope["output"]) == (0, [None, None])
+    proc = cli.run(UNWRAPPED)  # human mode: the output as JSON
+    assert (proc.returncode, proc.stdout) == (0, "[\n  1,\n  null,\n  null\n]\n")
+
+
 def test_human_mode_renders_a_compile_error_with_its_source_line(cli):
     # the compiler renders it (vm's CLI only asks the frontend)
     proc = cli.run("exec --json echo hi | wher a=1")

@@ -243,6 +243,28 @@ def test_the_end_of_input_leaves_the_run_waiting():
     assert end is halted and decisions == []
 
 
+def test_a_halt_on_undefined_items_is_shown_as_its_json_carries_it(tmp_path):
+    """The CLI's envelope keeps a value's undefined (`run_js`): the terminal shows the items
+    as the halt's JSON has them, an undefined item null, an undefined property absent."""
+    from vm.service.protocol import Options
+    from vm.service.protocol.resuming import resume_js
+    from vm.service.protocol.running import run_js
+
+    options = Options(state_dir=str(tmp_path / "state"), cwd=str(tmp_path), env={})
+    halted = run_js("exec --json echo '[{\"a\":1},{}]' | pick b,a | map --unwrap b"
+                    " | approve --prompt Go", options)
+    said: list[str] = []
+    end = terminal.settle(halted, lambda halt, decision: resume_js(
+        options, decision, token=halt["resumeToken"]), lambda prompt: "y\n", said.append, 80)
+    assert said == ["2 items:\n  null\n  null"]
+    assert end["status"] == "ok" and len(end["output"]) == 2
+    halted = run_js("exec --json echo '[{\"a\":1},{}]' | pick b,a | approve --prompt Go",
+                    options)
+    terminal.settle(halted, lambda halt, decision: resume_js(
+        options, decision, token=halt["resumeToken"]), lambda prompt: "n\n", said.append, 80)
+    assert said[-1] == '2 items:\n  {"a":1}\n  {}'
+
+
 def test_detail_lines_show_positions_excerpts_and_allowed_values():
     error = {"detail": {"excerpt": "hello\nworld", "chars": 260, "line": 1, "column": 1,
                         "char": "h", "reason": "Expecting value"}}

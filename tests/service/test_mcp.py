@@ -144,6 +144,24 @@ def test_run_to_a_halt_then_resume_by_token_and_by_approval_id(cli):
     anyio.run(body)
 
 
+def test_the_structured_content_leaves_undefined_out_as_the_text_does(cli):
+    """A field `pick` sets that an item lacks, and `map --unwrap` of an absent field, are
+    undefined: the structured content is the envelope as JSON data (left out, null in an
+    array), the same as its text (`call` checks that), on a run, a halt and a resume."""
+    picked = "exec --json echo '[{\"a\":1},{}]' | pick b,a"
+
+    async def body():
+        async with server(cli) as client:
+            assert_ok(await call(client, "lobster_run", pipeline=picked), [{"a": 1}, {}])
+            halted = (await call(client, "lobster_run", pipeline=f"{picked} | approve --prompt Go"
+                                 " | map --unwrap b"))["requiresApproval"]
+            assert halted["items"] == [{"a": 1}, {}]
+            assert_ok(await call(client, "lobster_resume", token=halted["resumeToken"],
+                                 approve=True), [None, None])
+
+    anyio.run(body)
+
+
 def test_an_invalid_answer_is_a_parse_error_and_keeps_the_checkpoint(cli):
     async def body():
         async with server(cli) as client:

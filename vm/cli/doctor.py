@@ -32,7 +32,7 @@ LIMIT_ENV = ("LOBSTER_MAX_OUTPUT_BYTES", "LOBSTER_MAX_TOOL_ENVELOPE_BYTES",
 
 def cmd_doctor(argv: list[str], frontend: Frontend | None = None) -> int:
     from vm.service.protocol.checkpoint import store_problem
-    from vm.service.protocol.running import run
+    from vm.service.protocol.running import run_js
 
     try:
         values, notes = parse(DOCTOR, argv)
@@ -43,7 +43,7 @@ def cmd_doctor(argv: list[str], frontend: Frontend | None = None) -> int:
     except UsageError as exc:
         return refuse(exc, tool=True)
     options = Options(mode="tool", frontend=frontend)
-    envelope = run("exec --json --shell 'echo [1]'", options)
+    envelope = run_js("exec --json --shell 'echo [1]'", options)
     problem = store_problem(options)
     if problem is not None:
         envelope = error_envelope("T450", problem)

@@ -11,7 +11,7 @@ from vm.cli.specs import RESUME
 from vm.service.protocol.envelope import RequestError, exit_code
 from vm.service.protocol.options import Options
 from vm.service.protocol.request import parse_response_json
-from vm.service.protocol.resuming import Decision, resume
+from vm.service.protocol.resuming import Decision, named_by_id, resume_js
 
 NO_DECISION = "resume requires --approve yes|no, --response-json, or --cancel"
 
@@ -67,8 +67,8 @@ def _resume(values: dict) -> dict:
     options = Options(mode="tool", log=sys.stderr.write,
                       timeout_ms=timeout(values.get("timeout"), "resume"), on_event=on_event)
     ttl = values.get("checkpoint-ttl")
-    if approval_id:
-        from vm.service import admin
-
-        return admin.resume_by_id(options, decision, approval_id, checkpoint_ttl=ttl)
-    return resume(options, decision, token=token, checkpoint_ttl=ttl)
+    if approval_id:  # any id `lobster pending` lists
+        approval_id, state_key = named_by_id(approval_id)
+        return resume_js(options, decision, approval_id=approval_id, state_key=state_key,
+                         checkpoint_ttl=ttl)
+    return resume_js(options, decision, token=token, checkpoint_ttl=ttl)

@@ -16,7 +16,7 @@ from vm.service.protocol.checkpoint import iso_time, keys_if_any
 from vm.service.protocol.envelope import (PROTOCOL_VERSION, RequestError, store_error,
                                           unknown_approval_id, unknown_field)
 from vm.service.protocol.options import Options, tombstone_s
-from vm.service.protocol.resuming import Decision, cancel_state, resume
+from vm.service.protocol.resuming import Decision, cancel_state, named_by_id, resume, resume_js
 from vm.host.store import StateStore, StoreError, lifecycle
 from vm.host.store.base import STATE_KEY, SigningKeyError, approval_id_form, key_id
 
@@ -238,10 +238,11 @@ def _state_key_of(store: StateStore, ident: str) -> str:
 def cancel(options: Options, ident: str) -> dict:
     """End one checkpoint, named by its approval id or its state key (what `pending` lists):
     the same as a resume with `cancel: true`. A claim in doubt is cleared the same way.
-    Returns the envelope (`cancelled`, or the error a resume would give)."""
+    Returns the envelope (`cancelled`, or the error a resume would give): JSON data, as it
+    holds no value of the run."""
     ident = (ident or "").strip()
     if approval_id_form(ident) is not None:
-        return resume(options, Decision(cancel=True), approval_id=ident)
+        return resume_js(options, Decision(cancel=True), approval_id=ident)
     if STATE_KEY.fullmatch(ident) and "_resume_" in ident:
         return cancel_state(options, ident)
     return unknown_approval_id(ident).envelope
@@ -251,11 +252,11 @@ def resume_by_id(options: Options, decision: Decision, ident: str, *,
                  checkpoint_ttl: str | int | None = None) -> dict:
     """Resume the checkpoint any id `pending` lists names: an approval id (an approval gate)
     or a state key (any gate, input gates included, which have no approval id). Anything
-    else is refused as an unknown approval id, in the original's words."""
-    key = (ident or "").strip()
-    if approval_id_form(key) is None and STATE_KEY.fullmatch(key) and "_resume_" in key:
-        return resume(options, decision, state_key=key, checkpoint_ttl=checkpoint_ttl)
-    return resume(options, decision, approval_id=ident, checkpoint_ttl=checkpoint_ttl)
+    else is refused as an unknown approval id, in the original's words. The envelope is
+    `resume`'s, JSON data."""
+    approval_id, state_key = named_by_id(ident)
+    return resume(options, decision, approval_id=approval_id, state_key=state_key,
+                  checkpoint_ttl=checkpoint_ttl)
 
 
 def cancel_older_than(options: Options, seconds: float,

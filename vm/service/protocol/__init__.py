@@ -11,7 +11,9 @@ envelopes out. One module per job, each importing only those before it:
 - `request`: the fields of each action, and `handle`.
 
 The names below are the embedding API (also exported from `vm`), each loaded on first use;
-the rest is each module's own.
+the rest is each module's own. The envelopes `run`, `resume` and `handle` return are JSON data
+(`envelope.as_json_data`); the CLI calls `run_js`, `resume_js` and `handle_js`, whose envelopes
+keep a value's undefined for its JSON writer to leave out.
 """
 
 _EXPORTS = {

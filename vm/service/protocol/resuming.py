@@ -14,13 +14,14 @@ from vm.engine import machine
 from vm.host import token as tokens
 from vm.host.children import Scope
 from vm.host.store import StoreError, lifecycle
+from vm.host.store.base import STATE_KEY, approval_id_form
 from vm.isa.frame import Frame, StepApprovalWait
 from vm.isa.ops import ApproverRules
 from vm.isa.program import Program
 from vm.service.protocol.checkpoint import (cancel_parked, decoded_token, load, not_authentic,
                                             refuse_expired, unparked, verify_token)
-from vm.service.protocol.envelope import (RequestError, internal_error, ok_envelope, store_error,
-                                          unknown_approval_id)
+from vm.service.protocol.envelope import (RequestError, as_json_data, internal_error, ok_envelope,
+                                          store_error, unknown_approval_id)
 from vm.service.protocol.options import (Options, Settings, checkpoint_ttl_ms, claim_lease_s,
                                          request_ttl_ms)
 from vm.service.protocol.running import drive
@@ -43,7 +44,19 @@ def resume(options: Options, decision: Decision, *, token: str | None = None,
     """Continue a parked run, named by its token, its approval id or its state key (what
     `lobster pending` lists for any gate): check, load, check the decision, claim, step on.
     The resumed run is bounded by the options, as `run` is; `checkpoint_ttl` is as for `run`,
-    for the checkpoint the resumed run may reach next."""
+    for the checkpoint the resumed run may reach next. The envelope is JSON data, for an
+    embedder (`as_json_data`)."""
+    return as_json_data(resume_js(options, decision, token=token, approval_id=approval_id,
+                                  scope=scope, checkpoint_ttl=checkpoint_ttl,
+                                  state_key=state_key))
+
+
+def resume_js(options: Options, decision: Decision, *, token: str | None = None,
+              approval_id: str | None = None, scope: Scope | None = None,
+              checkpoint_ttl: str | int | None = None, state_key: str | None = None) -> dict:
+    """`resume`, its envelope as the run made it (undefined included, as `run_js`'s): for
+    the CLI, which writes it with our JSON writer, and for a cancel, whose envelope holds no
+    value of the run."""
     try:
         settings = evolve(Settings.of(options),
                           checkpoint_ttl_ms=request_ttl_ms(checkpoint_ttl, "checkpoint_ttl"))
@@ -53,6 +66,17 @@ def resume(options: Options, decision: Decision, *, token: str | None = None,
         return exc.envelope
     except Exception as exc:  # noqa: BLE001 - the last resort, as in `handle`
         return internal_error(exc)
+
+
+def named_by_id(ident: str) -> tuple[str | None, str | None]:
+    """(approval_id, state_key): how `resume` names the checkpoint any id `lobster pending`
+    lists names. A state key (any gate, input gates included, which have no approval id) is
+    the state key; anything else the approval id, refused (if it is none) as an unknown
+    approval id, in the original's words."""
+    key = (ident or "").strip()
+    if approval_id_form(key) is None and STATE_KEY.fullmatch(key) and "_resume_" in key:
+        return None, key
+    return ident, None
 
 
 def cancel_state(options: Options, state_key: str) -> dict:
