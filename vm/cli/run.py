@@ -20,7 +20,7 @@ from vm.service.frontend import WORKFLOW_EXTENSIONS
 from vm.service.protocol.envelope import RequestError, exit_code, ok_envelope
 from vm.service.protocol.options import Options
 from vm.service.protocol.running import (compile_refused, compile_source, compiler,
-                                         is_workflow_path, parse_args_json, run)
+                                         is_workflow_path, parse_args_json, run_js)
 
 if TYPE_CHECKING:
     from vm.service.frontend import Frontend
@@ -159,8 +159,8 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
     if dry_run:
         return _dry_run(pipeline, options, workflow, args_json)
     try:
-        envelope = run(pipeline, options, args_json=args_json, file=workflow, program=program,
-                       checkpoint_ttl=ns.checkpoint_ttl)
+        envelope = run_js(pipeline, options, args_json=args_json, file=workflow,
+                          program=program, checkpoint_ttl=ns.checkpoint_ttl)
         if person and envelope["ok"]:
             emitted = _emit_check(reported, options, pipeline, program)
             envelope = _answer_halts(envelope, options, progress, reported, ns.checkpoint_ttl,
@@ -332,14 +332,14 @@ def _answer_halts(envelope: dict, options: Options, progress, reported: list,
     checkpoint it parked is claimed at once); what the person leaves, and a stage that asked
     to `--emit` its halt, stay waiting."""
     from vm.cli import terminal
-    from vm.service.protocol.resuming import resume
+    from vm.service.protocol.resuming import resume_js
 
     def answer(halt: dict, decision) -> dict:
         reported.clear()  # what the resumed run reports replaces what the halt reported
         if progress is not None:
             progress.resume()
-        return resume(options, decision, token=halt["resumeToken"],
-                      checkpoint_ttl=checkpoint_ttl)
+        return resume_js(options, decision, token=halt["resumeToken"],
+                         checkpoint_ttl=checkpoint_ttl)
 
     def say(text: str) -> None:
         if progress is not None:

@@ -12,7 +12,7 @@ from vm.cli.specs import TOOL
 from vm.core import json_read
 from vm.service.protocol.envelope import error_envelope, exit_code, too_deep
 from vm.service.protocol.options import Options
-from vm.service.protocol.request import MAX_REQUEST_BYTES, handle
+from vm.service.protocol.request import MAX_REQUEST_BYTES, handle_js
 
 if TYPE_CHECKING:
     from vm.service.frontend import Frontend
@@ -56,6 +56,6 @@ def cmd_tool(argv: list[str], frontend: Frontend | None = None) -> int:
             envelope = error_envelope("E002", "tool request must be valid JSON",
                                       detail=json_detail(exc))
     if envelope is None:
-        envelope = handle(request, Options(mode="tool", frontend=frontend))
+        envelope = handle_js(request, Options(mode="tool", frontend=frontend))
     print_json(envelope)
     return exit_code(envelope)

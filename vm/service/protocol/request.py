@@ -14,8 +14,8 @@ from vm.core.source import file_name, located
 from vm.host.children import Scope
 from vm.host.workdir import WorkdirRefused, contained_cwd
 from vm.isa.program import Program
-from vm.service.protocol.envelope import (RequestError, check_unicode, internal_error,
-                                          too_deep, unknown_field)
+from vm.service.protocol.envelope import (RequestError, as_json_data, check_unicode,
+                                          internal_error, too_deep, unknown_field)
 from vm.service.protocol.options import (DEFAULT_MAX_STDOUT_BYTES, DEFAULT_TIMEOUT_MS, Options,
                                          Settings)
 from vm.service.protocol.resuming import Decision, resume_settled
@@ -65,8 +65,16 @@ def handle(request: Request | Mapping[str, Any], options: Options | None = None,
     dict) -> its `vm.service.messages.Envelope`. The run's children live in `scope` (a fresh one
     unless given), so the caller can cancel this run alone. Never raises: whatever goes wrong
     becomes an error envelope (a bad request its own code, a bug T498), and nothing is
-    consumed by a refusal."""
-    return cast("Envelope", _handle(request, options, scope))
+    consumed by a refusal. The envelope is JSON data (`as_json_data`): for an embedder, and
+    for `lobster mcp`'s structured content."""
+    return cast("Envelope", as_json_data(_handle(request, options, scope)))
+
+
+def handle_js(request: Request | Mapping[str, Any], options: Options | None = None, *,
+              scope: Scope | None = None) -> dict:
+    """`handle`, its envelope as the run made it (undefined included, as `run_js`'s): for
+    `lobster tool`, which writes it with our JSON writer."""
+    return _handle(request, options, scope)
 
 
 def _handle(request: Any, options: Options | None, scope: Scope | None) -> dict:

@@ -104,7 +104,18 @@ def run(pipeline: str, options: Options, *, args_json: str | None = None,
     """Compile (unless given a program) and run to the end or the first halt, bounded by the
     options. `pipeline` is inline text, or a workflow file path (always one when `file` is
     set). `checkpoint_ttl` (a duration such as "30m", or ms) is how long a checkpoint of this
-    call stays resumable, before the workflow's own and the options' default."""
+    call stays resumable, before the workflow's own and the options' default. The envelope is
+    JSON data, for an embedder (`as_json_data`)."""
+    return as_json_data(run_js(pipeline, options, args_json=args_json, program=program,
+                               file=file, scope=scope, checkpoint_ttl=checkpoint_ttl))
+
+
+def run_js(pipeline: str, options: Options, *, args_json: str | None = None,
+           program: Program | None = None, file: bool = False, scope: Scope | None = None,
+           checkpoint_ttl: str | int | None = None) -> dict:
+    """`run`, its envelope as the run made it: a value in it may hold undefined
+    (`js.UNDEFINED`), which only our JSON writer takes (it leaves it out, as JSON.stringify
+    does). For the CLI, which writes the envelope with it."""
     try:
         settings = evolve(Settings.of(options),
                           checkpoint_ttl_ms=request_ttl_ms(checkpoint_ttl, "checkpoint_ttl"))
@@ -148,9 +159,11 @@ def run_settled(pipeline: str, options: Options, settings: Settings, scope: Scop
 def drive(program: Program, frame: Frame, options: Options, settings: Settings,
           scope: Scope) -> dict:
     """Step the frame to its end, a halt (parked) or a trap, with the options' event
-    listener (if any) hearing it."""
+    listener (if any) hearing it. The envelope holds the run's values as they are (undefined
+    included): an exit to an embedder makes it JSON data (`as_json_data`), the CLI writes it
+    with our JSON writer."""
     if options.on_event is None:
-        return as_json_data(_drive_with(program, frame, options, settings, scope, None))
+        return _drive_with(program, frame, options, settings, scope, None)
     from vm.engine.events import Emitter
 
     events = Emitter(options.on_event, options.log)
@@ -161,7 +174,7 @@ def drive(program: Program, frame: Frame, options: Options, settings: Settings,
         dropped = events.close()
     if dropped:  # additive: the events this run could not hand to the callback
         envelope = {**envelope, "eventsDropped": dropped}
-    return as_json_data(envelope)
+    return envelope
 
 
 def _drive_with(program: Program, frame: Frame, options: Options, settings: Settings,
