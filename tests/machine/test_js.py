@@ -435,11 +435,17 @@ def _keep(value) -> bool:
     return js.truthy(value) and not isinstance(value, str)
 
 
+# strings and items whose commas are not between two of the array's items
+_COMMA_BAIT = st.sampled_from([",", '","', "],[", "},{", '\\",', " , ", ""]) | st.text(",[]{}\" ")
+_bait_items = _COMMA_BAIT | st.lists(_COMMA_BAIT, max_size=3) | st.dictionaries(
+    _COMMA_BAIT, _COMMA_BAIT | st.lists(st.integers(0, 3), max_size=3), max_size=3)
+
+
 @st.composite
 def _array_texts(draw):
     """An array's JSON text with white space anywhere JSON allows it (and str.strip's own
     around it), sometimes damaged: cut short, or a character put in."""
-    items = draw(st.lists(json_values, max_size=6))
+    items = draw(st.lists(json_values | _bait_items, max_size=12))
     gap = lambda: draw(_SPACE)  # noqa: E731
     inner = ",".join(gap() + json_write.json_compact(v) + gap() for v in items)
     text = draw(st.sampled_from(["", "\x0b", "\u00a0 "])) + "[" + gap() + inner + "]" + \
@@ -453,10 +459,12 @@ def _array_texts(draw):
     return items, damage, text
 
 
-@given(_array_texts())
-def test_array_kept_is_the_parsed_array_filtered_or_declines(case):
+@given(_array_texts(), st.sampled_from([1, 2, 3, 5, 8, 13, 40, json_read.ARRAY_BATCH]))
+def test_array_kept_is_the_parsed_array_filtered_or_declines(case, batch):
+    """Whatever the batch (how many characters are read as one array): a few characters puts
+    its last comma inside strings and items, and past the end of one item or many."""
     items, damage, text = case
-    kept = json_read.json_array_kept(text, _keep)
+    kept = json_read.json_array_kept(text, _keep, batch)
     try:
         whole = json_read.json_loads(text.strip())
     except ValueError:
@@ -473,6 +481,10 @@ def test_array_kept_is_the_parsed_array_filtered_or_declines(case):
 def test_array_kept_declines_what_is_not_a_whole_array_and_a_keep_that_raises():
     for text in ("", "  ", "{}", "1", "[1,]", "[1] [2]", "[1 2]", "[01]", "[NaN]"):
         assert json_read.json_array_kept(text, _keep) is None, text
+    # the array closed before a comma: read as one batch, `1]` must not pass for items
+    for text in ("[1],2]", "[1, 2] ,3]", '["a,b"],[3]]', "[[1],2],3]"):
+        for batch in (1, 2, 3, 4, 8, 64):
+            assert json_read.json_array_kept(text, _keep, batch) is None, (text, batch)
 
     def fails(value):
         raise TypeError("no")

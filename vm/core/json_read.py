@@ -15,7 +15,7 @@ from typing import Any
 from vm.core.js import MAX_SAFE, js_object
 from vm.core.patterns import compiled
 
-__all__ = ["JSONTooDeep", "MAX_JSON_DEPTH", "json_array_kept", "json_depth_over", "json_loads",
+__all__ = ["ARRAY_BATCH", "JSONTooDeep", "MAX_JSON_DEPTH", "json_array_kept", "json_depth_over", "json_loads",
            "parse_args_json"]
 
 
@@ -69,12 +69,15 @@ def json_depth_over(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     pattern took 250): escaped backslashes and quotes go, then every byte but quotes and
     brackets; a string then reads `"..."` with only its brackets inside, and the many that
     hold none are dropped whole before the few left are cut out."""
-    if text.count("[") + text.count("{") <= limit:
+    if len(text) <= limit:
         return False
     data = text.encode("utf-8", "surrogatepass")
     if b"\\" in data:
         data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-    shape = data.translate(None, _NOT_SHAPE).replace(b'""', b"")
+    shape = data.translate(None, _NOT_SHAPE)
+    if len(shape) - shape.count(b'"') <= limit:  # too few brackets, in strings or not
+        return False
+    shape = shape.replace(b'""', b"")
     if b'"' in shape:
         shape = b"".join(shape.split(b'"')[::2])  # the even pieces lie outside strings
     # Well-formed brackets: each pass takes out the innermost pairs, one level of all of
@@ -146,12 +149,22 @@ _SPACES = " \t\n\r"  # JSON's white space
 _JSON_SPACE = compiled(f"[{_SPACES}]*")
 
 
-def json_array_kept(text: str, keep: Callable[[Any], bool]) -> list | None:
+# characters of an array `json_array_kept` reads in one go: some hundreds of items, held at
+# once only while the keep test sees them
+ARRAY_BATCH = 1 << 16
+
+
+def json_array_kept(text: str, keep: Callable[[Any], bool],
+                    batch: int = ARRAY_BATCH) -> list | None:
     """The items of the JSON array `text` (white space around it allowed, as str.strip takes
-    it) that `keep` keeps, each parsed and tested in turn, so that the ones dropped are never
-    all held at once: the values `[v for v in json_loads(text.strip()) if keep(v)]` gives.
+    it) that `keep` keeps, tested as they are read, so that the ones dropped are never all
+    held at once: the values `[v for v in json_loads(text.strip()) if keep(v)]` gives.
     None where this cannot tell (not an array, malformed, too deep, or `keep` raised): the
-    caller then reads the text whole, as before, and gets its answer or its error."""
+    caller then reads the text whole, as before, and gets its answer or its error.
+
+    The items are read some `batch` characters at a time, as one array (_items_before), up to
+    the last comma there; where that comma is not between two of the array's own items, the
+    items up to it are read one at a time instead."""
     start, end = 0, len(text)
     while start < end and text[start].isspace():
         start += 1
@@ -160,14 +173,24 @@ def json_array_kept(text: str, keep: Callable[[Any], bool]) -> list | None:
     scan = json.JSONDecoder(**_hooks(text)).scan_once
     space = _JSON_SPACE.match
     kept: list = []
-    add = kept.append
+    add, add_all = kept.append, kept.extend
     at = space(text, start + 1).end()
+    one_at_a_time_until = at
     try:
         with _CollectorPaused(text):
             if text[at] == "]":
                 at += 1
             else:
                 while True:
+                    if at >= one_at_a_time_until:
+                        comma = text.rfind(",", at, at + batch)
+                        if comma > at:
+                            items = _items_before(scan, text, at, comma)
+                            if items is not None:
+                                add_all(filter(keep, items))
+                                at = space(text, comma + 1).end()
+                                continue
+                            one_at_a_time_until = comma
                     value, at = scan(text, at)  # StopIteration or JSONDecodeError: malformed
                     if keep(value):
                         add(value)
@@ -187,6 +210,20 @@ def json_array_kept(text: str, keep: Callable[[Any], bool]) -> list | None:
     except Exception:  # noqa: BLE001 - any doubt: the whole text is read again, as before
         return None
     return None if text[at:].strip() else kept
+
+
+def _items_before(scan: Callable, text: str, at: int, comma: int) -> list | None:
+    """The array items from `at` (the first character of one) to the comma at `comma`, read
+    as one array, `[` + text + `]`; None where that is not one JSON array. It is one only
+    where the comma lies outside every string and at the array's own depth (cut inside a
+    string, the last string is never closed; cut inside an item, its brackets are not), and
+    then its values are the very ones the items read one by one give."""
+    wrapped = "[" + text[at:comma] + "]"
+    try:
+        items, end = scan(wrapped, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    return items if end == len(wrapped) else None  # (`1] [2`: an array, then more)
 
 
 def parse_args_json(text: str, command: str) -> dict:
