@@ -344,7 +344,8 @@ def test_sort_is_a_stable_permutation(items, desc):
             assert a["i"] < b["i"]
 
 
-@given(st.lists(st.one_of(st.integers(-3, 3), st.sampled_from(["a", "10", "2", "b"]), st.none()),
+@given(st.lists(st.one_of(st.integers(-3, 3), st.sampled_from(["a", "10", "2", "b"]), st.none(),
+                          st.floats(-3, 3, width=16), st.booleans(), st.sampled_from([[], {}, [1]])),
                 max_size=12))
 def test_sort_fast_paths_agree_with_the_comparator(values):
     ctx = Context(env={}, cwd=".", store=Store("."))

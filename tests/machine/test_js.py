@@ -299,6 +299,24 @@ json_values = st.recursive(
 )
 
 
+def _path_walked(value, path):
+    """The command path segment by segment, as get_value_path reads a dotted one."""
+    for key in path.split("."):
+        if not key:
+            continue
+        if value is None or value is UNDEFINED:
+            return UNDEFINED
+        value = js.get_prop(value, key)
+    return value
+
+
+@given(st.one_of(json_values, st.just(UNDEFINED), st.text(max_size=3)),
+       st.sampled_from(["", "a", "b", "length", "0", "1", "01", "__proto__", "é"]))
+def test_a_one_key_path_reads_as_the_path_walked(value, key):
+    got, walked = js.get_value_path(value, key), _path_walked(value, key)
+    assert got is walked or (got == walked and type(got) is type(walked))
+
+
 @given(json_values)
 def test_json_round_trip(value):
     assert json_read.json_loads(json_write.json_compact(value)) == value

@@ -132,6 +132,10 @@ def get_path(value: Any, path: str) -> Any:
 def get_value_path(value: Any, path: str) -> Any:
     """The command path (sort, dedupe, groupBy, map, template): empty segments are skipped,
     a null/undefined on the way gives undefined, strings expose `length` and indices."""
+    if "." not in path:  # one key, as nearly always: an object's field read at once
+        if not path:
+            return value
+        return value.get(path, UNDEFINED) if type(value) is dict else get_prop(value, path)
     for key in path.split("."):
         if not key:
             continue

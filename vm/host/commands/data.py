@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import cmp_to_key
+from operator import itemgetter
 from typing import Any
 
 from vm.core import js, json_write
 from vm.core.patterns import compiled
 from vm.host.commands.base import Args, CommandError, Context
-from vm.core.js import UNDEFINED
+from vm.core.js import UNDEFINED, get_value_path
 
 __all__ = ["WHERE_RE", "dedupe", "group_by", "head", "map_items", "pick", "render_json",
            "render_table", "sort", "where", "where_parts"]
@@ -167,7 +168,7 @@ def _sort_key_getter(args: Args) -> Callable[[Any], Any]:
     key = _string_flag(args, "key")
     if not key:
         return lambda item: item
-    return lambda item: js.get_value_path(item, key)
+    return lambda item: get_value_path(item, key)
 
 
 def _is_number(v: Any) -> bool:
@@ -192,10 +193,11 @@ def _string_sort_key(strings: list[str]) -> Callable[[str], Any]:
     return lambda s: s.encode("utf-16-be", "surrogatepass")
 
 
-def _sort_present(pairs: list[tuple[Any, Any]], desc: bool) -> list[tuple[Any, Any]]:
+def _sort_present(pairs: list[tuple[Any, Any]], desc: bool,
+                  numbers: bool) -> list[tuple[Any, Any]]:
     """Sort (key, item) pairs whose keys are present and either all numbers or all not."""
-    if all(_is_number(k) for k, _ in pairs):
-        return sorted(pairs, key=lambda p: p[0], reverse=desc)
+    if numbers:
+        return sorted(pairs, key=itemgetter(0), reverse=desc)
     strings = [js.to_string(k) for k, _ in pairs]
     order = _string_sort_key(strings)
     indexed = sorted(range(len(pairs)), key=lambda i: order(strings[i]), reverse=desc)
@@ -220,20 +222,30 @@ def sort(args: Args, items: list, ctx: Context) -> list:
     desc = bool(args.get("desc"))
     pairs = [(key_of(item), item) for item in items]
     present = [p for p in pairs if p[0] is not None and p[0] is not UNDEFINED]
-    if _mixed(present):
+    numbers = _numbers_among([k for k, _ in present])
+    if 0 < numbers < len(present):
+        # numbers and non-numbers together: the comparator is not a total order, so only
+        # the reference's own comparison sequence gives its result
         ordered = _sort_mixed(pairs, desc)
     else:
         missing = [p for p in pairs if p[0] is None or p[0] is UNDEFINED]
-        ordered = _sort_present(present, desc)
+        ordered = _sort_present(present, desc, numbers == len(present))
         ordered = missing + ordered if desc else ordered + missing
     return [item for _, item in ordered]
 
 
-def _mixed(pairs: list[tuple[Any, Any]]) -> bool:
-    """Numbers and non-numbers together: the comparator is not a total order, so only the
-    reference's own comparison sequence gives its result."""
-    numbers = sum(1 for k, _ in pairs if _is_number(k))
-    return 0 < numbers < len(pairs)
+_NUMBER_KINDS = frozenset({int, float})
+_NOT_NUMBER_KINDS = frozenset({str, bool, dict, list})  # (exactly these: not subclasses)
+
+
+def _numbers_among(keys: list) -> int:
+    """How many keys are numbers (_is_number), told by their kinds alone where it can be."""
+    kinds = set(map(type, keys))
+    if kinds <= _NUMBER_KINDS:
+        return len(keys)
+    if kinds <= _NOT_NUMBER_KINDS:
+        return 0
+    return sum(map(_is_number, keys))
 
 
 # ---- dedupe / groupBy -----------------------------------------------------------------
