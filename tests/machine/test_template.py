@@ -91,7 +91,9 @@ def test_whole_item(item, expected):
     # truncate
     ("{{s | truncate 3}}", "abc..."),
     ("{{s | truncate 6}}", "abcdef"),
-    ("{{s | truncate 0}}", "abcdef"),
+    ("{{s | truncate 0}}", "..."),
+    ("{{s | truncate -0}}", "..."),
+    ("{{s | truncate 0.9}}", "..."),
     ("{{s | truncate abc}}", "abcdef"),
     ("{{s | truncate -2}}", "abcd..."),
     ("{{s | truncate -10}}", "..."),
@@ -99,7 +101,8 @@ def test_whole_item(item, expected):
     ("{{s | truncate 0x2}}", "ab..."),
     ("{{s | truncate}}", "abcdef"),
     ("{{uni | truncate 6}}", "héllo\ud83d..."),
-    ("{{n | truncate 0}}", "5"),
+    ("{{n | truncate 0}}", "..."),
+    ("{{missing | truncate 0}}", ""),
     # replace
     ("{{dash | replace - _}}", "a_b_c"),
     ('{{dash | replace "-" "_"}}', "a_b_c"),

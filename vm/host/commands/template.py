@@ -181,7 +181,7 @@ def _utf16_prefix(s: str, end: int) -> str:
 def _truncate(v: Any, n: str | None = None, *_: str) -> str:
     s = _text(v)
     limit = js.js_parse_int(n) if n is not None else math.nan
-    limit = 80 if limit != limit or limit == 0 else limit
+    limit = 80 if limit != limit else limit  # 0 (and -0) keep nothing: '...'
     if limit == math.inf or js.utf16_len(s) <= limit:
         return s
     return _utf16_prefix(s, int(limit)) + "..."
