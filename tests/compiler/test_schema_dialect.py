@@ -93,3 +93,11 @@ def test_the_first_error_is_a_keyword_of_no_type_before_one_of_the_values_type()
               "not": {"type": "number"}}
     for value in ("abcdef", [1, 1, "x"], {"a": [2, 2]}):
         assert first_error(schema, value) == ("/", "must be equal to one of the allowed values")
+
+
+def test_an_enum_is_non_empty_and_unique_as_ajv_holds_it():
+    assert schema_error({"enum": []}) is not None
+    assert schema_error({"properties": {"a": {"enum": ["x", "x"]}}}) is not None
+    assert schema_error({"enum": [1, 1.0]}) is not None
+    assert schema_error({"enum": [1, True]}) is None
+    assert schema_error({"anyOf": [{"enum": [None]}]}) is None

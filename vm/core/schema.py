@@ -75,12 +75,23 @@ def _escape(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
 
+@lru_cache(maxsize=1)
+def _meta_validator():
+    """draft-07's meta-schema as Ajv holds it: an `enum` has at least one value and no two
+    equal ones (Ajv refuses `enum: []` and `enum: [1, 1]` when it compiles the schema)."""
+    import copy
+
+    cls = _validator_class()
+    meta = copy.deepcopy(cls.META_SCHEMA)
+    meta["$id"] = "urn:lobster:ajv-draft-07"  # its `$ref: "#"` then resolves to this copy
+    meta["properties"]["enum"] = {**meta["properties"]["enum"], "minItems": 1, "uniqueItems": True}
+    return cls(meta, format_checker=cls.FORMAT_CHECKER)
+
+
 def schema_fault(schema: Any) -> Any:
     """None if `schema` is a valid JSON Schema of the dialect, else the validator's first
     complaint about it (a jsonschema error: `message`, `json_path`, `absolute_path`)."""
-    cls = _validator_class()
-    meta = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
-    fault = next(iter(meta.iter_errors(schema)), None)
+    fault = next(iter(_meta_validator().iter_errors(schema)), None)
     return fault if fault is not None else _unresolved_ref(schema)
 
 
