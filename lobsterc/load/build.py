@@ -262,7 +262,9 @@ class _Builder:
             for snake, camel in (("initiated_by", "initiatedBy"),
                                  ("required_approver", "requiredApprover"),
                                  ("require_different_approver", "requireDifferentApprover")):
-                chosen = value.get(snake, value.get(camel))
+                chosen = value.get(camel)  # the camelCase spelling wins, as the original's
+                if chosen is None:
+                    chosen = value.get(snake)
                 if chosen is not None:
                     config[camel] = chosen
         return ast.Approval(written=written, prompt=written or f"Approve {sid}?", config=config,
