@@ -191,7 +191,7 @@ class _Planner:
         if policy.on_error in ("continue", "skip_rest"):
             self.lines.append(f"{pad}on_error: {policy.on_error}")
         retry = policy.retry
-        if retry is not None:
+        if retry is not None and js.compare(retry.max, ">", 1):  # one attempt is no retry
             jitter = ", jitter" if retry.jitter else ""
             self.lines.append(f"{pad}retry: up to {js.to_string(retry.max)} attempts, "
                               f"{retry.backoff} backoff (base: {js.to_string(retry.delay_ms)}ms"
