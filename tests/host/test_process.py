@@ -419,3 +419,12 @@ def test_kill_all_still_reaches_scoped_children(tmp_path):
     kill_all()
     t.join(10)
     assert isinstance(out[0], Cancelled) and wait_dead(a)
+
+
+def test_an_env_name_holding_equals_is_passed_as_node_passes_it():
+    """`E=1: x` becomes the entry `E=1=x` (the child reads E as `1=x`); a name already set
+    keeps its own value."""
+    env = {**ENV, "E=1": "x", "F=": "y", "HOME=z": "w"}
+    r = run(py("import os; print(os.environ['E'], os.environ['F'], os.environ['HOME'] == "
+               f"{ENV.get('HOME')!r})"), env=env)
+    assert r.stdout == b"1=x =y True\n"

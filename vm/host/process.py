@@ -138,7 +138,7 @@ def _spawn(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
-            env=dict(env),
+            env=_entries(env),
             start_new_session=True,
             close_fds=True,
             pass_fds=() if marker is None else (marker,),
@@ -152,8 +152,23 @@ def _spawn(
         if exc.errno in (errno.ENOENT, errno.EACCES, errno.ENOTDIR, errno.EISDIR):
             raise CommandNotFound(argv[0], shell=shell) from exc
         raise ProcessError(f"exec could not start {argv[0]}: {exc.strerror or exc}") from exc
-    except ValueError as exc:  # a NUL byte in argv, cwd or env, or an env name holding `=`
+    except ValueError as exc:  # a NUL byte in argv, cwd or env
         raise ProcessError(f"exec could not start {argv[0][:200]!r}: {exc}") from exc
+
+
+def _entries(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment as the child's `environ` will hold it. A name holding `=` (a workflow
+    `env: {"E=1": "x"}`) becomes the entry `E=1=x`, which the child reads as `E` = `1=x`, as
+    the original's spawn passes it; an entry whose name is already set yields to it (the
+    child's getenv finds the earlier one)."""
+    if not any("=" in name for name in env):
+        return dict(env)
+    out = {name: value for name, value in env.items() if "=" not in name}
+    for name, value in env.items():
+        if "=" in name:
+            head, rest = name.split("=", 1)
+            out.setdefault(head, f"{rest}={value}")
+    return out
 
 
 def _exit_code(returncode: int) -> int:
