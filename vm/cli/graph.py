@@ -29,6 +29,8 @@ def cmd_graph(argv: list[str], frontend: Frontend | None = None) -> int:
     except UsageError as exc:
         return refuse(exc)
     try:
+        # an empty `--file=` names no file and an empty `--format=` is mermaid, as in the original
+        values = {name: value for name, value in values.items() if value != ""}
         for name, value in values.items():
             if value == NO_VALUE:
                 raise RequestError(NO_FILE if name == "file" else

@@ -60,7 +60,7 @@ def cmd_help(argv: list[str]) -> int:
         from vm.cli.common import refuse
 
         return refuse(exc)
-    if not argv:
+    if not argv or not argv[0]:  # `lobster help ''` is `lobster help`, as in the original
         sys.stdout.write(overview())
         return 0
     name = argv[0]

@@ -108,6 +108,7 @@ def _names_file(word: str) -> bool:
 
 def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
     ns = parse_run(argv)
+    ns.file = ns.file or None  # `--file=` names no file, as in the original
     refused = pipeline_words(ns.rest) if ns.file is None else None  # SPEC 9.20
     ns.mode = "human" if ns.mode is None else ns.mode
     if refused is not None:
