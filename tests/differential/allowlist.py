@@ -92,8 +92,9 @@ def _help_without_lists(out: str) -> str:
 
 def _help_text(case, i, ref, ours) -> bool:
     argv = ours.get("argv") or []
-    return (argv in ([], ["help"]) or argv[:1] in (["help"], ["--help"], ["-h"])
-            or argv[1:2] in (["--help"], ["-h"])) and ref.get("exitCode") == ours.get("exitCode")
+    # the original prints its help for a `-h`/`--help` anywhere among the words
+    return (argv in ([], ["help"]) or argv[:1] == ["help"] or "--help" in argv or "-h" in argv) \
+        and ref.get("exitCode") == ours.get("exitCode")
 
 
 def _undescribed(value):
@@ -165,6 +166,9 @@ def _checked_before_running(case, i, ref, ours) -> bool:
         found_first = code.startswith("E") or re.search(  # human mode: our rendering's code
             r"^\S+:\d+:\d+: error\[E\d+\]: ", ours.get("stderr") or "", re.M) is not None
         theirs, mine = comparable(ref).get("stderr") or "", comparable(ours).get("stderr") or ""
+        if found_first and theirs == mine and ref.get("exitCode") == ours.get("exitCode"):
+            # the original's earlier stages rendered (a `table`) before the failing one ran
+            return bool(ref.get("stdout")) and not ours.get("stdout")
         return found_first and theirs == PRICING_WARNING + mine
     for same in ("workflow file not found", "Unknown step reference"):
         if same in ref_msg and same in ours_msg:
@@ -262,15 +266,26 @@ def _condition_syntax_first(case, i, ref, ours) -> bool:
 
 
 def _missing_cwd(case, i, ref, ours) -> bool:
-    return (message(ref) == "workflow shell not found; check LOBSTER_SHELL or ComSpec"
-            and re.fullmatch(r"exec cwd not usable: .+: No such file or directory", message(ours) or "")
-            is not None)
+    """A cwd that does not exist (the original: `workflow shell not found`) or is not a
+    directory (the original: `spawn ENOTDIR`), named by ours; the same prefix before it (a
+    parallel branch's `Parallel branch failed: `)."""
+    theirs, mine = message(ref) or "", message(ours) or ""
+    for said, why in (("workflow shell not found; check LOBSTER_SHELL or ComSpec", "No such file or directory"),
+                      ("spawn ENOTDIR", "Not a directory")):
+        m = re.fullmatch(rf"(.*)exec cwd not usable: .+: {why}", mine)
+        if m and theirs == m.group(1) + said:
+            return True
+    return False
 
 
 def _argv_quoting(case, i, ref, ours) -> bool:
-    """`lobster run` with the pipeline as several argv words, one of them holding a space."""
-    argv, words, k = ours.get("argv") or [], [], 1
-    while argv[:1] == ["run"] and k < len(argv):
+    """`lobster run` (or the bare pipeline fallback) with the pipeline as several argv words,
+    one of them holding a space."""
+    argv, words = ours.get("argv") or [], []
+    k = 1 if argv[:1] == ["run"] else 0
+    if argv[:1] in (["resume"], ["graph"], ["help"], ["doctor"], ["version"]):
+        return False
+    while k < len(argv):
         if argv[k] in ("--mode", "--args-json", "--file"):
             k += 2
             continue
@@ -305,7 +320,8 @@ def _sub_step_skipped(ref_line: str, our_line: str) -> bool:
 
 def _dry_run_unknown_output(case, i, ref, ours) -> bool:
     """A dry-run plan that differs only where a condition reads step output: the original
-    prints the step as skipped, ours plans it and says the output is unknown at plan time."""
+    prints the step as skipped (or, when its guess made the condition true, as running with no
+    `when:` line), ours plans it and says the output is unknown at plan time."""
     if "--dry-run" not in (ours.get("argv") or []) or ref.get("exitCode") != ours.get("exitCode"):
         return False
     a, b = _plan_blocks(ref.get("stderr", "")), _plan_blocks(ours.get("stderr", ""))
@@ -317,6 +333,10 @@ def _dry_run_unknown_output(case, i, ref, ours) -> bool:
             continue
         if len(x) == len(y) and all(u == v or _sub_step_skipped(u, v) for u, v in zip(x, y)):
             differ = True
+            continue
+        unknown = [ln for ln in y if ln.endswith("[depends on step output — unknown at plan time]")]
+        if len(unknown) == 1 and [ln for ln in y if ln not in unknown] == x:
+            differ = True  # the original guessed the condition true (`!$a.json.x`): no when line
             continue
         head = re.match(r"(  \d+\. \S+)  \[skipped — condition: false\]$", x[0])
         if not (head and len(x) == 1 and y[0].startswith(head.group(1) + "  [")
@@ -393,8 +413,8 @@ ENTRIES: tuple[Entry, ...] = (
           _condition_syntax_first),
     Entry("A16", "a cwd that does not exist is named", "SPEC §9.15 (docs/differences.md 15)",
           "The original misreports the spawn failure as `workflow shell not found; check "
-          "LOBSTER_SHELL or ComSpec`; ours says `exec cwd not usable: <path>: No such file or "
-          "directory`.", _missing_cwd),
+          "LOBSTER_SHELL or ComSpec` (a cwd that is a file as `spawn ENOTDIR`); ours says `exec "
+          "cwd not usable: <path>: No such file or directory` (`Not a directory`).", _missing_cwd),
     Entry("A17", "argv words keep their quoting", "SPEC §9.16 (docs/differences.md 16)",
           "`lobster run exec --shell \"echo hi\"`: the original joins argv with spaces and loses "
           "the quoting (reference doc 1.4 calls it a loss); ours keeps each argument whole.",
@@ -405,8 +425,9 @@ ENTRIES: tuple[Entry, ...] = (
           _unknown_command_not_retried),
     Entry("A19", "a dry run does not guess step output", "SPEC §9.17 (docs/differences.md 17)",
           "A condition on output only a run has: the original plans the step as `[skipped — "
-          "condition: false]`; ours plans it with `when: ... [depends on step output — unknown "
-          "at plan time]`. The rest of the plan must agree.", _dry_run_unknown_output),
+          "condition: false]` (or as running, with no `when:` line, when its guess is true); "
+          "ours plans it with `when: ... [depends on step output — unknown at plan time]`. The "
+          "rest of the plan must agree.", _dry_run_unknown_output),
 )
 
 

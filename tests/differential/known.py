@@ -1,6 +1,5 @@
 """Known divergences not accepted as deliberate (DIVERGENCES.md D entries): each has an
-xfail(strict) case; generated runs tolerate a match, so only a new divergence fails them.
-Empty while every divergence found is fixed or allow-listed."""
+xfail(strict) case; generated runs tolerate a match, so only a new divergence fails them."""
 
 from __future__ import annotations
 
@@ -19,11 +18,54 @@ def _help_of_a_subcommand(case, i, ref, ours) -> bool:
             and (ref.get("stderr") or "").startswith(f"Unknown command: {argv[1]}"))
 
 
+def _cli_value_refused(case, i, ref, ours) -> bool:
+    """`lobster run --mode` / `graph --format` as the last word, or `graph A B`: the original
+    leaves a flag without its value unset (the default) and takes the first of two paths; ours
+    refuses them as usage errors (exit 2)."""
+    argv = ours.get("argv") or []
+    said = (ours.get("stderr") or "")
+    if ours.get("exitCode") != 2 or argv[:1] not in (["run"], ["graph"]):
+        return False
+    last_flag = len(argv) > 1 and argv[-1] in ("--mode", "--format", "--args-json", "--file")
+    return ((last_flag and ("(got nothing)" in said or "requires a value" in said))
+            or (argv[0] == "graph" and said.startswith("graph accepts one workflow file path")))
+
+
+def _js_regex_pattern(case, i, ref, ours) -> bool:
+    """A `pattern` JavaScript reads (`\\p{L}`, `(?<n>...)`) that Python's `re` does not: the
+    original compiles and applies it; ours refuses the schema."""
+    env = ours.get("stdoutJson")
+    msg = env.get("error", {}).get("message", "") if isinstance(env, dict) else ours.get("stderr") or ""
+    return (ours.get("exitCode") != ref.get("exitCode")
+            and ("is not a 'regex'" in msg or "ask response schema is invalid" in msg)
+            and "invalid" not in json_text(ref))
+
+
+def json_text(step: dict) -> str:
+    import json
+
+    return json.dumps(step.get("stdoutJson")) + (step.get("stderr") or "")
+
+
 ENTRIES: tuple[Entry, ...] = (
     Entry("D35", "help of a subcommand", "candidate deliberate (not in SPEC section 9)",
           "`lobster help run` prints run's help in ours (as `lobster run --help` does); the "
           "original's `help` knows only pipeline commands and answers `Unknown command: run` "
           "(exit 2). Ours is arguably better; the lead decides.", _help_of_a_subcommand),
+    Entry("D37", "a CLI flag without its value, a second graph path", "candidate deliberate (not in SPEC section 9)",
+          "`lobster run --mode`, `lobster graph --file w.lobster --format` (the flag the last "
+          "word) and `lobster graph a.lobster b.lobster`: the original leaves the flag unset "
+          "(human mode, mermaid) and graphs the first file; ours refuses them (exit 2, `run "
+          "--mode must be tool or human (got nothing)`, `graph --format requires a value`, "
+          "`graph accepts one workflow file path`), in the spirit of SPEC 9.1 and 9.20; the "
+          "lead decides.", _cli_value_refused),
+    Entry("D38", "JavaScript-only regex syntax in a schema pattern", "bug (open)",
+          "A responseSchema or `ask --schema` whose `pattern` uses syntax JavaScript's `u` "
+          "regexes read and Python's `re` does not (`\\p{L}`, `(?<name>...)`) is refused by "
+          "ours (`... is not a 'regex'`, `ask response schema is invalid`); the original "
+          "compiles and applies it. A fix translates JS regex syntax (or uses a JS-compatible "
+          "engine) both where schemas are checked and where answers are validated "
+          "(vm/core/schema.py).", _js_regex_pattern),
 )
 
 

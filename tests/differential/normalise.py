@@ -123,7 +123,7 @@ def comparable(step: dict) -> dict:
         out["stdoutJson"] = {**env, "error": error}
     if "stderr" in out:
         out["stderr"] = _stderr(out["stderr"])
-    if step.get("argv") in VERSION_ARGV and "stdout" in out:
+    if (step.get("argv") or [None])[:1] in VERSION_ARGV and "stdout" in out:  # words after it are ignored
         out["stdout"] = "<version>\n"
     if step.get("argv", [None])[:1] == ["doctor"] and isinstance(env, dict):
         out["stdoutJson"] = {**env, "output": [{**o, "version": "<version>"} if isinstance(o, dict) and "version" in o

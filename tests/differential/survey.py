@@ -15,15 +15,17 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 
 from .compare import reference_command, run_both
-from . import edges, generators
+from . import edges, gen_more, generators
 
 
 def main(argv: list[str]) -> int:
     count = int(argv[0]) if argv else 100
     out = Path(argv[1] if len(argv) > 1 else "/tmp/lobster-diff-survey")
     which = argv[2] if len(argv) > 2 else "all"
-    named = {"all": generators.any_case, "areas": generators.area_cases, "edges": edges.edge_cases}
-    strategy = named[which] if which in named else edges.EDGES[which.split(":", 1)[1]]
+    named = {"all": generators.any_case, "areas": generators.area_cases, "edges": edges.edge_cases,
+             "more": gen_more.more_cases}
+    group, _, one_area = which.partition(":")
+    strategy = named[which] if which in named else (gen_more.MORE if group == "more" else edges.EDGES)[one_area]
     out.mkdir(parents=True, exist_ok=True)
     ref, why = reference_command()
     if ref is None:
