@@ -48,6 +48,7 @@ THIRD_PARTY = frozenset({"attr", "attrs", "msgpack",
                          "cython_runtime"})  # msgpack's compiled extension registers it
 HELP_THIRD_PARTY: frozenset[str] = frozenset()  # help is text: not even attrs
 HELP_NEVER_STDLIB = frozenset({"typing", "json", "signal", "subprocess"})
+CHILD_ONLY_STDLIB = frozenset({"subprocess", "selectors"})  # loaded when a child is started
 NEVER = frozenset({
     "lark", "jsonschema", "psycopg", "psycopg_pool", "mcp", "anyio", "httpx", "requests",
     "http", "urllib.request", "email", "ssl", "asyncio", "importlib.metadata",
@@ -127,9 +128,11 @@ def test_a_halt_and_its_resume_stay_in_their_budget(cli):
     token = json.loads(out)["requiresApproval"]["resumeToken"]
     assert over_budget(modules, RUN_PATH, THIRD_PARTY) == []
     assert "vm.service.protocol.park" in modules  # (so HALT_ONLY names what a halt loads)
+    assert "subprocess" in modules  # (its exec ran a child)
     out, modules = loaded(cli, "resume", "--token", token, "--approve", "yes")
     assert json.loads(out)["status"] == "ok"
     assert over_budget(modules, RUN_PATH, THIRD_PARTY) == []
+    assert sorted(modules & CHILD_ONLY_STDLIB) == []  # no step after the gate starts a child
 
 
 RECORDS_DRIVER = """\

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import errno
 import os
-import selectors
-import subprocess
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vm.core.codes import TIMED_OUT
 from vm.core.records import frozen
 from vm.host.children import Child, Scope, kill_child, release_child, spawn_child
+
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = [
     "Cancelled",
@@ -131,6 +132,8 @@ def _spawn(
     argv: list[str], *, stdin_pipe: bool, cwd: str, env: Mapping[str, str], shell: bool,
     marker: int | None = None,
 ) -> subprocess.Popen[bytes]:
+    import subprocess  # here: a run that starts no child (a resume, say) never loads it
+
     try:
         return subprocess.Popen(
             argv,
@@ -292,6 +295,8 @@ def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
 def _wait(proc: subprocess.Popen[bytes], child: Child, deadline: float | None) -> int:
     if deadline is None:
         return proc.wait()
+    import subprocess
+
     try:
         return proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
@@ -321,6 +326,8 @@ def _communicate(
 
     exit_fd = _pidfd(proc.pid)  # readable once the child has exited (Linux); else polled
     exited_at: float | None = None  # when the child itself was seen to have exited
+
+    import selectors
 
     with selectors.DefaultSelector() as sel:
         for fd in (out_fd, err_fd):
