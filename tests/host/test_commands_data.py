@@ -551,13 +551,16 @@ def test_what_follows_an_unwrap_of_an_absent_field(stages, expected, ctx):
     assert _rendered(stages, [{"name": 1}, True, {"name": None}, {}], ctx) == expected
 
 
-def test_a_lone_undefined_item_is_stored_as_null(ctx):
-    """The original writes the text `undefined` (no JSON); null is what diff.last reads it as."""
+def test_a_lone_undefined_item_is_stored_as_the_text_undefined(ctx):
+    """As the original stores it (no JSON text): state.get refuses it as JSON.parse does, and
+    diff.last reads it as nothing stored."""
     assert state_cmds.state_set(Args(positionals=("k",)), [js.UNDEFINED], ctx) == [js.UNDEFINED]
-    assert state_cmds.state_get(Args(positionals=("k",)), [], ctx) == [None]
-    got = state_cmds.diff_last(Args(positionals=("k",)), [js.UNDEFINED], ctx)
-    assert got == [{"kind": "diff.last", "key": "k", "changed": True, "before": None,
-                    "after": js.UNDEFINED}]
+    with pytest.raises(CommandError, match=r"""Unexpected token 'u', "undefined\n" is not"""):
+        state_cmds.state_get(Args(positionals=("k",)), [], ctx)
+    for _ in range(2):
+        got = state_cmds.diff_last(Args(positionals=("k",)), [js.UNDEFINED], ctx)
+        assert got == [{"kind": "diff.last", "key": "k", "changed": True, "before": None,
+                        "after": js.UNDEFINED}]
 
 
 @pytest.mark.parametrize("items, expected", [

@@ -23,18 +23,11 @@ def state_get(args: Args, items: list, ctx: Context) -> list:
         raise CommandError(str(exc)) from None
 
 
-def _storable(value):
-    """A lone undefined item (`map --unwrap` of an absent field) stored as null. The original
-    writes the text `undefined`, which a later `state.get` cannot parse; diff.last reads both
-    as null."""
-    return None if value is js.UNDEFINED else value
-
-
 def state_set(args: Args, items: list, ctx: Context) -> list:
     key = args.positionals[0]
     value = _single_or_all(items)
     try:
-        _store(ctx).set_value(key, _storable(value))
+        _store(ctx).set_value(key, value)
     except StoreError as exc:
         raise CommandError(str(exc)) from None
     return [value]
@@ -63,7 +56,7 @@ def diff_last(args: Args, items: list, ctx: Context) -> list:
     store = _store(ctx)
     try:
         before = store.get_value(key)
-        store.set_value(key, _storable(after))
+        store.set_value(key, after)
     except StoreError as exc:
         raise CommandError(str(exc)) from None
     changed = _key_sorted(before) != _key_sorted(after)

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from vm.core import json_write
+from vm.core import js, json_write
 from vm.core.digest import equal, hmac_sha256
 from vm.core.patterns import compiled
 
@@ -92,8 +92,13 @@ def value_name(key: str) -> str:
 
 def value_json(value: Any) -> str:
     """A `state.*` value as stored: pretty JSON (an undefined property left out, as
-    JSON.stringify leaves it). A lone surrogate (a child may print one) is kept as its JSON
-    escape, so the text is always valid UTF-8 and reads back the same."""
+    JSON.stringify leaves it). A lone undefined (`map --unwrap` of an absent field) has no
+    JSON text: it is stored as the original stores it, the text `undefined`, which a later
+    `state.get` refuses as JSON.parse does and `diff.last` reads as nothing stored. A lone
+    surrogate (a child may print one) is kept as its JSON escape, so the text is always valid
+    UTF-8 and reads back the same."""
+    if value is js.UNDEFINED:
+        return "undefined\n"
     try:
         text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
     except TypeError:  # undefined somewhere (`pick` of a field an item lacks)
