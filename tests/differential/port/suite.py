@@ -632,7 +632,9 @@ port(F, "parsePipeline keeps single-quoted args literal", plan("openclaw.invoke 
 port(F, "parsePipeline preserves escaped apostrophes in single-quoted args",
      plan("openclaw.invoke --args-json '{\"prompt\":\"don\\'t\"}'"))
 port(F, "parsePipeline parses inline --key=value arguments", plan("sort --key=name | head --n=10"))
-port(F, "parsePipeline keeps an empty inline --key= value as an empty string", plan("template --text="))
+# (with text to render: a bare `template --text=` is refused before running, A10)
+port(F, "parsePipeline keeps an empty inline --key= value as an empty string", plan("template --text= hi"),
+     plan("approve --prompt="))
 port(F, "parsePipeline treats a trailing --flag as a boolean true", plan("sort --desc"))
 port(F, "parsePipeline treats --flag followed by another --flag as boolean", plan("sort --desc --key name"))
 port(F, "parsePipeline keeps the command after exec --json", plan("exec --json cat rows.json"),

@@ -73,13 +73,20 @@ def _ask_check(args: Args) -> str | None:
 
 
 def _template_requires(args: Args) -> str | None:
-    if isinstance(args.get("text"), str) or isinstance(args.get("file"), str) or args.positionals:
+    """As the run decides: an empty `--text ''`, `--file ''` or positional `''` is none."""
+    def given(name: str) -> bool:
+        return isinstance(args.get(name), str) and args.get(name) != ""
+
+    if given("text") or given("file") or " ".join(args.positionals):
         return None
     return "template requires --text or --file (or positional text)"
 
 
 def _diff_requires(args: Args) -> str | None:
-    if isinstance(args.get("key"), str) or args.positionals:
+    key = args.get("key")
+    if key is None and args.positionals:
+        key = args.positionals[0]
+    if isinstance(key, str) and key != "":  # `--key ''` is no key, as in the original
         return None
     return "diff.last requires --key"
 
