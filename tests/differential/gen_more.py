@@ -270,5 +270,60 @@ def data(draw) -> dict:
     return _pipe(f"{text} | {stage}{more}", "data", draw(MODES), files)
 
 
-MORE = {"flags": flags(), "templates": templates(), "cli": cli(), "wf_fields": wf_fields(), "data": data()}
+# 6. the commands that call an external CLI (openclaw, gog) and email.triage -------------------------
+# A fake CLI that answers with its argv as JSON (or FAKE_OUT, or fails when FAKE_FAIL is set).
+ARGV_JSON = ("#!/usr/bin/node\nconst e = process.env;\n"
+             "if (e.FAKE_FAIL) { process.stderr.write('fake failure\\n'); process.exit(3); }\n"
+             "if (e.FAKE_OUT !== undefined) { process.stdout.write(e.FAKE_OUT); process.exit(0); }\n"
+             "process.stdout.write(JSON.stringify({threads: [{argv: process.argv.slice(2)}]}) + '\\n');\n")
+EMAILS = [{"id": "m1", "from": "Ann <ann@x.io>", "subject": "Lunch?", "snippet": "are you free", "labels": ["INBOX"]},
+          {"messageId": "m2", "sender": "no-reply@svc.com", "subject": "Receipt", "date": "2024-01-02"},
+          {"id": "m3", "from": "bob@y.org", "subject": "URGENT: deploy", "snippet": "asap", "thread_id": "t3"},
+          {"id": "", "subject": "ünï"}, {}]
+AGENT_FLAGS = ("--agent ops", "--agent ''", "--agent=ops", "--session-key k1", "--sessionKey k2", "--session-id=s1",
+               "--model m1", "--thinking high", "--timeout 0", "--timeout -1", "--timeout 1.5", "--timeout 1e1",
+               "--timeout abc", "--timeout ''", "--local", "--local=true", "--prompt ''", "--message hi", "words here",
+               "--prompt 'say \"q\"'", "--agent ops --agent dev")
+GOG_FLAGS = ("", "--query 'from:ann'", "--query=is:unread", "--max 0", "--max -1", "--max 1.5", "--max abc", "--limit 5",
+             "--max 2 --limit 9", "--query ''", "--max 1e1")
+FAKE_OUTS = (None, None, None, '{"a":1}', "[1,2]", "", "null", "not json", '[{"threads":[{"id":1}]},{"id":2}]',
+             '{"threads":"x"}', '{"threads":[]}', "  {\"k\": \"v\"}  ")
+
+
+@st.composite
+def externals(draw) -> dict:
+    kind = draw(st.sampled_from(("agent", "agent", "search", "search", "send", "triage", "triage")))
+    env = {"LOBSTER_OPENCLAW_BIN": "<workdir>/bin/openclaw", "GOG_BIN": "<workdir>/bin/gog"}
+    out = draw(st.sampled_from(FAKE_OUTS))
+    if out is not None:
+        env["FAKE_OUT"] = out
+    if draw(st.integers(0, 6)) == 0:
+        env["FAKE_FAIL"] = "1"
+    src, files = _src(draw(st.sampled_from(([], [{"a": 1}], ["x", 2], EMAILS[:2]))))
+    files.update({"bin/openclaw": ARGV_JSON, "bin/gog": ARGV_JSON})
+    if kind == "agent":
+        flags_ = " ".join(draw(st.lists(st.sampled_from(AGENT_FLAGS), min_size=1, max_size=3)))
+        text = draw(st.sampled_from(("", src + " | "))) + "openclaw.agent " + flags_
+    elif kind == "search":
+        text = "gog.gmail.search " + draw(st.sampled_from(GOG_FLAGS)) + draw(st.sampled_from(("", " | pick argv", " | json")))
+    elif kind == "send":
+        drafts = draw(st.sampled_from(([{"to": "a@x.io", "subject": "S", "body": "B"}], [{"to": " ", "subject": "s"}],
+                                       [{"to": "b@y", "body": "ünï\nline"}, "str"], [], [{"to": 5, "subject": None}])))
+        src, more = _src(drafts)
+        files.update(more)
+        text = src + " | gog.gmail.send" + draw(st.sampled_from(("", " --dry-run", " --dryRun", " --dry-run=false",
+                                                                   " --dryRun false", " --dry-run 1")))
+    else:
+        src, more = _src(draw(st.sampled_from((EMAILS, EMAILS[:1], [], [1, "s", None]))))
+        files.update(more)
+        text = src + " | email.triage" + draw(st.sampled_from((
+            "", " --limit 0", " --limit -1", " --limit 1.5", " --limit abc", " --limit 1e1", " --limit 2",
+            " --emit drafts", " --emit summary", " --emit ' '", " --emit=report", " --llm", " --llm --emit drafts")))
+        if draw(st.booleans()):
+            text += " | json"
+    return _pipe(text, "externals", draw(MODES), files, env=env)
+
+
+MORE = {"flags": flags(), "templates": templates(), "cli": cli(), "wf_fields": wf_fields(), "data": data(),
+        "externals": externals()}
 more_cases = st.one_of(*MORE.values())

@@ -4,6 +4,7 @@ xfail(strict) case; generated runs tolerate a match, so only a new divergence fa
 from __future__ import annotations
 
 from .allowlist import Entry
+from .normalise import comparable
 
 SUBCOMMANDS = ("run", "resume", "tool", "mcp", "pending", "cancel", "history", "gc", "key",
                "migrate", "graph", "doctor", "completion", "version", "help")
@@ -47,6 +48,51 @@ def json_text(step: dict) -> str:
     return json.dumps(step.get("stdoutJson")) + (step.get("stderr") or "")
 
 
+CLI_ARGV_HEADS = ("gmail", "agent", "pr")
+
+
+def _argv_shape(words: list, ours: bool):
+    """An external CLI's argv as (positionals, sorted (flag, value) pairs): ours glues a value
+    to its flag (`--max=20`) and puts positionals after `--`; the original passes `--max 20`
+    and the positional in place."""
+    positional, flags, k, rest = [], [], 0, False
+    while k < len(words):
+        w = words[k]
+        if rest or not w.startswith("--"):
+            positional.append(w)
+        elif ours and w == "--":
+            rest = True
+        elif ours and "=" in w:
+            flags.append(tuple(w.split("=", 1)))
+        elif not ours and k + 1 < len(words) and not words[k + 1].startswith("--"):
+            flags.append((w, words[k + 1]))
+            k += 1
+        else:
+            flags.append((w, True))
+        k += 1
+    return {"positional": positional, "flags": sorted(flags, key=str)}
+
+
+def _with_argv_shapes(value, ours: bool):
+    if isinstance(value, list) and value and all(isinstance(w, str) for w in value) \
+            and value[0] in CLI_ARGV_HEADS:
+        return _argv_shape(value, ours)
+    if isinstance(value, list):
+        return [_with_argv_shapes(v, ours) for v in value]
+    if isinstance(value, dict):
+        return {k: _with_argv_shapes(v, ours) for k, v in value.items()}
+    return value
+
+
+def _values_never_flags(case, i, ref, ours) -> bool:
+    """A fake external CLI echoed its argv: the same words, ours with each value glued to its
+    flag or after `--`."""
+    a, b = comparable(ref), comparable(ours)
+    if a == b or "stdoutJson" not in a:
+        return False
+    return _with_argv_shapes(a, False) == _with_argv_shapes(b, True)
+
+
 ENTRIES: tuple[Entry, ...] = (
     Entry("D35", "help of a subcommand", "candidate deliberate (not in SPEC section 9)",
           "`lobster help run` prints run's help in ours (as `lobster run --help` does); the "
@@ -66,6 +112,13 @@ ENTRIES: tuple[Entry, ...] = (
           "compiles and applies it. A fix translates JS regex syntax (or uses a JS-compatible "
           "engine) both where schemas are checked and where answers are validated "
           "(vm/core/schema.py).", _js_regex_pattern),
+    Entry("D39", "external CLIs get values, never flags", "candidate deliberate (docs/differences.md "
+          "'Also ours', not in SPEC section 9)",
+          "ours passes `gog gmail search --json --max=20 -- QUERY`, `gog gmail send --to=A ...`, "
+          "`openclaw agent --json --message=M --agent=A`; the original passes each value as a word "
+          "of its own, so a value starting with `-` is read as a flag. The same words otherwise. "
+          "docs/differences.md describes it as deliberate (safety); SPEC section 9 does not list "
+          "it: the lead decides.", _values_never_flags),
 )
 
 
