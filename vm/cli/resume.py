@@ -37,13 +37,25 @@ def cmd_resume(argv: list[str]) -> int:
     return exit_code(envelope)
 
 
+CANCEL_WORDS = {"1": True, "true": True, "yes": True, "y": True,
+                "0": False, "false": False, "no": False, "n": False}
+
+
 def _resume(values: dict) -> dict:
+    # --cancel's value is read first, as the original reads it while it parses the words:
+    # `--cancel false` (0, no, n) is no cancel, and no answer either
+    cancel = False
+    if "cancel" in values:
+        cancel = CANCEL_WORDS.get(values["cancel"].strip().lower())
+        if cancel is None:
+            raise RequestError("resume --cancel must be true or false")
     token, approval_id = values.get("token"), values.get("id")
     if not token and not approval_id:
         raise RequestError("resume requires --token or --id")
     approve = values.get("approve") or None  # '' is no decision
-    chosen = [k for k in ("approve", "response-json", "cancel")
-              if (values.get(k) if k != "approve" else approve) is not None]
+    chosen = [k for k, given in (("approve", approve is not None),
+                                 ("response-json", values.get("response-json") is not None),
+                                 ("cancel", cancel)) if given]
     if len(chosen) > 1:
         raise RequestError("resume accepts only one of --approve, --response-json, or --cancel")
     if not chosen:
@@ -57,11 +69,6 @@ def _resume(values: dict) -> dict:
         decision = Decision(response=parse_response_json(
             values["response-json"], "resume --response-json"), has_response=True)
     else:
-        cancel = values["cancel"].strip().lower()
-        if cancel not in ("true", "false"):
-            raise RequestError("resume --cancel must be true or false")
-        if cancel == "false":
-            raise RequestError(NO_DECISION)
         decision = Decision(cancel=True)
     on_event, _ = listener(values.get("events"), "resume", human=False)
     options = Options(mode="tool", log=sys.stderr.write,
