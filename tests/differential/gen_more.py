@@ -324,6 +324,86 @@ def externals(draw) -> dict:
     return _pipe(text, "externals", draw(MODES), files, env=env)
 
 
+# 7. resume arguments after a real halt ----------------------------------------------------------------
+APPROVE_WORDS = ("yes", "no", "YES", "No", "y", "n", "true", "false", "1", "0", "approve", "reject", " yes", "")
+RESPONSES = ('{"count": 2}', '  {"count": 2}  ', '{"count": 2, "count": 3}', '{"count": 1e0}', '{"count": 2.0}',
+             '{"count": 1e400}', '{"count": -0}', '"ünï"', '"\\u00e9"', '[]', '{}', 'null', 'true', '"ok"',
+             '{"env": "prod"}', '{"env": "prod", "__proto__": 1}', '{"decision": "approve", "feedback": "ünï"}',
+             '[[[[[[1]]]]]]', '{"count": "2"}', "'single'", "{count: 2}", '{"count": 2}x', '{"count": 2} ')
+EXTRA = ([], [], ["--cancel", "false"], ["--cancel=false"], ["--cancel=true"], ["--cancel", "true"], ["--cancel", "no"],
+         ["--cancel=1"], ["--cancel", "--approve", "yes"], ["--approve", "yes"], ["--response-json", "1"])
+
+
+@st.composite
+def resumes(draw) -> dict:
+    gate = draw(st.sampled_from(("approve --prompt ok", "ask --prompt n", "ask --schema " + sq(json.dumps(
+        {"type": "object", "properties": {"count": {"type": "integer"}}})), "ask --schema " + sq(json.dumps(
+            {"type": "string"})), "approve --preview-from-stdin --limit 1")))
+    where = draw(st.sampled_from(("pipeline", "workflow", "step_input", "step_approval")))
+    steps = [RUN]
+    for _ in range(draw(st.integers(1, 2))):
+        step: dict = {"action": "resume", "extraArgv": list(draw(st.sampled_from(EXTRA)))}
+        kind = draw(st.sampled_from(("approve", "response", "none", "cancel")))
+        if kind == "approve":
+            step["approveRaw"] = draw(st.sampled_from(APPROVE_WORDS))
+        elif kind == "response":
+            step["responseJsonRaw"] = draw(st.sampled_from(RESPONSES))
+        elif kind == "cancel":
+            step["cancel"] = True
+        if draw(st.integers(0, 4)) == 0:
+            step["approvalId"] = True
+        steps.append(step)
+    if where == "pipeline":
+        return _pipe("exec --json --shell 'echo [{\"a\":1}]' | " + gate + " | json", "resumes", "tool", steps=steps)
+    if where == "workflow":
+        doc = {"steps": [{"id": "p", "pipeline": "exec --json --shell 'echo [1]' | " + gate}, {"id": "c", "run": "echo done"}]}
+    elif where == "step_input":
+        doc = {"steps": [{"id": "q", "input": {"prompt": "n?", "responseSchema": draw(st.sampled_from((
+            {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}, {"type": "string"},
+            {"enum": ["prod", {"env": "prod"}]}, {})))}}, {"id": "c", "run": "cat", "stdin": "$q.json"}]}
+    else:
+        doc = {"steps": [{"id": "a", "run": "echo '[1]'"}, {"id": "g", "approval": "ok?", "stdin": "$a.json"},
+                         {"id": "c", "run": "echo \"$g.approved\"", "when": "$g.approved"}]}
+    return _wf(doc, "resumes", "tool", steps=steps)
+
+
+# 8. workflow args of every JSON type, where `${x}` lands ----------------------------------------------
+ARG_VALUES = ("s", "", "ünï", "a b", "it's", 'q"t', "$HOME", "${other}", "a\nb", 0, -1, 1.5, 1e21, True, False, None,
+              [], [1, "a"], {}, {"k": "v"}, "x" * 200)
+
+
+@st.composite
+def args(draw) -> dict:
+    place = draw(st.sampled_from(("run", "env", "stdin", "pipeline", "when", "for_each", "workflow_args", "approval")))
+    x = "${x}"
+    step: dict
+    if place == "run":
+        step = {"id": "b", "run": f"printf '[%s]' \"{x}\""}
+    elif place == "env":
+        step = {"id": "b", "run": "printf '[%s]' \"$V\"", "env": {"V": x}}
+    elif place == "stdin":
+        step = {"id": "b", "run": "cat", "stdin": x}
+    elif place == "pipeline":
+        step = {"id": "b", "pipeline": f"exec --json --shell 'echo [1]' | template --text '<{x}>'"}
+    elif place == "when":
+        step = {"id": "b", "run": "echo ran", "when": draw(st.sampled_from((x, f"{x} == 1", f"'{x}' == s", f"!{x}")))}
+    elif place == "for_each":
+        step = {"id": "b", "for_each": x, "steps": [{"id": "i", "run": "echo \"$item.json\""}]}
+    elif place == "workflow_args":
+        step = {"id": "b", "workflow": "sub.lobster", "workflow_args": {"y": x}}
+    else:
+        step = {"id": "b", "approval": {"prompt": f"ok {x}?"}}
+    doc: dict = {"args": {"x": draw(st.sampled_from(({}, {"default": "d"}, {"default": 5})))}, "steps": [step]}
+    if draw(st.booleans()):
+        doc["args"]["other"] = {"default": "o"}
+    files = {"sub.lobster": "args:\n  y: {}\nsteps:\n  - id: s\n    run: printf '%s' \"${y}\"\n"}
+    case = _wf(doc, "args", draw(MODES), files)
+    value = draw(st.sampled_from(ARG_VALUES + ("ABSENT",)))
+    if value != "ABSENT":
+        case["args"] = {"x": value}
+    return case
+
+
 MORE = {"flags": flags(), "templates": templates(), "cli": cli(), "wf_fields": wf_fields(), "data": data(),
-        "externals": externals()}
+        "externals": externals(), "resumes": resumes(), "args": args()}
 more_cases = st.one_of(*MORE.values())

@@ -3,6 +3,8 @@ xfail(strict) case; generated runs tolerate a match, so only a new divergence fa
 
 from __future__ import annotations
 
+import json
+
 from .allowlist import Entry
 from .normalise import comparable
 
@@ -43,8 +45,6 @@ def _js_regex_pattern(case, i, ref, ours) -> bool:
 
 
 def json_text(step: dict) -> str:
-    import json
-
     return json.dumps(step.get("stdoutJson")) + (step.get("stderr") or "")
 
 
@@ -93,6 +93,27 @@ def _values_never_flags(case, i, ref, ours) -> bool:
     return _with_argv_shapes(a, False) == _with_argv_shapes(b, True)
 
 
+def _approve_true_false(case, i, ref, ours) -> bool:
+    """`lobster resume --approve true|false`: the original refuses the word (`resume --approve
+    must be yes or no`); ours takes it as yes/no and answers as for that decision."""
+    argv = ours.get("argv") or []
+    words = [argv[k + 1].strip().lower() for k, w in enumerate(argv[:-1]) if w in ("--approve", "--decision")]
+    words += [w.split("=", 1)[1].strip().lower() for w in argv if w.startswith(("--approve=", "--decision="))]
+    env = ref.get("stdoutJson")
+    said = env.get("error", {}).get("message") if isinstance(env, dict) else None
+    return (argv[:1] == ["resume"] and any(w in ("true", "false") for w in words)
+            and said == "resume --approve must be yes or no")
+
+
+def _args_after_split(case, i, ref, ours) -> bool:
+    """A workflow `pipeline:` step whose `${arg}` value holds a quote (or a `|`): the original
+    pastes the value into the text before splitting it and fails to parse it; ours substitutes
+    inside each word after the split and runs."""
+    text = json_text(ref)
+    return ("pipeline parse failed: " in text and "${" in json.dumps(case.get("files", {}))
+            and ours.get("exitCode") == 0)
+
+
 ENTRIES: tuple[Entry, ...] = (
     Entry("D35", "help of a subcommand", "candidate deliberate (not in SPEC section 9)",
           "`lobster help run` prints run's help in ours (as `lobster run --help` does); the "
@@ -119,6 +140,19 @@ ENTRIES: tuple[Entry, ...] = (
           "of its own, so a value starting with `-` is read as a flag. The same words otherwise. "
           "docs/differences.md describes it as deliberate (safety); SPEC section 9 does not list "
           "it: the lead decides.", _values_never_flags),
+    Entry("D40", "resume --approve true|false", "candidate deliberate (docs/differences.md 'Also ours', "
+          "not in SPEC section 9)",
+          "`lobster resume --approve true` (or false) is a decision in ours (as yes/no), so the "
+          "resume goes on to its next check or answers; the original refuses the word: `resume "
+          "--approve must be yes or no` (parse_error, exit 2). docs/differences.md lists it as "
+          "ours; SPEC section 9 does not: the lead decides.", _approve_true_false),
+    Entry("D41", "${arg} in a pipeline: step is substituted after the split", "candidate deliberate "
+          "(docs/differences.md, not in SPEC section 9)",
+          "`pipeline: template --text '<${x}>'` with x = `it's`: the original pastes the value "
+          "into the text, then splits it (`Workflow step b pipeline parse failed: Unclosed "
+          "quote`); ours substitutes inside each word after the split, so a value never adds a "
+          "quote, stage or flag, and the step runs (`<it's>`). docs/differences.md states ours; "
+          "SPEC section 9 does not list it: the lead decides.", _args_after_split),
 )
 
 
