@@ -41,10 +41,49 @@ _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
 _SCHEMA_MAPS = ("definitions", "properties", "patternProperties")
 
 
+@lru_cache(maxsize=1)
 def _validator_class():
-    from jsonschema import Draft7Validator
+    """draft-07 with its regexes read as Ajv reads them: JavaScript's, `u` mode
+    (vm.core.js_regex), in `pattern`, `patternProperties` and what those leave to
+    `additionalProperties`."""
+    from jsonschema import Draft7Validator, ValidationError, validators
 
-    return Draft7Validator
+    from vm.core import js_regex
+
+    def pattern(validator, source, instance, schema):
+        if validator.is_type(instance, "string") and not js_regex.test(source, instance):
+            yield ValidationError(f"{instance!r} does not match {source!r}")
+
+    def pattern_properties(validator, patterns, instance, schema):
+        if validator.is_type(instance, "object"):
+            for source, subschema in patterns.items():
+                for key, value in instance.items():
+                    if js_regex.test(source, key):
+                        yield from validator.descend(value, subschema, path=key,
+                                                     schema_path=source)
+
+    def additional_properties(validator, extra, instance, schema):
+        if not validator.is_type(instance, "object"):
+            return
+        extras = _additional(instance, schema)
+        if validator.is_type(extra, "object"):
+            for key in extras:
+                yield from validator.descend(instance[key], extra, path=key)
+        elif not extra and extras:
+            yield ValidationError(f"additional properties: {', '.join(map(repr, extras))}")
+
+    return validators.extend(Draft7Validator, {
+        "pattern": pattern, "patternProperties": pattern_properties,
+        "additionalProperties": additional_properties})
+
+
+def _additional(instance: dict, schema: dict) -> list:
+    """The keys of `instance` that neither `properties` nor `patternProperties` name."""
+    from vm.core import js_regex
+
+    named, patterns = schema.get("properties") or {}, schema.get("patternProperties") or {}
+    return [k for k in instance if k not in named
+            and not any(js_regex.test(p, k) for p in patterns)]
 
 
 def ignored_keywords(schema: Any, pointer: str = "") -> list[tuple[str, str]]:
@@ -85,14 +124,16 @@ def _meta_validator():
     meta = copy.deepcopy(cls.META_SCHEMA)
     meta["$id"] = "urn:lobster:ajv-draft-07"  # its `$ref: "#"` then resolves to this copy
     meta["properties"]["enum"] = {**meta["properties"]["enum"], "minItems": 1, "uniqueItems": True}
-    return cls(meta, format_checker=cls.FORMAT_CHECKER)
+    checker = copy.copy(cls.FORMAT_CHECKER)  # regexes are Ajv's, checked by _regex_fault
+    checker.checkers = {k: v for k, v in checker.checkers.items() if k != "regex"}
+    return cls(meta, format_checker=checker)
 
 
 def schema_fault(schema: Any) -> Any:
     """None if `schema` is a valid JSON Schema of the dialect, else the validator's first
     complaint about it (a jsonschema error: `message`, `json_path`, `absolute_path`)."""
     fault = next(iter(_meta_validator().iter_errors(schema)), None)
-    return fault if fault is not None else _unresolved_ref(schema)
+    return fault or _unresolved_ref(schema) or _regex_fault(schema, schema)
 
 
 class RefFault:
@@ -133,6 +174,90 @@ def _unresolved_ref(schema: Any) -> RefFault | None:
         except Unresolvable:
             return RefFault(ref, path)
     return None
+
+
+class RegexFault:
+    """A regex `new RegExp(p, "u")` refuses, in V8's words (what Ajv's compile throws), or
+    one JavaScript reads that ours cannot apply: shaped as a jsonschema error."""
+
+    def __init__(self, message: str, path: tuple) -> None:
+        self.message, self.absolute_path, self.json_path = message, path, "$"
+
+
+# keywords that constrain nothing (a schema of only these is always valid to Ajv)
+_ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "title", "description", "default",
+                          "readOnly", "writeOnly", "examples", "definitions",
+                          "contentMediaType", "contentEncoding"})
+
+
+def _always_valid(schema: Any) -> bool:
+    return schema is True or (isinstance(schema, dict)
+                              and all(k in _ANNOTATIONS or k not in KEYWORDS for k in schema))
+
+
+def _regex_fault(schema: Any, root: Any, path: tuple = (), seen: frozenset = frozenset()):
+    """The first regex Ajv would fail to compile, walking the schema as its compile does: in
+    evaluation order, `definitions` only through a `$ref`, `then`/`else` only with an `if`,
+    `patternProperties` keys only when a pattern's schema or `additionalProperties`
+    constrains something. None when every regex compiles."""
+    if not isinstance(schema, dict):
+        return None
+    from vm.core import js_regex
+
+    def compiles(source: str, at: tuple):
+        try:
+            js_regex.compiled(source)
+        except (js_regex.JsRegexSyntaxError, js_regex.JsRegexUnsupported) as exc:
+            return RegexFault(str(exc), at)
+        return None
+
+    patterns = schema.get("patternProperties")
+    patterns = patterns if isinstance(patterns, dict) else {}
+    keys_compiled = "additionalProperties" in schema and not _always_valid(
+        schema["additionalProperties"]) or not all(map(_always_valid, patterns.values()))
+    for key in sorted((k for k in schema if k in _RANK), key=_RANK.__getitem__):
+        value, at = schema[key], (*path, key)
+        subs: list = []
+        if key == "$ref" and isinstance(value, str) and value.startswith("#") \
+                and value not in seen:
+            pointer = tuple(p.replace("~1", "/").replace("~0", "~")
+                            for p in value[1:].split("/")[1:])
+            target = _pointer_target(root, pointer)
+            subs = [(target, pointer)] if isinstance(target, dict) else []
+            seen = seen | {value}
+        elif key == "pattern" and isinstance(value, str):
+            subs = [(None, compiles(value, at))]
+        elif key == "patternProperties":
+            for name, sub in patterns.items():
+                subs += [(None, keys_compiled and compiles(name, (*at, name))),
+                         (sub, (*at, name))]
+        elif key in ("properties", "dependencies") and isinstance(value, dict):
+            subs = [(sub, (*at, name)) for name, sub in value.items()]
+        elif key in ("allOf", "anyOf", "oneOf", "items") and isinstance(value, list):
+            subs = [(sub, (*at, index)) for index, sub in enumerate(value)]
+        elif key in ("additionalProperties", "items", "not", "if", "contains", "propertyNames",
+                     "additionalItems") or key in ("then", "else") and "if" in schema:
+            if key == "additionalProperties" and keys_compiled:
+                subs = [(None, compiles(name, (*path, "patternProperties", name)))
+                        for name in patterns]
+            subs.append((value, at))
+        for sub, where in subs:
+            fault = where if sub is None else _regex_fault(sub, root, where, seen)
+            if fault:
+                return fault
+    return None
+
+
+def _pointer_target(root: Any, pointer: tuple) -> Any:
+    node = root
+    for part in pointer:
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
 
 
 def schema_error(schema: Any) -> str | None:
@@ -223,13 +348,7 @@ def _extra_properties(error) -> int:
     property on its own, jsonschema all of them in one error."""
     if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
         return 1
-    import re
-
-    schema = error.schema
-    patterns = [re.compile(p) for p in schema.get("patternProperties") or {}]
-    extra = [k for k in error.instance if k not in (schema.get("properties") or {})
-             and not any(p.search(k) for p in patterns)]
-    return max(1, len(extra))
+    return max(1, len(_additional(error.instance, error.schema)))
 
 
 def _names_property(error) -> bool:
