@@ -34,16 +34,6 @@ def _cli_value_refused(case, i, ref, ours) -> bool:
             or (argv[0] == "graph" and said.startswith("graph accepts one workflow file path")))
 
 
-def _js_regex_pattern(case, i, ref, ours) -> bool:
-    """A `pattern` JavaScript reads (`\\p{L}`, `(?<n>...)`) that Python's `re` does not: the
-    original compiles and applies it; ours refuses the schema."""
-    env = ours.get("stdoutJson")
-    msg = env.get("error", {}).get("message", "") if isinstance(env, dict) else ours.get("stderr") or ""
-    return (ours.get("exitCode") != ref.get("exitCode")
-            and ("is not a 'regex'" in msg or "ask response schema is invalid" in msg)
-            and "invalid" not in json_text(ref))
-
-
 def json_text(step: dict) -> str:
     return json.dumps(step.get("stdoutJson")) + (step.get("stderr") or "")
 
@@ -126,13 +116,6 @@ ENTRIES: tuple[Entry, ...] = (
           "--mode must be tool or human (got nothing)`, `graph --format requires a value`, "
           "`graph accepts one workflow file path`), in the spirit of SPEC 9.1 and 9.20; the "
           "lead decides.", _cli_value_refused),
-    Entry("D38", "JavaScript-only regex syntax in a schema pattern", "bug (open)",
-          "A responseSchema or `ask --schema` whose `pattern` uses syntax JavaScript's `u` "
-          "regexes read and Python's `re` does not (`\\p{L}`, `(?<name>...)`) is refused by "
-          "ours (`... is not a 'regex'`, `ask response schema is invalid`); the original "
-          "compiles and applies it. A fix translates JS regex syntax (or uses a JS-compatible "
-          "engine) both where schemas are checked and where answers are validated "
-          "(vm/core/schema.py).", _js_regex_pattern),
     Entry("D39", "external CLIs get values, never flags", "candidate deliberate (docs/differences.md "
           "'Also ours', not in SPEC section 9)",
           "ours passes `gog gmail search --json --max=20 -- QUERY`, `gog gmail send --to=A ...`, "
