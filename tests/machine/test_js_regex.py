@@ -188,3 +188,22 @@ def test_property_sets_are_nodes_on_a_sample_of_code_points(node) -> None:
             differ = [hex(ord(c)) for c, e in zip(sample, expected)
                       if js_regex.test(pattern, c) != e]
             assert differ == [], (pattern, differ[:10])
+
+
+def test_schemas_read_their_regexes_as_javascripts() -> None:
+    """vm.core.schema: a regex new RegExp refuses makes the schema invalid in V8's words; an
+    answer is held to JavaScript's reading; a schema stored before is refused, not a crash."""
+    from vm.core.schema import all_errors, first_error, schema_error
+
+    assert schema_error({"type": "string", "pattern": "^\\p{L}+$"}) is None
+    assert schema_error({"pattern": "\\a"}) == "Invalid regular expression: /\\a/u: Invalid escape"
+    assert schema_error({"patternProperties": {"\\a": {}}}) is None  # never compiled by Ajv
+    assert schema_error({"patternProperties": {"\\a": {}}, "additionalProperties": False})
+    assert schema_error({"definitions": {"x": {"pattern": "("}}}) is None
+    assert schema_error({"definitions": {"x": {"pattern": "("}}, "$ref": "#/definitions/x"})
+    assert first_error({"pattern": "^[a-z]+$"}, "abc\n") == ("/", 'must match pattern "^[a-z]+$"')
+    assert first_error({"pattern": "^\\p{L}+$"}, "h\xe9") is None
+    assert all_errors({"patternProperties": {"^\\d$": {"type": "string"}},
+                       "additionalProperties": False}, {"\u0661": 1, "1": 2}) == [
+        ("/", "must NOT have additional properties"), ("/1", "must be string")]
+    assert first_error({"pattern": "\\a"}, "x")[1].startswith("the response schema cannot be")

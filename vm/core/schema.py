@@ -337,9 +337,12 @@ class _Unapplicable(Exception):
 def _iter_errors(schema: Any, value: Any) -> list:
     from referencing.exceptions import Unresolvable
 
+    from vm.core.js_regex import JsRegexSyntaxError, JsRegexUnsupported
+
     try:
         return list(_validator(json.dumps(schema)).iter_errors(value))
-    except Unresolvable as exc:
+    except (Unresolvable, JsRegexSyntaxError, JsRegexUnsupported) as exc:  # a regex of a
+        # schema stored before regexes were read as JavaScript's, or one ours cannot apply
         raise _Unapplicable(f"the response schema cannot be applied: {exc}") from None
 
 
