@@ -14,11 +14,11 @@ group that has not matched (or is still open, or comes later) matches the empty 
 `(?<name>...)` and `\\k<name>` take JavaScript's identifier names.
 
 `\\p{..}`/`\\P{..}` take the sets of vm.core.js_unicode (General_Category in every spelling,
-a few binary properties); the properties valid in JavaScript it does not build (Script, most
-binary ones) raise `JsRegexUnsupported`, as do a look-behind whose alternatives are not each
-of a fixed width (Python's limit) and a back reference inside a look-behind. Not reproduced:
-JavaScript clears a quantified group's captures at each iteration, Python keeps the last ones,
-so a back reference after such a group can differ.
+a few binary properties, common scripts); the properties valid in JavaScript it does not build
+(most binary ones, other scripts) raise `JsRegexUnsupported`, as do a look-behind whose
+alternatives are not each of a fixed width (Python's limit) and a back reference inside a
+look-behind. Not reproduced: JavaScript clears a quantified group's captures at each iteration,
+Python keeps the last ones, so a back reference after such a group can differ.
 """
 
 from __future__ import annotations
@@ -254,7 +254,8 @@ class _Parser:
             self.fail("Nothing to repeat")
         if c == "{":
             self.pos -= 1
-            self.fail("Nothing to repeat" if self._bounds(peek=True) else "Lone quantifier brackets")
+            self.fail("Nothing to repeat" if self._bounds(peek=True) else "Lone quantifier "
+                      "brackets")
         if c in ("}", "]"):
             self.fail("Lone quantifier brackets")
         return _char(ord(c))
