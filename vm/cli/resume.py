@@ -61,7 +61,7 @@ def _resume(values: dict) -> dict:
     if not chosen:
         raise RequestError(NO_DECISION)
     if approve is not None:
-        answer = approve.strip().lower()
+        answer = approve.lower()  # not trimmed: ' yes' is refused, as in the original
         if answer not in ("yes", "y", "no", "n", "true", "false"):
             raise RequestError("resume --approve must be yes or no")
         decision = Decision(approve=answer in ("yes", "y", "true"))
