@@ -101,3 +101,12 @@ def test_an_enum_is_non_empty_and_unique_as_ajv_holds_it():
     assert schema_error({"enum": [1, 1.0]}) is not None
     assert schema_error({"enum": [1, True]}) is None
     assert schema_error({"anyOf": [{"enum": [None]}]}) is None
+
+
+def test_infinity_is_an_integer_as_ajv_checks_one():
+    inf = float("inf")
+    assert first_error({"type": "integer"}, inf) is None
+    assert first_error({"type": "integer"}, -inf) is None
+    assert first_error({"type": "integer", "maximum": 5}, inf) == ("/", "must be <= 5")
+    assert first_error({"multipleOf": 2}, inf) == ("/", "must be multiple of 2")
+    assert first_error({"type": "integer"}, 1.5) == ("/", "must be integer")

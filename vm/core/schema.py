@@ -6,6 +6,7 @@ errors in the reference's (Ajv-style) wording. jsonschema is imported on first u
 from __future__ import annotations
 
 import json
+import math
 from functools import lru_cache
 from typing import Any
 
@@ -72,9 +73,14 @@ def _validator_class():
         elif not extra and extras:
             yield ValidationError(f"additional properties: {', '.join(map(repr, extras))}")
 
+    def is_integer(checker, instance) -> bool:  # Ajv's `!(x % 1) && !isNaN(x)`: ±Infinity too
+        return Draft7Validator.TYPE_CHECKER.is_type(instance, "integer") or (
+            isinstance(instance, float) and math.isinf(instance))
+
     return validators.extend(Draft7Validator, {
         "pattern": pattern, "patternProperties": pattern_properties,
-        "additionalProperties": additional_properties})
+        "additionalProperties": additional_properties},
+        type_checker=Draft7Validator.TYPE_CHECKER.redefine("integer", is_integer))
 
 
 def _additional(instance: dict, schema: dict) -> list:
