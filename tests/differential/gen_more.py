@@ -15,7 +15,7 @@ import json
 
 from hypothesis import strategies as st
 
-from .generators import sq, values
+from .generators import _shq, sq, values
 
 MODES = st.sampled_from(("tool", "human"))
 RUN = {"action": "run"}
@@ -404,6 +404,43 @@ def args(draw) -> dict:
     return case
 
 
+# 9. conditions: the whole grammar (or, and, comparisons, !, parentheses, literals, bare words) -------
+ATOMS = st.sampled_from(("$a.json.n", "$a.json.s", "$a.json.z", "$a.json.arr", "$a.json.obj", "$a.json.missing",
+                         "$a.json", "$a.stdout", "$a.approved", "$a.skipped", "$a.json.arr.0", "$a.json.obj.k",
+                         "1", "0", "-1", "1.5", "1e2", ".5", "'1'", '"1"', "'a b'", "'it\\'s'", "''", "true",
+                         "false", "null", "abc", "TRUE", "Null", "01", "0x1", "'ünï'"))
+OPS = st.sampled_from(("==", "!=", "<", "<=", ">", ">=", "===", "=", "<>"))
+
+
+@st.composite
+def condition(draw, depth: int = 0) -> str:
+    kind = draw(st.sampled_from(("atom", "cmp", "cmp", "not", "and", "or", "paren") if depth < 2 else ("atom", "cmp")))
+    if kind == "atom":
+        return draw(ATOMS)
+    if kind == "cmp":
+        sp = draw(st.sampled_from((" ", "", "  ")))
+        return f"{draw(ATOMS)}{sp}{draw(OPS)}{sp}{draw(ATOMS)}"
+    if kind == "not":
+        return "!" + draw(st.sampled_from(("", " "))) + draw(condition(depth + 1))
+    if kind == "paren":
+        return "(" + draw(condition(depth + 1)) + ")"
+    return f"{draw(condition(depth + 1))} {'&&' if kind == 'and' else '||'} {draw(condition(depth + 1))}"
+
+
+A_OUTPUTS = ({"n": 2, "s": "2", "z": 0, "arr": [1, 2], "obj": {"k": "v"}}, {"n": "10", "s": "9", "z": "", "arr": []},
+             {"n": None, "s": "ünï", "z": False, "obj": {}}, [1, 2], "text", 5, None)
+
+
+@st.composite
+def conditions(draw) -> dict:
+    out = draw(st.sampled_from(A_OUTPUTS))
+    doc = {"steps": [{"id": "a", "run": "printf '%s' " + _shq(json.dumps(out, ensure_ascii=False))},
+                     {"id": "b", "run": "echo ran", "when": draw(condition())},
+                     {"id": "c", "run": "echo \"$b.skipped\""}]}
+    return _wf(doc, "conditions", draw(MODES))
+
+
 MORE = {"flags": flags(), "templates": templates(), "cli": cli(), "wf_fields": wf_fields(), "data": data(),
-        "externals": externals(), "resumes": resumes(), "args": args()}
+        "externals": externals(), "resumes": resumes(), "args": args(),
+        "conditions": conditions()}
 more_cases = st.one_of(*MORE.values())
