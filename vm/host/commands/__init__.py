@@ -39,7 +39,8 @@ STDIN_MODES = ("raw", "json", "jsonl")  # exec --stdin
 
 
 def _needs_positional(message: str):
-    return lambda args: None if args.positionals else message
+    """The first positional, as the original reads `args._[0]`: an empty `''` is none."""
+    return lambda args: None if args.positionals and args.positionals[0] != "" else message
 
 
 def _needs_flag(flag: str, message: str):
