@@ -440,7 +440,25 @@ def conditions(draw) -> dict:
     return _wf(doc, "conditions", draw(MODES))
 
 
+# 10. state keys and values ---------------------------------------------------------------------------
+STATE_KEYS = ("k", "K", "a/b", "../x", "ünï", "'a b'", "x" * 120, ".", "''", "k.json", "-k", "a\\\\b", "_Demo KEY_",
+              "a:b", "%2e%2e", "k k k")
+
+
+@st.composite
+def state(draw) -> dict:
+    key, other = draw(st.sampled_from(STATE_KEYS)), draw(st.sampled_from(STATE_KEYS))
+    text, files = _src(draw(st.sampled_from(([1, 2], [], [{"a": 1}], ["ünï"], [None]))))
+    pipeline = draw(st.sampled_from((
+        f"{text} | state.set {key} | state.get {other}", f"{text} | state.set {key}", f"state.get {key}",
+        f"{text} | diff.last --key {key} | json", f"{text} | diff.last {key}", f"{text} | state.set {key} | diff.last --key {other}",
+        f"state.get {key} | state.set {other} | state.get {other}")))
+    steps = [RUN, {"action": "run", "pipeline": draw(st.sampled_from((pipeline, f"state.get {other}",
+                                                                      f"{text} | diff.last --key {other}")))}]
+    return _pipe(pipeline, "state", draw(MODES), files, steps)
+
+
 MORE = {"flags": flags(), "templates": templates(), "cli": cli(), "wf_fields": wf_fields(), "data": data(),
         "externals": externals(), "resumes": resumes(), "args": args(),
-        "conditions": conditions()}
+        "conditions": conditions(), "state": state()}
 more_cases = st.one_of(*MORE.values())
