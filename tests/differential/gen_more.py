@@ -458,7 +458,30 @@ def state(draw) -> dict:
     return _pipe(pipeline, "state", draw(MODES), files, steps)
 
 
+# 11. for_each over every shape, with its variables in every place ------------------------------------
+LOOP_SOURCES = ("[1,2]", "[]", "[[1],[2]]", '[{"x":1},{"x":"ü"}]', "{\"k\":1}", "5", "\"str\"", "null", "true",
+                "$a.json", "$a.json.list", "$a.json.obj", "$a.stdout", "$a.json.list.0", "  [1]  ", "[1,2", "$a.json.none")
+LOOP_USES = ("echo \"[$item.json]\"", "echo \"$index.json\"", "echo \"$item.json.x|$item.stdout\"",
+             "printf '%s' \"$item.json.0\"", "echo '{\"y\": 1}'", "echo \"$it.json-$ix.json\"")
+
+
+@st.composite
+def loops(draw) -> dict:
+    out = draw(st.sampled_from(({"list": [1, {"x": 2}], "obj": {"k": "v"}}, [3, 4], "plain")))
+    sub = [{"id": "i", "run": draw(st.sampled_from(LOOP_USES))}]
+    if draw(st.booleans()):
+        sub.append({"id": "j", "run": "cat", "stdin": draw(st.sampled_from(("$i.stdout", "$item.json", "$i.json", "$index.json")))})
+    if draw(st.integers(0, 3)) == 0:
+        sub[0]["when"] = draw(st.sampled_from(("$index.json > 0", "$item.json == 1", "$item.json.x == 2", "!$item.json")))
+    step = {"id": "l", "for_each": draw(st.sampled_from(LOOP_SOURCES)), "steps": sub}
+    step.update(draw(st.sampled_from(({}, {}, {"item_var": "it", "index_var": "ix"}, {"batch_size": 1}, {"batch_size": 3},
+                                      {"pause_ms": 0}, {"item_var": "it"}))))
+    doc = {"steps": [{"id": "a", "run": "printf '%s' " + _shq(json.dumps(out))}, step,
+                     {"id": "c", "run": "cat", "stdin": draw(st.sampled_from(("$l.json", "$l.stdout", "$l.json.0")))}]}
+    return _wf(doc, "loops", draw(MODES))
+
+
 MORE = {"flags": flags(), "templates": templates(), "cli": cli(), "wf_fields": wf_fields(), "data": data(),
         "externals": externals(), "resumes": resumes(), "args": args(),
-        "conditions": conditions(), "state": state()}
+        "conditions": conditions(), "state": state(), "loops": loops()}
 more_cases = st.one_of(*MORE.values())
