@@ -3,8 +3,10 @@ session): flag spellings (`--flag=value`, repeated flags, camelCase aliases), nu
 numeric flags, template filters with quoted and odd arguments, CLI subcommand flags
 (`doctor`, `-v`, `--file=`, `--format=`, resume's `--cancel=`), workflow fields no generator
 wrote (`cwd`, `retry.max_delay_ms`, camelCase approval fields, a branch's own `stdin`/`env`,
-`parallel.timeout_ms`, odd `batch_size`/`item_var`/`for_each` shapes) and data with unicode,
-long and deep values.
+`parallel.timeout_ms`, odd `batch_size`/`item_var`/`for_each` shapes), data with unicode, long
+and deep values, the external-CLI commands through a fake CLI that echoes its argv, resume
+arguments after real halts, `${x}` of every JSON type, the whole `when` grammar, state keys of
+every shape and `for_each` over every JSON shape.
 
 `python -m tests.differential.survey N OUTDIR more` draws from all of them; `more:NAME` from
 one (`MORE`)."""
