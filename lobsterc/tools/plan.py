@@ -34,9 +34,9 @@ def pipeline_plan(text: str) -> str:
     for index, (item, stage) in enumerate(zip(bound, pipeline.stages), start=1):
         flags = dict(item.args.flags)
         for word in stage.words:  # a bool flag written `--flag=VALUE` shows its VALUE
-            name, eq, value = word.text[2:].partition("=")
-            if word.text.startswith("--") and eq and isinstance(flags.get(name), bool):
-                flags[name] = value
+            name, eq, value = word.text[2:].partition("=")  # (the last one written wins)
+            if word.text.startswith("--") and isinstance(item.args.flags.get(name), bool):
+                flags[name] = value if eq else True
         parts = _stage_args(flags, item.args.positionals)
         detail = f"  args: {', '.join(parts)}" if parts else ""
         lines.append(f"  {index}. {item.command.name}{detail}")
