@@ -131,10 +131,14 @@ def stray_words(stage: ast.Stage, cmd: Command, args: Args) -> Iterator[Diagnost
     words = positional_words(stage, cmd)
     name = stage.name.text
     if cmd.lowering == "exec":
-        if isinstance(args.get("shell"), str) and words:
+        if isinstance(args.get("shell"), str) and args.get("shell") != "" and words:
             yield Diagnostic("E205", f"exec --shell takes no other words (got {words[0].text})",
                              words[0].span,
                              help="quote the whole shell line as the --shell value")
+        elif args.get("shell") is True and len(words) > 1:  # the first word is the line
+            yield Diagnostic("E205", f"exec --shell takes no other words (got {words[1].text})",
+                             words[1].span,
+                             help="quote the whole shell line as one word")
         return
     if not cmd.positionals:
         yield Diagnostic("E205", f"{name} takes no positional arguments (got {words[0].text})",

@@ -148,6 +148,11 @@ def exec_spec(args, templated: bool = False) -> Exec:
     mode = args.get("stdin")
     stdin = mode.lower() if isinstance(mode, str) else None
     shell = args.get("shell")
+    if shell is True and args.positionals:  # a bare `--shell`: the first word is the line
+        shell = args.positionals[0]
+    elif shell == "":  # `--shell=` names no line: argv, but one word with a space is the line ''
+        one_line = len(args.positionals) == 1 and any(ch.isspace() for ch in args.positionals[0])
+        shell = "" if one_line else None
     if not isinstance(shell, str) and len(args.positionals) == 1 \
             and any(ch.isspace() for ch in args.positionals[0]):
         shell = args.positionals[0]  # one positional with whitespace is a shell line
