@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from vm.host.store import Store
 
 __all__ = ["CompileError", "compile_pipeline", "compile_workflow", "error_fields", "graph",
-           "graph_formats", "lobster", "plan_pipeline", "plan_workflow", "render_error"]
+           "graph_formats", "input_schemas", "lobster", "plan_pipeline", "plan_workflow", "render_error"]
 
 
 def __getattr__(name: str) -> Any:
@@ -60,6 +60,65 @@ def plan_workflow(path: str, args: dict) -> str:
     from lobsterc.tools.plan import workflow_plan
 
     return workflow_plan(path, args)
+
+
+# the original's load checks of a step that come after it compiles the step's responseSchema
+_AFTER_COMPILE = (" timeout_ms must", " on_error must", " retry", "Duplicate workflow step id",
+                  " input.responseSchema is invalid")
+
+
+def input_schemas(path: str, refused: str | None = None) -> list:
+    """The responseSchema of each input step of a workflow file, in step order: what the
+    original compiles as it loads the file. `refused`: the message the file is refused with;
+    when the original's load refuses it too, only the schemas it compiled before. [] for a
+    file that does not parse."""
+    from lobsterc.load import parse_text, read_text
+
+    try:
+        doc = parse_text(read_text(path), path)
+    except Exception:  # noqa: BLE001 - the load itself reports it
+        return []
+    steps = doc.data.get("steps") if isinstance(doc.data, dict) else None
+    steps = steps if isinstance(steps, list) else []
+    upto = len(steps)
+    if refused is not None:
+        from lobsterc.check.values import value_problem_paths
+
+        first = next(value_problem_paths(doc), None)
+        if first is not None and first[0] == refused and (first[1][:1] != ("checkpoint_ttl",)):
+            where = first[1]
+            upto = where[1] if where[:1] == ("steps",) and len(where) > 1 else 0
+            upto += len(where) > 1 and any(part in refused for part in _AFTER_COMPILE)
+    return [step["input"]["responseSchema"] for step in steps[:upto]
+            if isinstance(step, dict) and isinstance(step.get("input"), dict)
+            and isinstance(step["input"].get("responseSchema"), dict)]
+
+
+def refused_ask_schema(text: str, exc: CompileError) -> Any:
+    """The schema of the `ask` stage a pipeline is refused for (its schema cannot be compiled),
+    else None: what the original compiles, and warns about, as that stage runs."""
+    import json
+
+    from lobsterc.check.stages import bind
+    from lobsterc.syntax.parse import parse_pipeline
+    from vm.host.commands import COMMANDS
+
+    diag = exc.first
+    if diag.message != "ask response schema is invalid" or diag.span is None:
+        return None
+    try:
+        stages = parse_pipeline(text).stages
+    except Exception:  # noqa: BLE001 - not the stage refused
+        return None
+    for stage in stages:
+        if stage.name.text == "ask" and (stage.span.line, stage.span.col) == (
+                diag.span.line, diag.span.col):
+            schema = bind(stage, COMMANDS["ask"])[0].get("schema")
+            try:
+                return json.loads(schema) if isinstance(schema, str) else None
+            except ValueError:
+                return None
+    return None
 
 
 def graph_formats() -> tuple[str, ...]:

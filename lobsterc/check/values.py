@@ -123,21 +123,25 @@ def value_problems(wf: Document, *, lenient: bool = False) -> Iterator[Diagnosti
     """The reference's problems of a parsed workflow file (E210): the file's own values, then
     every problem of each step; the first is the reference's first error. `lenient` (lint)
     leaves out repeated ids and invalid responseSchemas, which lint reports with more detail."""
+    for message, path in value_problem_paths(wf, lenient=lenient):
+        yield _diagnostic(wf, message, path)
+
+
+def value_problem_paths(wf: Document, *, lenient: bool = False) -> Iterator[Problem]:
+    """`value_problems` as (message, path of the value it is about)."""
     data = wf.data
     if not _is_object(data):
-        yield _diagnostic(wf, "Workflow file must be a JSON/YAML object", ())
+        yield "Workflow file must be a JSON/YAML object", ()
         return
     steps = _get(data, "steps")
     if not isinstance(steps, list) or not steps:
-        yield _diagnostic(wf, "Workflow file requires a non-empty steps array", ("steps",))
+        yield "Workflow file requires a non-empty steps array", ("steps",)
         return
     walk = _Walk(lenient)
-    found = chain(_check_cost_limit(_get(data, "cost_limit")),
-                  _check_checkpoint_ttl(_get(data, "checkpoint_ttl")),
-                  *(_check_step(step, ("steps", index), walk)
-                    for index, step in enumerate(steps)))
-    for message, path in found:
-        yield _diagnostic(wf, message, path)
+    yield from chain(_check_cost_limit(_get(data, "cost_limit")),
+                     _check_checkpoint_ttl(_get(data, "checkpoint_ttl")),
+                     *(_check_step(step, ("steps", index), walk)
+                       for index, step in enumerate(steps)))
 
 
 def _diagnostic(wf: Document, message: str, path: Path) -> Diagnostic:

@@ -10,6 +10,7 @@ from vm.cli.common import file_problem, refuse
 from vm.cli.flags import NO_VALUE, UsageError, parse, render
 from vm.cli.specs import GRAPH
 from vm.service.protocol.envelope import RequestError
+from vm.service.protocol.running import file_notes
 
 if TYPE_CHECKING:
     from vm.service.frontend import Frontend
@@ -57,7 +58,9 @@ def cmd_graph(argv: list[str], frontend: Frontend | None = None) -> int:
     try:
         text = compiler.graph(path, fmt, args)
     except compiler.CompileError as exc:
+        file_notes(compiler, path, sys.stderr.write, exc)
         sys.stderr.write(f"Error: {compiler.error_fields(exc)['message']}\n")
         return 1
+    file_notes(compiler, path, sys.stderr.write)
     sys.stdout.write(text)
     return 0

@@ -19,7 +19,7 @@ from vm.isa.frame import Pending, PipelineApproveWait, PipelineAskWait
 from vm.service.frontend import WORKFLOW_EXTENSIONS
 from vm.service.protocol.envelope import RequestError, exit_code, ok_envelope
 from vm.service.protocol.options import Options
-from vm.service.protocol.running import (compile_refused, compile_source, compiler,
+from vm.service.protocol.running import (compile_refused, compile_source, compiler, file_notes,
                                          is_workflow_path, parse_args_json, run_js)
 
 if TYPE_CHECKING:
@@ -279,12 +279,17 @@ def _dry_run(pipeline: str, options: Options, workflow: bool = False,
     try:
         frontend = compiler(options.frontend)
         try:
+            path = None
             if workflow or is_workflow_path(pipeline, os.getcwd()):
                 args = parse_args_json(args_json)
-                plan = frontend.plan_workflow(os.path.join(os.getcwd(), pipeline.strip()), args)
+                path = os.path.join(os.getcwd(), pipeline.strip())
+                plan = frontend.plan_workflow(path, args)
+                file_notes(frontend, path, sys.stderr.write)
             else:
                 plan = frontend.plan_pipeline(pipeline)
         except frontend.CompileError as exc:
+            if path is not None:
+                file_notes(frontend, path, sys.stderr.write, exc)
             raise compile_refused(frontend, exc) from None
     except RequestError as exc:
         return fail(mode, exc)

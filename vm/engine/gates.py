@@ -40,6 +40,9 @@ def halt_pipeline_approve(run: Run, ins: Instr, site: PipelineApprove) -> Parked
 
 def halt_pipeline_ask(run: Run, ins: Instr, site: PipelineAsk) -> Parked:
     frame = run.frame
+    from vm.core.schema_compile import compile_notes
+
+    compile_notes(site.schema, run.host.log)  # the original compiles it as the stage runs
     if site.step is not None and run.host.ctx.mode != "tool":
         # an `ask` stage of a workflow's pipeline step pauses in tool mode only (as the original)
         raise CommandError(f"Workflow step {site.step} halted before completion at pipeline "

@@ -124,6 +124,7 @@ def resume_settled(options: Options, settings: Settings, scope: Scope, decision:
         refuse_expired(parked.expires_at)
         checkpoint_ttl_ms(options)  # a bad TTL is refused before anything runs
         frame, program = load(store, parked)
+        _compile_notes(frame, program, options)
         approved_by = _check_decision(frame, program, decision, options.env)
         if scope.cancelled:  # the caller gave up before anything was taken: it still waits
             raise RequestError("the resume was cancelled before it began; the checkpoint still "
@@ -212,6 +213,19 @@ def _step_reached(program: Program, frame: Frame) -> str | None:
     """The step the frame is in (the last instruction it ran), for a record in doubt."""
     step = program.step_at(max(frame.pc - 1, 0))
     return step.id if step is not None else None
+
+
+def _compile_notes(frame: Frame, program: Program, options: Options) -> None:
+    """What the original's schema compiles warn before it takes the decision: a workflow file's
+    input schemas as it loads the file again, a pipeline's pending `ask` schema."""
+    from vm.service.protocol.running import load_notes
+
+    if frame.origin == "workflow":
+        load_notes(program, options.log)
+    if frame.pending.kind == "input":
+        from vm.core.schema_compile import compile_notes
+
+        compile_notes(frame.pending.schema, options.log)
 
 
 def _check_decision(frame: Frame, program: Program, decision: Decision,

@@ -66,6 +66,14 @@ def compile_source(pipeline: str, options: Options, cwd: str, workflow: bool = F
             return frontend.compile_workflow(os.path.join(cwd, pipeline.strip()), options.store())
         return frontend.compile_pipeline(pipeline, options.store())
     except frontend.CompileError as exc:
+        if workflow:
+            file_notes(frontend, os.path.join(cwd, pipeline.strip()), options.log, exc)
+        elif getattr(frontend, "refused_ask_schema", None) is not None:
+            from vm.core.schema_compile import compile_notes
+
+            schema = frontend.refused_ask_schema(pipeline, exc)
+            if schema is not None:
+                compile_notes(schema, options.log)
         if options.report is not None:
             options.report(exc)
         raise compile_refused(frontend, exc) from None
@@ -141,6 +149,8 @@ def run_settled(pipeline: str, options: Options, settings: Settings, scope: Scop
             args = {}
         if program is None:
             program = compile_source(pipeline, options, settings.cwd, workflow=workflow)
+        if workflow:
+            load_notes(program, options.log)
         if program.halts:  # it may park: its key is checked before anything runs
             from vm.service.protocol.park import signing_key
 
@@ -154,6 +164,32 @@ def run_settled(pipeline: str, options: Options, settings: Settings, scope: Scop
         return exc.envelope
     except StoreError as exc:
         return store_error(exc)
+
+
+def file_notes(frontend: object, path: str, log, refused: object = None) -> None:
+    """What the original's schema compiles warn as it loads a workflow file (its run, dry run
+    and `graph` load it) to `log`: vm.core.schema.compile_notes of each input schema it
+    compiles before the error it is `refused` with (a CompileError), if any."""
+    schemas = getattr(frontend, "input_schemas", None)
+    if schemas is None:
+        return
+    from vm.core.schema_compile import compile_notes
+
+    message = None if refused is None else frontend.error_fields(refused)["message"]
+    for schema in schemas(path, message):
+        compile_notes(schema, log)
+
+
+def load_notes(program: Program, log) -> None:
+    """What the original's schema compiles warn as it loads a workflow file: each input step's
+    responseSchema, in step order (vm.core.schema.compile_notes)."""
+    from vm.isa.ops import StepInput
+
+    for site in program.halts:
+        if isinstance(site, StepInput) and site.schema is not None:
+            from vm.core.schema_compile import compile_notes  # only where there is one
+
+            compile_notes(site.schema, log)
 
 
 def drive(program: Program, frame: Frame, options: Options, settings: Settings,
