@@ -25,6 +25,7 @@ RUN_PATH = frozenset("""
     vm.cli.flags vm.cli.specs vm.cli.frontdoor
     vm.core vm.core.bounds vm.core.codes vm.core.condition vm.core.digest vm.core.js
     vm.core.json_read vm.core.json_write vm.core.patterns vm.core.records
+    vm.core.schema vm.core.schema_compile
     vm.core.source
     vm.isa vm.isa.codec vm.isa.cost vm.isa.frame vm.isa.opcodes vm.isa.ops vm.isa.program
     vm.isa.regions vm.isa.verify
@@ -133,6 +134,16 @@ def test_a_halt_and_its_resume_stay_in_their_budget(cli):
     assert json.loads(out)["status"] == "ok"
     assert over_budget(modules, RUN_PATH, THIRD_PARTY) == []
     assert sorted(modules & CHILD_ONLY_STDLIB) == []  # no step after the gate starts a child
+
+
+def test_an_ask_halt_stays_in_its_budget(cli):
+    """A schema with no `format` has no compile warning to write: its halt never loads the
+    schema validator (NEVER: jsonschema), which only the resume's check of the answer needs."""
+    pipeline = """ask --prompt q --schema '{"type":"string","minLength":1}'"""
+    tool(cli, "run", "--mode", "tool", pipeline)
+    out, modules = loaded(cli, "run", "--mode", "tool", pipeline)
+    assert json.loads(out)["status"] == "needs_input"
+    assert over_budget(modules, RUN_PATH, THIRD_PARTY) == []
 
 
 RECORDS_DRIVER = """\

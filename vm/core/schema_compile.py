@@ -46,8 +46,8 @@ def compile_notes(schema: Any, log) -> None:
     compiled a schema of the same stable JSON already (the original memoizes compiles; a
     compile that fails is not memoized)."""
     key = json.dumps(schema, sort_keys=True)
-    if key in _compiled:
-        return
+    if '"format"' not in key or key in _compiled:
+        return  # (no `format` keyword, no warning: nor the schema validator's import)
     lines = format_warnings(schema)
     if schema_fault(schema) is None:
         _compiled.add(key)
