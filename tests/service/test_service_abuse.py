@@ -538,6 +538,23 @@ class DroppingProxy:
         self.cut()
 
 
+def _settled(store) -> None:
+    """Wait until each of the store pool's connections is idle in the pool, none being opened:
+    a cut then reaches every one of them, and a connection the pool opens later is not cut (a
+    connection half-opened at the cut, pooled after the failure's check, would fail the claim
+    that follows, depending on timing alone)."""
+    import time
+
+    pool = store._backend.pool
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        stats = pool.get_stats()
+        if stats["pool_size"] == stats["pool_available"]:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"the pool did not settle: {pool.get_stats()}")
+
+
 def test_a_statement_on_a_dead_connection_is_retried_once_but_never_the_claim(pg_server):
     import os
     import uuid
@@ -561,10 +578,12 @@ def test_a_statement_on_a_dead_connection_is_retried_once_but_never_the_claim(pg
         url = with_search_path(f"postgresql://lobster@127.0.0.1:{proxy.port}/postgres", schema)
         store = PostgresStore(url)
         store.set_value("n", 1)
+        _settled(store)
         proxy.cut()
         store.set_value("n", 2)  # the pooled connection dies under it: retried on a new one
         assert store.get_value("n") == 2
         store.save_frame("pipeline_resume_x", b"frame")
+        _settled(store)
         proxy.cut()
         with pytest.raises(StoreError):  # a claim whose answer was lost is not made twice
             store.claim_frame("pipeline_resume_x")
