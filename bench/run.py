@@ -271,8 +271,11 @@ def in_process_rows(args, scratch: Path) -> None:
     finally:
         shutil.rmtree(tmpfs, ignore_errors=True)
     disk = scratch / "durable"
-    probe = store_bench.sync_probe(str(disk / "probe"), args.seconds)
+    # the cycles first: the probe frees an inode at every replace, and on ext4 without a
+    # journal each new file then walks past those for minutes (docs/benchmarks.md, "Where a
+    # durable cycle goes"); the cycles free none, so they do not slow the probe after them
     cycles = store_bench.durable_cycles(str(disk), args.seconds)
+    probe = store_bench.sync_probe(str(disk / "probe"), args.seconds)
     limit = probe / 2
     print(f"{'disk sync probe (durable replaces/s) in ' + str(disk):<64}{probe:10.0f}")
     print(f"{'durable cycles/s on that disk (limit: probe / 2 syncs)':<64}{cycles:10.0f}"

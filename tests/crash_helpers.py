@@ -46,6 +46,7 @@ FAMILIES = {
     "fsync": ("fsync", "fdatasync"),
     "rename": ("rename", "renameat", "renameat2"),
     "unlink": ("unlink", "unlinkat"),
+    "link": ("link", "linkat"),  # a record's previous version kept as a spare (files.py)
     "symlink": ("symlink", "symlinkat"),
     "create": ("openat",),  # only the calls with O_CREAT (chosen by their number)
     "spawn": ("vfork", "clone", "clone3", "fork"),  # in lobster, before the child exists
@@ -272,8 +273,10 @@ def check_files(state: Path) -> None:
     for path in sorted(p for p in state.rglob("*") if not p.is_dir() or p.is_symlink()):
         rel = str(path.relative_to(state))
         name = path.name
-        if name.startswith(".") and name.endswith(".tmp"):
-            assert rel in leftovers, f"temporary file gc would not remove: {rel}"
+        if (name.startswith(".") and name.endswith(".tmp")) or rel.startswith("runs/.spare/"):
+            # a spare (files.retire) holds any old bytes: nothing reads it, gc removes it
+            assert rel in leftovers, f"temporary file or spare gc would not remove: {rel}"
+            assert not path.is_symlink() and path.stat().st_nlink in (1, 2), rel
             continue
         if path.is_symlink():
             assert rel.startswith("runs/") and name.endswith(".approval"), rel
@@ -294,8 +297,8 @@ def check_files(state: Path) -> None:
             assert mac is not None, f"unsealed frame {rel}"
             codec.load_frame(frame)
         elif rel.startswith("runs/") and name.endswith(".record"):
-            record = decode_record(blob)
-            assert record is not None and record["stateKey"] == name[:-len(".record")], rel
+            record = decode_record(blob, name[:-len(".record")])
+            assert record is not None, rel
             assert record["state"] in ("claimed", "finished", "in_doubt", "cancelled",
                                        "expired", "waiting"), record
         elif rel.startswith("runs/") and name.endswith(".claimed"):

@@ -42,11 +42,15 @@ def test_a_halt_writes_one_frame_and_one_id_beside_it_and_resume_removes_both(tm
     done = resume(options, Decision(approve=True), approval_id=approval_id)
     assert done["status"] == "ok"
     key = runs[1][:-len(".frame")]  # what stays is the tombstone: its record and its id
-    assert sorted(os.listdir(tmp_path / "state" / "runs")) == [runs[0], f"{key}.record"]
+    assert sorted(os.listdir(tmp_path / "state" / "runs")) == [
+        ".spare", runs[0], f"{key}.record"]  # and the files it is done with, kept for reuse
+    assert len(os.listdir(tmp_path / "state" / "runs" / ".spare")) == 2  # frame, first record
     from vm.service import admin
 
-    assert admin.gc(options, now=time.time() + 8 * 86400)["tombstones"] == [key]
-    assert os.listdir(tmp_path / "state" / "runs") == []
+    report = admin.gc(options, now=time.time() + 8 * 86400)
+    assert report["tombstones"] == [key] and len(report["leftovers"]) == 2, report
+    assert os.listdir(tmp_path / "state" / "runs") == [".spare"]
+    assert os.listdir(tmp_path / "state" / "runs" / ".spare") == []
 
 
 def test_an_id_whose_frame_is_gone_reads_as_not_found(tmp_path):
@@ -128,7 +132,9 @@ def test_a_claim_record_replaces_the_frame_file_until_finished(tmp_path):
     assert record["claimant"] == {"kind": "approval", "haltId": "0badcafe", "pid": 7, "host": "h"}
     assert os.stat(tmp_path / "runs" / name).st_mode & 0o777 == 0o600
     store.finish_claim("k")
-    assert os.listdir(tmp_path / "runs") == []
+    assert os.listdir(tmp_path / "runs") == [".spare"]  # the frame's file, kept for reuse
+    (spare,) = os.listdir(tmp_path / "runs" / ".spare")
+    assert open(tmp_path / "runs" / ".spare" / spare, "rb").read().endswith(b"frame")
 
 
 def test_a_crash_between_the_claim_and_its_record_still_reads_as_in_doubt(tmp_path):

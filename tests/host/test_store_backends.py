@@ -294,7 +294,7 @@ def test_a_directory_claim_is_one_rename_whose_name_holds_the_record(tmp_path):
     assert (record.state_key, record.claimant.pid, record.claimant.kind) == ("k", 9, "input")
     assert Store(str(tmp_path)).claim_record("k") == record
     Store(str(tmp_path)).finish_claim("k")  # not this process's claim: found by its key
-    assert os.listdir(tmp_path / "runs") == []
+    assert os.listdir(tmp_path / "runs") == [".spare"]
 
 
 def test_a_claim_record_of_an_earlier_version_is_still_read_and_cleared(tmp_path):
@@ -310,7 +310,10 @@ def test_a_claim_record_of_an_earlier_version_is_still_read_and_cleared(tmp_path
     assert store.leftovers(time.time() + 3600) == []  # its approval id leads to the claim
     store.finish_claim("k")
     assert store.in_doubt() == [] and store.claim_record("k") is None
-    assert store.leftovers(time.time() + 3600) == [f"runs/{approval_id}.approval"]
+    (spare,) = os.listdir(tmp_path / "runs" / ".spare")  # the claim file, kept for reuse
+    assert store.leftovers(time.time() + 3600) == [f"runs/.spare/{spare}",
+                                                   f"runs/{approval_id}.approval"]
+    assert store.leftovers(time.time() - 3600) == []  # both are young
 
 
 def test_the_key_set_rotates_verifies_with_every_key_and_never_retires_the_newest(store,

@@ -37,7 +37,11 @@ module holds the layout, the programs, values, cache entries and leftovers.
   <state>/cache/<kind>/<key>.json  other cache entries
 
 A program's mtime is when it was last saved (a save of a stored program touches it), which
-`gc` reads. Temporary files are `.<name>.<hex>.tmp` beside their target.
+`gc` reads. Temporary files are `.<name>.<hex>.tmp` beside their target. Files the store is
+done with (a finished claim's frame, a record's previous version) wait in `runs/.spare/<hex>.spare`
+(at most 64, of 64 KiB at most) to be written over as the next temp files instead of new ones
+(vm/host/store/files.py says why); they hold their old bytes until then, and gc removes those
+unused for the temp files' age.
 
 Directories are created 0700 and files 0600 whatever the umask: programs and frames hold the
 pipeline text and step results, secrets included.
@@ -54,7 +58,8 @@ from vm.host.store.base import (STATE_KEY, CacheEntry, StoreError, cache_name, v
                                 value_json)
 from vm.host.store.directory_checkpoints import CheckpointFiles
 from vm.host.store.directory_keys import KeyFiles
-from vm.host.store.files import atomic_write, publish, read_file, remove_file, scan_dir
+from vm.host.store.files import (SPARES, atomic_write, publish, read_file, remove_file,
+                                 scan_dir)
 
 
 class Store(KeyFiles, CheckpointFiles):
@@ -187,10 +192,12 @@ class Store(KeyFiles, CheckpointFiles):
                 if not self._is_leftover(path, claimed):
                     continue
                 try:
-                    if os.lstat(path).st_mtime < older_than:
-                        found.append(os.path.relpath(path, self.root))
+                    info = os.lstat(path)
                 except FileNotFoundError:
                     continue
+                # a spare's ctime is when it became one (the rename or link changed it)
+                if (info.st_ctime if _is_spare(path) else info.st_mtime) < older_than:
+                    found.append(os.path.relpath(path, self.root))
         return sorted(found)
 
     def _claimed_keys(self) -> set[str]:
@@ -198,7 +205,7 @@ class Store(KeyFiles, CheckpointFiles):
 
     def _is_leftover(self, path: str, claimed: set[str] | None = None) -> bool:
         directory, name = os.path.split(path)
-        if name.startswith(".") and name.endswith(".tmp"):
+        if (name.startswith(".") and name.endswith(".tmp")) or _is_spare(path):
             return True
         if os.path.normpath(directory) != os.path.normpath(self.runs):
             return False
@@ -220,7 +227,7 @@ class Store(KeyFiles, CheckpointFiles):
         return not (os.path.lexists(self.frame_path(state_key)) or state_key in claimed
                     or os.path.lexists(self.record_path(state_key)))
 
-    def remove_leftover(self, name: str) -> bool:
+    def remove_leftover(self, name: str) -> bool:  # a spare too: one in use is renamed first
         root = os.path.normpath(self.root)
         path = os.path.normpath(os.path.join(root, name))
         if os.path.isabs(name) or not path.startswith(root + os.sep) \
@@ -240,3 +247,10 @@ class Store(KeyFiles, CheckpointFiles):
             return remove_file(path)
         finally:
             os.close(fd)
+
+
+def _is_spare(path: str) -> bool:
+    """A file kept for reuse (vm/host/store/files.py): gc removes those unused for the temp
+    files' age, so no finished run's bytes stay on disk for long."""
+    directory, name = os.path.split(path)
+    return os.path.basename(directory) == SPARES and name.endswith(".spare")

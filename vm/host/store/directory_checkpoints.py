@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from vm.host.store.base import (FRAME_MAC_SIZE, STATE_KEY, Parked, StoreError, approval_id_form,
                                 frame_mac)
 from vm.host.store.files import (atomic_write, fsync_dir, make_private_dirs, publish,
-                                 read_fd, read_file, remove_file, scan_dir)
+                                 read_fd, read_file, remove_file, retire, scan_dir)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -148,7 +148,8 @@ class CheckpointFiles:
         self._claimed[state_key] = path
         try:
             if record is not None:
-                atomic_write(self.record_path(state_key), record, sync=False)
+                atomic_write(self.record_path(state_key), record, sync=False,
+                             keep_replaced=True)
             fsync_dir(self.runs)
         except OSError as exc:  # a full disk: nothing ran yet, so the frame waits again
             try:
@@ -165,7 +166,7 @@ class CheckpointFiles:
                          record: dict) -> dict | None:
         from vm.host.store.lifecycle import decode_record, encode_record
 
-        previous = decode_record(self.read_record(state_key))
+        previous = decode_record(self.read_record(state_key), state_key)
         if previous is not None:
             record = {**record, "events": [*previous["events"], *record["events"]]}
         if not self.claim_frame(state_key, claimant, lease_until, encode_record(record)):
@@ -195,7 +196,7 @@ class CheckpointFiles:
         read (the lifecycle then reads the checkpoint in doubt), never lose the checkpoint."""
         if not STATE_KEY.fullmatch(state_key):
             raise StoreError(f"invalid state key {state_key!r}")
-        atomic_write(self.record_path(state_key), record, sync=durable)
+        atomic_write(self.record_path(state_key), record, sync=durable, keep_replaced=True)
 
     def settle_claim(self, state_key: str, record: bytes, durable: bool = True) -> None:
         """The claim ends: its record is written, then the claimed frame removed."""
@@ -253,14 +254,14 @@ class CheckpointFiles:
         self.save_frame(state_key, blob, expires_at, key=key)
         own = self._claimed.pop(state_key, None)
         if own is not None:
-            remove_file(own)
+            retire(own)
 
     def finish_claim(self, state_key: str) -> None:
         record = self._claimed.pop(state_key, None)
-        if record is not None and remove_file(record):
+        if record is not None and retire(record):
             return
         for path, _ in self._claims(state_key):
-            remove_file(path)
+            retire(path)
 
     def in_doubt(self) -> list[ClaimRecord]:
         records = []

@@ -85,15 +85,18 @@ def encode_record(record: dict) -> bytes:
     return json_write.plain_dumps(record).encode("ascii")
 
 
-def decode_record(blob: bytes | None) -> dict | None:
-    """A stored record, or None when there is none or it cannot be read."""
+def decode_record(blob: bytes | None, state_key: str) -> dict | None:
+    """The stored record of `state_key`, or None when there is none or it cannot be read. A
+    record of another checkpoint does not read: after a power loss, a record file written
+    without a sync may hold what the reused file held before (vm/host/store/files.py)."""
     if blob is None:
         return None
     try:
         record = json.loads(blob)
     except ValueError:
         return None
-    if not isinstance(record, dict) or not isinstance(record.get("events"), list):
+    if not isinstance(record, dict) or not isinstance(record.get("events"), list) \
+            or record.get("stateKey") != state_key:
         return None
     return record
 
@@ -149,7 +152,7 @@ def status(store: StateStore, state_key: str, now: float | None = None) -> Statu
     now = time.time() if now is None else now
     parked = store.read_parked(state_key)
     blob = store.read_record(state_key)
-    record = decode_record(blob)
+    record = decode_record(blob, state_key)
     if blob is not None and record is None:  # torn by a power loss after a lazy write
         record = {"v": RECORD_VERSION, "stateKey": state_key, "state": IN_DOUBT, "events": [
             {"event": IN_DOUBT, "reason": "its record cannot be read", "step": None}]}
@@ -194,7 +197,7 @@ def unsettled(store: StateStore, now: float | None = None) -> list[Status]:
     found: dict[str, Status] = {}
     claims = {c.state_key: c for c in store.in_doubt()}
     for state_key, blob in store.list_records(ended=False):
-        record = decode_record(blob)
+        record = decode_record(blob, state_key)
         if record is not None and record.get("state") not in ENDED:
             found[state_key] = _classify(state_key, record, claims.get(state_key), now)
     for state_key, claim in claims.items():
@@ -425,7 +428,7 @@ def collect(store: StateStore, older_than: float, dry_run: bool = False) -> list
     (unless `dry_run`) with any claim a crash left beside them. Returns those records."""
     removed = []
     for state_key, blob in store.list_records():
-        record = decode_record(blob)
+        record = decode_record(blob, state_key)
         if record is None or record.get("state") not in ENDED:
             continue
         ended_at = (record["events"][-1] if record["events"] else {}).get("at") or 0
