@@ -105,29 +105,22 @@ def write_over(fd: int, data: bytes) -> None:
 
 
 def _new_temp(path: str, mode: int) -> tuple[str, int]:
-    """A temp file beside `path` (its name and an open descriptor; `write_over` it), only ours, with
-    exactly `mode` and locked: the lock is held while the data is written and synced, so gc
-    never takes a temp file of a write still in progress, however slow (remove_leftover).
-    A spare of the directory when there is one, else a new file."""
+    """A temp file beside `path` (its name and an open descriptor; `write_over` it), only ours,
+    with exactly `mode` and locked: the lock is held while the data is written and synced, so
+    gc never takes a temp file of a write still in progress, however slow (remove_leftover).
+    A spare of the directory when there is one (locked already), else a new file."""
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")
     fd = _take_spare(directory, tmp)
-    if fd is not None:
+    if fd is None:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
         try:
-            os.fchmod(fd, mode)
-        except BaseException:
-            os.close(fd)
-            remove_file(tmp)
-            raise
-        return tmp, fd
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+            fd = os.open(tmp, flags, mode)
+        except FileNotFoundError:  # the first write into this directory
+            make_private_dirs(directory)
+            fd = os.open(tmp, flags, mode)
     try:
-        fd = os.open(tmp, flags, mode)
-    except FileNotFoundError:  # the first write into this directory
-        make_private_dirs(directory)
-        fd = os.open(tmp, flags, mode)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a spare's lock again: a no-op
         os.fchmod(fd, mode)
     except BaseException:
         os.close(fd)
