@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 from functools import lru_cache
 
+import vm.core
 from lobsterc.syntax import grammars
 from vm import __version__
 from vm.core.digest import sha256
@@ -26,12 +27,14 @@ from vm.isa.program import FORMAT_VERSION, Program
 
 @lru_cache(maxsize=1)
 def compiler_fingerprint() -> str:
-    """Versions, plus size and mtime of the compiler's files (a changed compiler is a miss).
+    """Versions, plus size and mtime of the compiler's files (a changed compiler is a miss):
+    lobsterc/, the grammars, and vm/core/, whose schema and JSON rules the checks apply.
     Walked with scandir: every cold run computes this, and Path.rglob cost ten times more."""
     parts = [__version__, str(FORMAT_VERSION)]
     package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # lobsterc/
-    for folder in (package, grammars.directory()):
-        parts.extend(_files(folder, ""))
+    core = os.path.realpath(vm.core.__path__[0])
+    for folder, prefix in ((package, ""), (grammars.directory(), ""), (core, "vm/core/")):
+        parts.extend(_files(folder, prefix))
     return "\0".join(parts)
 
 

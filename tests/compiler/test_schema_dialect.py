@@ -110,3 +110,33 @@ def test_infinity_is_an_integer_as_ajv_checks_one():
     assert first_error({"type": "integer", "maximum": 5}, inf) == ("/", "must be <= 5")
     assert first_error({"multipleOf": 2}, inf) == ("/", "must be multiple of 2")
     assert first_error({"type": "integer"}, 1.5) == ("/", "must be integer")
+
+
+def test_the_whole_schema_is_reached_as_the_shared_ajv_reaches_it():
+    # `ask`, input requests and workflow inputs share an Ajv that does not keep the schemas
+    # it compiles: only `#` (or `#/`) reaches the whole schema, and only under an $id
+    recursive = {"type": "object", "properties": {"child": {"$ref": "#"}}}
+    assert "only `#` reaches the whole schema" in schema_error(recursive)
+    assert schema_error({**recursive, "$id": "http://example.com/tree"}) is None
+    assert schema_error({"$id": "http://x/y", "properties": {"a": {"$ref": "http://x/y#"}}})
+    assert schema_error({"properties": {"a": {"$ref": ""}}})
+    # inside a subschema with its own $id, `#` is that subschema
+    assert schema_error({"properties": {"a": {"$id": "http://x/z", "type": "object",
+                                              "properties": {"b": {"$ref": "#"}}}}}) is None
+    # a definition no compile reaches is never resolved
+    assert schema_error({"definitions": {"d": {"$ref": "#"}}}) is None
+    # llm.invoke's Ajv keeps its schemas: there the recursion resolves
+    assert schema_error(recursive, keeps_schemas=True) is None
+
+
+def test_a_ring_of_schemas_holding_only_a_ref_is_refused_where_a_compile_meets_it():
+    ring = {"definitions": {"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}}}
+    assert schema_error(ring) is None  # unused
+    used = {**ring, "properties": {"x": {"$ref": "#/definitions/a"}}}
+    assert "leads back to itself" in schema_error(used)
+    assert "leads back to itself" in schema_error(used, keeps_schemas=True)
+    assert "leads back to itself" in schema_error({"items": {"$ref": "#/items"}})
+    # a schema that constrains something besides its $ref ends the chain: a real recursion
+    assert schema_error({"not": {"$ref": "#/definitions/a"}, "definitions": {
+        "a": {"type": "string", "$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}}}) \
+        is None

@@ -135,11 +135,17 @@ def _meta_validator():
     return cls(meta, format_checker=checker)
 
 
-def schema_fault(schema: Any) -> Any:
+def schema_fault(schema: Any, keeps_schemas: bool = False) -> Any:
     """None if `schema` is a valid JSON Schema of the dialect, else the validator's first
-    complaint about it (a jsonschema error: `message`, `json_path`, `absolute_path`)."""
+    complaint about it (a jsonschema error: `message`, `json_path`, `absolute_path`).
+    `keeps_schemas`: as llm.invoke's Ajv, which keeps what it compiles, reads references to
+    the whole schema (vm.core.schema_compile.reference_fault)."""
     fault = next(iter(_meta_validator().iter_errors(schema)), None)
-    return fault or _unresolved_ref(schema) or _regex_fault(schema, schema)
+    if fault is None and next(_refs(schema), None) is not None:
+        from vm.core.schema_compile import reference_fault
+
+        fault = _unresolved_ref(schema) or reference_fault(schema, keeps_schemas)
+    return fault or _regex_fault(schema, schema)
 
 
 class RefFault:
@@ -266,9 +272,9 @@ def _pointer_target(root: Any, pointer: tuple) -> Any:
     return node
 
 
-def schema_error(schema: Any) -> str | None:
+def schema_error(schema: Any, keeps_schemas: bool = False) -> str | None:
     """None if `schema` is a valid JSON Schema, else the validator's complaint."""
-    fault = schema_fault(schema)
+    fault = schema_fault(schema, keeps_schemas)
     return None if fault is None else fault.message
 
 

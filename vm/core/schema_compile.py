@@ -24,7 +24,12 @@ _compiled: set[str] = set()  # the schemas this process compiled, as the origina
 
 
 class _Stop(Exception):
-    """Ajv's compile throws here: what was warned before it stays warned."""
+    """Ajv's compile throws here: what was warned before it stays warned. `fault`: why, when
+    it is a reference ours would otherwise resolve (see `reference_fault`)."""
+
+    def __init__(self, fault: Any = None) -> None:
+        super().__init__()
+        self.fault = fault
 
 
 def format_warnings(schema: Any) -> list[str]:
@@ -39,6 +44,26 @@ def format_warnings(schema: Any) -> list[str]:
     except _Stop:
         pass
     return out
+
+
+def reference_fault(schema: Any, keeps_schemas: bool = False) -> Any:
+    """A `$ref` the original's Ajv cannot compile although it names something in the schema
+    (so `referencing` resolves it), as a vm.core.schema.RefFault; else None. Ajv only meets
+    the references its compile reaches (not those of an unused definition), and:
+    - with `addUsedSchema: false` (the shared instance of `ask`, input requests and workflow
+      inputs; not `keeps_schemas`, llm.invoke's own) it never finds the schema it compiles
+      by its URI: only a `#` or `#/` where no `$id` changed the base reaches the whole schema,
+      and that only when the schema has an `$id` (`""`, the schema's own `$id`, and `#` met
+      by following other references do not);
+    - it follows a reference to a schema that holds only a `$ref` at once, so a ring of
+      those never ends (its stack overflows)."""
+    if not isinstance(schema, dict) or not _has_ref(schema):
+        return None
+    try:
+        _Compile(schema, [], keeps_schemas).walk(schema, "#")
+    except _Stop as stop:
+        return stop.fault
+    return None
 
 
 def compile_notes(schema: Any, log) -> None:
@@ -73,6 +98,32 @@ def _fragment(name: str) -> str:
         raise _Stop from None
 
 
+def _pointer(ref: str) -> tuple[str, ...]:
+    """The JSON pointer of a `#/...` reference, unescaped and percent-decoded."""
+    from urllib.parse import unquote
+
+    return tuple(unquote(p.replace("~1", "/").replace("~0", "~")) for p in ref[1:].split("/")[1:])
+
+
+def _normal_id(value: Any) -> str:
+    """An `$id` as Ajv keeps it: without a trailing `#` or `#/`; "" for none."""
+    if not isinstance(value, str):
+        return ""
+    for end in ("#/", "#"):
+        if value.endswith(end):
+            return value[:-len(end)]
+    return value
+
+
+def _ref_fault(root: Any, ref: str, why: str) -> Any:
+    from vm.core.schema import RefFault, _refs
+
+    path = next((where for found, where in _refs(root) if found == ref), ("$ref",))
+    fault = RefFault(ref, path)
+    fault.message = f"$ref {ref!r} cannot be resolved: {why}"
+    return fault
+
+
 def _has_ref(schema: Any) -> bool:
     if isinstance(schema, dict):
         return "$ref" in schema or any(_has_ref(v) for k, v in schema.items()
@@ -83,8 +134,11 @@ def _has_ref(schema: Any) -> bool:
 
 
 class _Compile:
-    def __init__(self, root: Any, out: list[str]) -> None:
+    def __init__(self, root: Any, out: list[str], keeps_schemas: bool = False) -> None:
         self.root, self.out, self.envs = root, out, set()
+        self.keeps_schemas = keeps_schemas
+        self.root_id = _normal_id(root.get("$id")) if isinstance(root, dict) else ""
+        self.scopes = 0  # how many subschemas with an `$id` of their own the walk is inside
 
     def valid(self, schema: Any) -> bool:  # Ajv's alwaysValidSchema
         if isinstance(schema, bool):
@@ -102,6 +156,14 @@ class _Compile:
     def walk(self, s: Any, at: str) -> None:
         if not isinstance(s, dict) or self.valid(s):
             return
+        scoped = s is not self.root and bool(_normal_id(s.get("$id")))
+        self.scopes += scoped
+        try:
+            self._walk(s, at)
+        finally:
+            self.scopes -= scoped
+
+    def _walk(self, s: dict, at: str) -> None:
         if "id" in s:
             raise _Stop  # Ajv: keyword "id" is not supported
         if "$ref" in s:
@@ -172,6 +234,39 @@ class _Compile:
                 self.walk(s["patternProperties"][source],
                           f"{at}/patternProperties/{_fragment(source)}")
 
+    def _root_reachable(self, ref: str) -> None:
+        """Stop at a reference to the whole schema the shared Ajv cannot resolve."""
+        if not self.keeps_schemas and self._names_root(ref) and not (
+                ref in ("#", "#/") and self.root_id):
+            raise _Stop(_ref_fault(self.root, ref, "only `#` reaches the whole schema, and "
+                                   "only when the schema has an $id (the original's Ajv does "
+                                   "not keep the schemas it compiles)"))
+
+    def _names_root(self, ref: str) -> bool:
+        """Whether `ref`, read where the schema's own base holds, names the whole schema."""
+        from urllib.parse import urldefrag, urljoin
+
+        if ref in ("#", "#/"):
+            return True
+        uri, fragment = urldefrag(urljoin(self.root_id, ref))
+        return uri == self.root_id and not fragment
+
+    def _ring(self, ref: str) -> None:
+        """Follow `ref` through schemas holding only a `$ref`, as Ajv's resolution does."""
+        seen = set()
+        while ref.startswith("#/") and ref not in seen:
+            seen.add(ref)
+            target = _pointer_target(self.root, _pointer(ref))
+            if not isinstance(target, dict) or not isinstance(target.get("$ref"), str) \
+                    or any(k in _RULES for k in target if k != "$ref"):
+                return
+            ref = target["$ref"]
+            self._root_reachable(ref)
+        if ref in seen:
+            raise _Stop(_ref_fault(self.root, ref, "it leads back to itself through schemas "
+                                   "that hold only a $ref (the original's Ajv overflows its "
+                                   "stack)"))
+
     def resolves(self, ref: str) -> bool:
         from referencing import Registry
         from referencing.exceptions import Unresolvable
@@ -184,15 +279,16 @@ class _Compile:
         return True
 
     def ref(self, ref: Any) -> None:
-        if not isinstance(ref, str) or ref in ("#", "#/"):
+        if not isinstance(ref, str):
             return
+        if not self.scopes:
+            self._root_reachable(ref)
+        if ref in ("#", "#/"):
+            return
+        self._ring(ref)
         target: Any = None
         if ref.startswith("#/") or ref == "#":
-            pointer = tuple(p.replace("~1", "/").replace("~0", "~")
-                            for p in ref[1:].split("/")[1:])
-            from urllib.parse import unquote
-
-            target = _pointer_target(self.root, tuple(unquote(p) for p in pointer))
+            target = _pointer_target(self.root, _pointer(ref))
         if not isinstance(target, (dict, bool)):
             if ref.startswith("#/") or not self.resolves(ref):
                 raise _Stop  # Ajv: can't resolve reference

@@ -351,7 +351,7 @@ def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
     if output_schema is not None:
         from vm.core.schema import schema_error
 
-        problem = schema_error(output_schema)
+        problem = schema_error(output_schema, keeps_schemas=True)  # its own Ajv
         if problem:
             raise CommandError(f"{name} --output-schema is not a valid JSON schema: {problem}")
     retries = 0
