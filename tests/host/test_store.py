@@ -121,6 +121,52 @@ def test_a_damaged_stored_program_is_rewritten_at_save(tmp_path):
     assert store.load_program_bytes("h") == b"good"
 
 
+def test_a_program_found_intact_is_read_again_only_once_its_file_changed(tmp_path):
+    from vm.host.store import directory
+
+    store = Store(str(tmp_path))
+    path = store.program_path("h")
+    store.save_program("h", lambda: b"good")
+    settled = time.time() - 30  # older than RACY_SECONDS: a check of it is kept
+    os.utime(path, (settled, settled))
+    os.chmod(path, 0o600)  # the ctime moves with a chmod only, not with utime's own change
+    checked = []
+
+    def intact(blob: bytes) -> bool:
+        checked.append(blob)
+        return blob == b"good"
+
+    time.sleep(directory.RACY_SECONDS + 0.1)  # the ctime the chmod set is old enough now
+    store.save_program("h", lambda: b"never", intact=intact)
+    store.save_program("h", lambda: b"never", intact=intact)
+    assert checked == [b"good"]  # read once, then known by its stat
+    assert os.stat(path).st_mtime == settled  # touched only once a minute has gone by
+    with open(path, "r+b") as fh:  # damaged in place: its stat changes
+        fh.write(b"torn")
+    store.save_program("h", lambda: b"good", intact=intact)
+    assert checked == [b"good", b"torn"] and open(path, "rb").read() == b"good"
+
+
+def test_a_stored_program_saved_again_after_a_minute_is_touched(tmp_path):
+    from vm.host.store import directory
+
+    store = Store(str(tmp_path))
+    store.save_program("h", lambda: b"good")
+    old = time.time() - directory.PROGRAM_TOUCH_S - 5
+    os.utime(store.program_path("h"), (old, old))
+    store.save_program("h", lambda: b"never")
+    assert os.stat(store.program_path("h")).st_mtime > time.time() - 5
+
+
+def test_the_program_touch_is_well_inside_gc_s_window():
+    from vm.host.store import directory
+    from vm.service import admin
+
+    # gc spares a program saved within GC_RECENT_S; a park saves its program (touching it at
+    # most once a PROGRAM_TOUCH_S) just before its frame, so gc never takes it in between
+    assert directory.PROGRAM_TOUCH_S * 5 <= admin.GC_RECENT_S
+
+
 def test_a_claim_record_replaces_the_frame_file_until_finished(tmp_path):
     store = Store(str(tmp_path))
     store.save_frame("k", b"frame")

@@ -244,6 +244,9 @@ def test_programs_are_listed_with_when_they_were_last_saved_and_removed_only_if_
     assert store.load_program_bytes("p1") is None
     assert store.remove_program("p1", unused_since=later) is False
     time.sleep(0.01)
+    if hasattr(store, "program_path"):  # the directory store touches one a minute old
+        listed["p2"] -= 120
+        os.utime(store.program_path("p2"), (listed["p2"], listed["p2"]))
     store.save_program("p2", lambda: b"never called")  # a save of a stored one touches it
     assert dict(store.list_programs())["p2"] > listed["p2"]
     assert store.load_program_bytes("p2") == b"two"

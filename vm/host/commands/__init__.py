@@ -19,8 +19,12 @@ class _Lazy:
         self._name = name
 
     def __getattr__(self, attr: str):
+        found = []  # the function, once its module is imported
+
         def call(*args, **kwargs):
-            return getattr(importlib.import_module(self._name), attr)(*args, **kwargs)
+            if not found:
+                found.append(getattr(importlib.import_module(self._name), attr))
+            return found[0](*args, **kwargs)
 
         call.__name__ = call.__qualname__ = attr
         return call

@@ -76,6 +76,21 @@ def default_state_dir(env: dict | os._Environ = os.environ) -> str:
     return configured or os.path.join(os.path.expanduser("~"), ".lobster", "state")
 
 
+_IDENTITY: list[tuple[int, str]] = []  # this process's (pid, host name), once asked
+
+
+def process_identity() -> tuple[int, str]:
+    """This process's pid and host name, as a claim records them: asked of the system once
+    per process (again in a forked child). A host renamed while a gateway runs keeps its old
+    name in that gateway's claims."""
+    if not _IDENTITY:
+        _IDENTITY.append((os.getpid(), os.uname().nodename))  # uname: socket not loaded
+    return _IDENTITY[0]
+
+
+os.register_at_fork(after_in_child=_IDENTITY.clear)
+
+
 STATE_KEY = compiled(r"[A-Za-z0-9_-]{1,128}")  # a run key: never a path
 APPROVAL_ID = compiled(r"[0-9a-f]{8}")
 CACHE_NAME = compiled(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a cache kind or key: never a path

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from typing import Any
 
 from attrs import field, frozen
 
 from vm.core import json_write
+from vm.host.store.base import process_identity
+
+
+def _pid() -> int:
+    return process_identity()[0]
 
 
 def _hostname() -> str:
-    return os.uname().nodename  # socket.gethostname(), without loading socket
+    return process_identity()[1]
 
 
 @frozen
@@ -23,7 +27,7 @@ class Claimant:
 
     kind: str = ""
     halt_id: str = ""
-    pid: int = field(factory=os.getpid)
+    pid: int = field(factory=_pid)
     host: str = field(factory=_hostname)
 
     def to_json(self) -> dict:

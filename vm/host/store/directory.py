@@ -36,8 +36,8 @@ module holds the layout, the programs, values, cache entries and leftovers.
   <state>/cache/<key>.json         compile cache entries (kind "compile")
   <state>/cache/<kind>/<key>.json  other cache entries
 
-A program's mtime is when it was last saved (a save of a stored program touches it), which
-`gc` reads. Temporary files are `.<name>.<hex>.tmp` beside their target. Files the store is
+A program's mtime is when it was last saved (a save of a stored program touches it, at most
+once a minute), which `gc` reads. Temporary files are `.<name>.<hex>.tmp` beside their target. Files the store is
 done with (a finished claim's frame, a record's previous version) wait in `runs/.spare/<hex>.spare`
 (at most 64, of 64 KiB at most) to be written over as the next temp files instead of new ones
 (vm/host/store/files.py says why); they hold their old bytes until then, and gc removes those
@@ -51,15 +51,29 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Callable
 
 from vm.core import json_read
 from vm.host.store.base import (STATE_KEY, CacheEntry, StoreError, cache_name, value_file_name,
                                 value_json)
 from vm.host.store.directory_checkpoints import CheckpointFiles
-from vm.host.store.directory_keys import KeyFiles
+from vm.host.store.directory_keys import RACY_SECONDS, KeyFiles
 from vm.host.store.files import (SPARES, atomic_write, publish, read_file, remove_file,
                                  scan_dir)
+
+
+# Programs this process read and found intact, by path: (inode, size, mtime, ctime) then.
+# A program's file is written whole and never changed in place, so while its stat is the
+# same its bytes are too (a repair or a touch changes the ctime). A file changed within the
+# timestamps' granularity of its check could keep them: one is kept only once it is older
+# than RACY_SECONDS (as the key set is, vm/host/store/directory_keys.py).
+_VERIFIED: dict[str, tuple[int, int, int, int]] = {}
+PROGRAM_TOUCH_S = 60.0  # well inside gc's GC_RECENT_S (vm/service/admin.py)
+
+
+def _program_stamp(info: os.stat_result) -> tuple[int, int, int, int]:
+    return info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 class Store(KeyFiles, CheckpointFiles):
@@ -88,11 +102,24 @@ class Store(KeyFiles, CheckpointFiles):
                      intact: Callable[[bytes], bool] | None = None) -> None:
         """Store a program once: `encode()` gives its bytes, and is called only when no
         program of that hash is stored yet, or when `intact` says the stored bytes are not
-        that program any more (a damaged file is rewritten, never left to fail every run)."""
+        that program any more (a damaged file is rewritten, never left to fail every run).
+        A file this process found intact is not read again while its stat is unchanged, and
+        its mtime (which gc reads: a program saved within its last GC_RECENT_S, 600 s, is
+        never removed) is moved forward only when it is older than PROGRAM_TOUCH_S."""
         path = self.program_path(program_hash)
-        stored = read_file(path)
-        if stored is None or (intact is not None and not intact(stored)):
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
             publish(path, encode())
+            return
+        if intact is None or _VERIFIED.get(path) != _program_stamp(info):
+            stored = read_file(path)
+            if stored is None or (intact is not None and not intact(stored)):
+                publish(path, encode())
+                return
+            if intact is not None and info.st_ctime < time.time() - RACY_SECONDS:
+                _VERIFIED[path] = _program_stamp(info)
+        if info.st_mtime >= time.time() - PROGRAM_TOUCH_S:
             return
         try:
             os.utime(path)  # saved again: gc leaves it alone for a while

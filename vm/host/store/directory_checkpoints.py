@@ -99,14 +99,14 @@ class CheckpointFiles:
         except FileNotFoundError:
             return None
         try:
-            data = read_fd(fd)
-            created_at = os.fstat(fd).st_mtime
+            info = os.fstat(fd)
+            data = read_fd(fd, info)
         finally:
             os.close(fd)
         if not data:  # a power loss before its one sync (files.publish): never handed out
             return None
         mac, expires_at, blob = split_frame_file(data)
-        return Parked(state_key, blob, created_at, expires_at, mac)
+        return Parked(state_key, blob, info.st_mtime, expires_at, mac)
 
     def _keys(self, suffix: str) -> list[str]:
         """The run keys that have a `runs/<key>.<suffix>` file."""
@@ -122,7 +122,8 @@ class CheckpointFiles:
         return sorted(found, key=lambda p: (p.created_at, p.state_key))
 
     def claim_frame(self, state_key: str, claimant: Claimant | None = None,
-                    lease_until: float | None = None, record: bytes | None = None) -> bool:
+                    lease_until: float | None = None, record: bytes | None = None,
+                    replaces_record: bool = True) -> bool:
         """Take the frame for this resume (read it first): exactly one concurrent caller
         removes the file (or, with a claimant, renames it to a name that holds its claim
         record), and only that one goes on. The lease is the claim file's mtime (set on the
@@ -131,7 +132,8 @@ class CheckpointFiles:
         makes the claim and the record's name durable when this returns. The record's bytes are
         not synced (it would cost a data flush per resume): a power cut may leave it unreadable,
         and the lifecycle then reads the claim in doubt; the claim file's name keeps who
-        claimed it and when, and the file itself the frame."""
+        claimed it and when, and the file itself the frame. `replaces_record=False`: the
+        caller found no record to keep as a spare."""
         if claimant is None:
             return remove_file(self.frame_path(state_key))
         from vm.host.store.claims import claim_file_name
@@ -149,7 +151,7 @@ class CheckpointFiles:
         try:
             if record is not None:
                 atomic_write(self.record_path(state_key), record, sync=False,
-                             keep_replaced=True)
+                             keep_replaced=replaces_record)
             fsync_dir(self.runs)
         except OSError as exc:  # a full disk: nothing ran yet, so the frame waits again
             try:
@@ -166,10 +168,12 @@ class CheckpointFiles:
                          record: dict) -> dict | None:
         from vm.host.store.lifecycle import decode_record, encode_record
 
-        previous = decode_record(self.read_record(state_key), state_key)
+        stored = self.read_record(state_key)
+        previous = decode_record(stored, state_key)
         if previous is not None:
             record = {**record, "events": [*previous["events"], *record["events"]]}
-        if not self.claim_frame(state_key, claimant, lease_until, encode_record(record)):
+        if not self.claim_frame(state_key, claimant, lease_until, encode_record(record),
+                                replaces_record=stored is not None):
             return None
         return record
 

@@ -21,6 +21,7 @@ every cycle that deleted some; and with `discard`, every freed block costs a dis
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
 import stat
 
@@ -70,10 +71,10 @@ def atomic_write(path: str, data: bytes, mode: int = PRIVATE_FILE, sync_dir: boo
     sync (which makes the rename durable) to the caller; `sync=False` syncs nothing (a hint
     may be lost, never torn by a writer that dies). `keep_replaced`: the file replaced
     becomes a spare (its bytes stay until it is reused: not for a value a user overwrites)."""
-    tmp, fd = _new_temp(path, mode)
+    tmp, fd, held = _new_temp(path, mode)
     try:
         try:
-            write_over(fd, data)
+            write_over(fd, data, held)
             if sync:
                 fsync_fd(fd, tmp)
         finally:
@@ -96,37 +97,62 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def write_over(fd: int, data: bytes) -> None:
-    """Make the file of a new `_new_temp` (which may be a spare, holding its last bytes) hold
-    exactly `data`: written from its start, then cut to that length (within a block it held
-    already, this frees nothing)."""
+def write_over(fd: int, data: bytes, held: int) -> None:
+    """Make the file of a new `_new_temp`, which holds `held` bytes (a spare holds its last
+    ones), hold exactly `data`: written from its start, then cut to that length if it held
+    more (within a block it held already, this frees nothing)."""
     write_all(fd, data)
-    os.ftruncate(fd, len(data))
+    if held > len(data):
+        os.ftruncate(fd, len(data))
 
 
-def _new_temp(path: str, mode: int) -> tuple[str, int]:
-    """A temp file beside `path` (its name and an open descriptor; `write_over` it), only ours,
-    with exactly `mode` and locked: the lock is held while the data is written and synced, so
-    gc never takes a temp file of a write still in progress, however slow (remove_leftover).
-    A spare of the directory when there is one (locked already), else a new file."""
+def _new_temp(path: str, mode: int) -> tuple[str, int, int]:
+    """A temp file beside `path`: its name, an open descriptor and how many bytes it holds
+    (`write_over` it). It is only ours, has exactly `mode` and is locked: the lock is held
+    while the data is written and synced, so gc never takes a temp file of a write still in
+    progress, however slow (remove_leftover). A spare of the directory when there is one,
+    else a new file."""
     directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")
-    fd = _take_spare(directory, tmp)
-    if fd is None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-        try:
-            fd = os.open(tmp, flags, mode)
-        except FileNotFoundError:  # the first write into this directory
-            make_private_dirs(directory)
-            fd = os.open(tmp, flags, mode)
+    tmp = f"{directory}/.{name}.{unique_name()}.tmp"
+    taken = _take_spare(directory, tmp, mode)
+    if taken is not None:
+        return tmp, *taken
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # a spare's lock again: a no-op
-        os.fchmod(fd, mode)
+        fd = os.open(tmp, flags, mode)
+    except FileNotFoundError:  # the first write into this directory
+        make_private_dirs(directory)
+        fd = os.open(tmp, flags, mode)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.fchmod(fd, mode)  # the umask may have taken bits away
     except BaseException:
         os.close(fd)
         remove_file(tmp)
         raise
-    return tmp, fd
+    return tmp, fd, 0
+
+
+# Names no other temp file or spare has: this process's random prefix and a count. The prefix
+# is drawn again in a forked child (which would otherwise count on from the same one); a
+# process needs one random draw, not one per file.
+_names = itertools.count()
+_prefix = ""
+
+
+def unique_name() -> str:
+    global _prefix
+    if not _prefix:
+        _prefix = os.urandom(6).hex()
+    return f"{_prefix}{next(_names):x}"
+
+
+def _new_prefix_after_fork() -> None:
+    global _prefix
+    _prefix = ""
+
+
+os.register_at_fork(after_in_child=_new_prefix_after_fork)
 
 
 # spares (see the module's docstring) ------------------------------------------------------------
@@ -148,9 +174,9 @@ def _spares_of(directory: str) -> list[str]:
     return names
 
 
-def _take_spare(directory: str, tmp: str) -> int | None:
-    """A spare of `directory`, renamed to `tmp`, opened for writing and locked; None when there
-    is none. It is locked before the rename, so no temp file named `tmp` is ever unlocked (gc
+def _take_spare(directory: str, tmp: str, mode: int) -> tuple[int, int] | None:
+    """A spare of `directory`, renamed to `tmp`, opened for writing, locked and given `mode`:
+    its descriptor and size; None when there is none. It is locked before the rename, so no temp file named `tmp` is ever unlocked (gc
     leaves locked temp files alone), and it is checked to have no other name: a crash between
     the two steps of `_replace_keeping_old` leaves a spare that is still a live file too."""
     names = _spares_of(directory)
@@ -173,7 +199,14 @@ def _take_spare(directory: str, tmp: str) -> int | None:
         except OSError:  # another process is taking it, or took it
             os.close(fd)
             continue
-        return fd
+        try:
+            if stat.S_IMODE(info.st_mode) != mode:
+                os.fchmod(fd, mode)
+        except BaseException:
+            os.close(fd)
+            remove_file(tmp)
+            raise
+        return fd, info.st_size
     return None
 
 
@@ -190,7 +223,7 @@ def retire(path: str) -> bool:
     if len(names) >= SPARE_LIMIT or info.st_size > SPARE_BYTES \
             or not stat.S_ISREG(info.st_mode):
         return remove_file(path)
-    name = f"{os.urandom(8).hex()}.spare"
+    name = f"{unique_name()}.spare"
     try:
         _rename_into_spares(path, os.path.join(directory, SPARES, name))
     except FileNotFoundError:
@@ -220,7 +253,7 @@ def _replace_keeping_old(tmp: str, path: str) -> None:
     if len(names) >= SPARE_LIMIT:
         os.replace(tmp, path)
         return
-    name = f"{os.urandom(8).hex()}.spare"
+    name = f"{unique_name()}.spare"
     spare = os.path.join(directory, SPARES, name)
     try:
         os.link(path, spare, follow_symlinks=False)
@@ -263,16 +296,18 @@ def read_file(path: str) -> bytes | None:
         os.close(fd)
 
 
-def read_fd(fd: int) -> bytes:
-    """Everything from `fd`'s offset to its end (read in one call when the file's size says
-    how much, as it does for a file nobody is writing)."""
-    first = os.read(fd, max(os.fstat(fd).st_size, 0) + 1)
-    if not first:
+def read_fd(fd: int, info: os.stat_result | None = None) -> bytes:
+    """Everything from `fd`'s offset to its end, in one read when the file's size (`info`,
+    its fstat, if the caller has it) says how much, as it does for a file nobody is writing:
+    a read that returns less than it asked for has met the end of a regular file."""
+    wanted = max((info or os.fstat(fd)).st_size, 0) + 1
+    first = os.read(fd, wanted)
+    if len(first) < wanted:
         return first
     chunks = [first]
     while chunk := os.read(fd, 1 << 16):
         chunks.append(chunk)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return b"".join(chunks)
 
 
 def scan_dir(directory: str) -> list[os.DirEntry]:
@@ -382,10 +417,10 @@ def publish(path: str, data: bytes, new_name: bool = False) -> None:
     if not one_sync_publish(os.path.dirname(path), new_name):
         atomic_write(path, data)
         return
-    tmp, fd = _new_temp(path, PRIVATE_FILE)
+    tmp, fd, held = _new_temp(path, PRIVATE_FILE)
     try:
         try:
-            write_over(fd, data)
+            write_over(fd, data, held)
             os.replace(tmp, path)
         except BaseException:
             remove_file(tmp)

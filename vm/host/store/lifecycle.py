@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vm.core import json_write
 from vm.core.digest import sha256
-from vm.host.store.base import StateStore, StoreError
+from vm.host.store.base import StateStore, StoreError, process_identity
 from vm.isa.frame import StepApprovalWait
 
 if TYPE_CHECKING:
@@ -56,7 +56,8 @@ LEASE_LAPSED = ("its lease expired: the resume holding it stopped renewing it (k
 
 def who() -> str:
     """This process, as a claim records it: pid@host."""
-    return f"{os.getpid()}@{os.uname().nodename}"
+    pid, host = process_identity()
+    return f"{pid}@{host}"
 
 
 def items_hash(items: Any) -> str:
