@@ -29,6 +29,17 @@ def test_program_round_trip():
     assert program.hash == codec.program_hash(program)
 
 
+def test_a_program_s_bytes_are_made_once_per_program_object():
+    import attrs
+
+    program = compile_pipeline("exec --json 'echo 1' | approve --prompt ok")
+    first = codec.dump_program(program)
+    assert codec.dump_program(program) is first  # kept, not made again
+    other = codec.seal(attrs.evolve(program, checkpoint_ttl_ms=5000))  # its own bytes
+    assert codec.dump_program(other) != first
+    assert codec.load_program(codec.dump_program(other)).checkpoint_ttl_ms == 5000
+
+
 def test_compiling_twice_in_separate_processes_gives_identical_bytes(tmp_path):
     script = ("import sys; from lobsterc.generate.codegen import compile_pipeline; from vm.isa import codec; "
               "sys.stdout.buffer.write(codec.dump_program(compile_pipeline(sys.argv[1])))")

@@ -23,6 +23,7 @@ import functools
 import threading
 import types
 import typing
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -302,7 +303,19 @@ def seal(program: Program) -> Program:
 
 
 def dump_program(program: Program) -> bytes:
-    return _pack(_unstructure_program(program))
+    """The program's bytes; made once per Program object (a cached program is the same object
+    at every run, and a store that is sent them at each park asks each time)."""
+    found = _DUMPED.get(id(program))
+    if found is not None and found[0]() is program:
+        return found[1]
+    blob = _pack(_unstructure_program(program))
+    if len(_DUMPED) >= 64:
+        _DUMPED.clear()
+    _DUMPED[id(program)] = (weakref.ref(program), blob)
+    return blob
+
+
+_DUMPED: dict[int, tuple[weakref.ref[Program], bytes]] = {}  # id -> (the program, its bytes)
 
 
 _LOADED: dict[bytes, Program] = {}  # verified programs of this process, by their bytes' digest
