@@ -305,10 +305,9 @@ class PostgresStore:
         if durable:
             self._one(f"WITH {drop} " + self._UPSERT_RECORD.format(source="") + " RETURNING 1",
                       params)
-        else:
-            with self._connection() as conn:
-                conn.execute(f"WITH lazy AS ({_LAZY}), {drop} "
-                             + self._UPSERT_RECORD.format(source="FROM lazy"), params)
+        else:  # run again on a fresh connection if this one broke: both steps are idempotent
+            self._one(f"WITH lazy AS ({_LAZY}), {drop} "
+                      + self._UPSERT_RECORD.format(source="FROM lazy"), params)
 
     def read_record(self, state_key: str) -> bytes | None:
         row = self._one("SELECT record::text FROM lobster_records WHERE state_key = %s",
