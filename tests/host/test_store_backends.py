@@ -381,3 +381,51 @@ def test_park_stores_the_program_with_its_frame_and_mends_a_damaged_one(store):
     assert store.load_program_bytes(program.hash) == b"damaged"
     store.park("pipeline_resume_" + "2" * 32, b"\x81frame", None, key, program.hash, lambda: good)
     assert store.load_program_bytes(program.hash) == good
+
+
+def test_an_approval_id_drawn_for_a_park_is_published_with_its_frame_or_not_at_all(store):
+    from vm.host.store.base import ApprovalIdTaken
+
+    key = store.key()
+    drawn = store.new_approval_id("pipeline_resume_drawn", deferred=True)
+    if isinstance(store, Store):  # the state dir publishes it at once (a symlink is cheap)
+        assert store.lookup_approval_id(drawn) == "pipeline_resume_drawn"
+    else:  # PostgreSQL: with the frame, in the park's one statement
+        assert store.lookup_approval_id(drawn) is None
+    store.park("pipeline_resume_drawn", b"\x81frame", None, key, "h", lambda: b"p",
+               approval_id=drawn)
+    assert store.lookup_approval_id(drawn) == "pipeline_resume_drawn"
+    if isinstance(store, Store):
+        return
+    taken = store.new_approval_id("pipeline_resume_first")  # published
+    with pytest.raises(ApprovalIdTaken):
+        store.park("pipeline_resume_second", b"\x81frame", None, key, "h", lambda: b"p",
+                   approval_id=taken)
+    assert store.read_frame("pipeline_resume_second") is None  # nothing parked
+    assert store.lookup_approval_id(taken) == "pipeline_resume_first"
+    unused = store.new_approval_id("pipeline_resume_third", deferred=True)
+    store.remove_approval_id(unused)  # drawn, never published: nothing to remove
+    assert store.lookup_approval_id(drawn) == "pipeline_resume_drawn"
+
+
+def test_a_halt_whose_drawn_approval_id_is_taken_draws_another(pg_url, tmp_path, monkeypatch):
+    import secrets
+
+    from vm.host.store import postgres
+    from vm.host.token import decode
+    from vm.service.protocol import Options, handle
+
+    options = Options(cwd=str(tmp_path), state_dir=pg_url, env={})
+    first = handle({"action": "run", "pipeline": "approve --prompt one"}, options)
+    taken = first["requiresApproval"]["approvalId"]
+    draws = iter([taken, taken, "0badcafe"])  # the stdlib's randomness, made to collide
+    monkeypatch.setattr(postgres.secrets, "token_hex",
+                        lambda n: next(draws, None) or secrets.token_hex(n))
+    second = handle({"action": "run", "pipeline": "approve --prompt two"}, options)
+    assert second["requiresApproval"]["approvalId"] == "0badcafe", second
+    store = open_store(pg_url, {})
+    state_key = {n: decode(e["requiresApproval"]["resumeToken"]).state_key
+                 for n, e in (("first", first), ("second", second))}
+    assert store.lookup_approval_id(taken) == state_key["first"]  # still the first's
+    assert store.lookup_approval_id("0badcafe") == state_key["second"]
+    assert store.read_frame(state_key["second"]) is not None

@@ -23,6 +23,11 @@ class StoreError(Exception):
     code = "T450"
 
 
+class ApprovalIdTaken(StoreError):
+    """`park` was given an approval id to publish with its frame, and another checkpoint has
+    it: nothing was parked; draw another id and park again."""
+
+
 class SigningKeyError(StoreError):
     """The signing key set cannot be used: lost while checkpoints need it (T451), or a key
     that is no key (too short, open to others, not a regular file: T452). One line."""
@@ -241,10 +246,13 @@ class StateStore(Protocol):
         passes the key it signed the frame's token with)."""
 
     def park(self, state_key: str, blob: bytes, expires_at: float | None, key: bytes,
-             program_hash: str, encode: Callable[[], bytes]) -> None:
+             program_hash: str, encode: Callable[[], bytes],
+             approval_id: str | None = None) -> None:
         """A halt's writes: its program (as `save_program`, checked intact) and then its frame
         (as `save_frame`), so the frame never names a program the store does not hold; one
-        statement where the backend allows it."""
+        statement where the backend allows it. `approval_id`: one `new_approval_id(...,
+        deferred=True)` drew, published with the frame (ApprovalIdTaken, and nothing parked,
+        when another checkpoint has it)."""
 
     def read_frame(self, state_key: str) -> bytes | None:
         """The parked frame, or None when there is none or it has been claimed."""
@@ -304,8 +312,11 @@ class StateStore(Protocol):
     def claim_record(self, state_key: str) -> ClaimRecord | None:
         """The record of a claim of this frame that has not finished, if there is one."""
 
-    def new_approval_id(self, state_key: str) -> str | None:
-        """A fresh 8-hex id naming `state_key`, never one in use; follow with save_frame."""
+    def new_approval_id(self, state_key: str, deferred: bool = False) -> str | None:
+        """A fresh 8-hex id naming `state_key`, never one in use; follow with save_frame.
+        `deferred`: the id may instead be drawn only, to be published by the `park` it is
+        given to (the PostgreSQL store: one round trip for the halt, not two); a store that
+        publishes it at once ignores the `park`'s."""
 
     def lookup_approval_id(self, approval_id: str) -> str | None:
         """The state key an approval id names, or None (unknown, malformed or dangling)."""

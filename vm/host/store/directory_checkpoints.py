@@ -83,7 +83,9 @@ class CheckpointFiles:
             raise
 
     def park(self, state_key: str, blob: bytes, expires_at: float | None, key: bytes,
-             program_hash: str, encode: Callable[[], bytes]) -> None:
+             program_hash: str, encode: Callable[[], bytes],
+             approval_id: str | None = None) -> None:
+        # an approval id was published by new_approval_id already (a symlink beside the frame)
         from vm.isa import codec
 
         self.save_program(program_hash, encode, intact=lambda b: codec.intact(b, program_hash))
@@ -305,8 +307,9 @@ class CheckpointFiles:
                 return None
 
     # approval ids --------------------------------------------------------------------------
-    def new_approval_id(self, state_key: str) -> str | None:
-        """A fresh 8-hex id pointing at `state_key`, to be followed by save_frame(state_key):
+    def new_approval_id(self, state_key: str, deferred: bool = False) -> str | None:
+        """A fresh 8-hex id pointing at `state_key`, to be followed by save_frame(state_key)
+        (published at once, `deferred` or not: the symlink costs no round trip):
         a symlink created exclusively (an existing id is never overwritten) that holds the key
         in its target, so there is no file data to sync; save_frame's directory sync makes it
         durable before the id is handed out. Lookups of an id whose frame is gone say "not

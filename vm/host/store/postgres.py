@@ -7,9 +7,12 @@ frame claimed and report a claim that happened as none; that failure is a store 
 claim that was made reads as in doubt (with a claim record; a claim by DELETE, without one, is
 gone: the claim record exists for that).
 
-Frames, claims, values and the key are committed durably. Approval ids and programs are
-committed with synchronous_commit off: the frame's durable commit that follows flushes the WAL
-past them, so both are durable before a token or id is handed out. Removed approval ids,
+Frames, claims, values and the key are committed durably. A halt is one statement, one
+durable commit: its program, its approval id (drawn before the frame is written, since the
+frame holds it, and published by that statement, which parks nothing if another checkpoint has
+the id) and its frame. Approval ids published on their own (`new_approval_id`) are committed
+with synchronous_commit off: the frame's durable commit that follows flushes the WAL past them,
+so they are durable before a token or id is handed out. Removed approval ids,
 finished claims and cache entries are also committed lazily: a crash can bring back an id whose
 frame is gone (a lookup then finds no frame), or a finished claim as in doubt, never the reverse.
 """
@@ -24,9 +27,9 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from vm.core import json_read
-from vm.host.store.base import (KEY_BYTES, STATE_KEY, CacheEntry, KeyInfo, Parked, StoreError,
-                                approval_id_form, cache_name, check_key, frame_mac, key_id,
-                                lost_key_error, value_json, value_name)
+from vm.host.store.base import (KEY_BYTES, STATE_KEY, ApprovalIdTaken, CacheEntry, KeyInfo,
+                                Parked, StoreError, approval_id_form, cache_name, check_key,
+                                frame_mac, key_id, lost_key_error, value_json, value_name)
 from vm.host.store.claims import Claimant, ClaimRecord
 from vm.host.store.postgres_pool import shared_backend
 
@@ -41,6 +44,7 @@ class PostgresStore:
         self._backend = shared_backend(url)
         self.location = self._backend.location
         self._read_keys: list[bytes] | None = None  # read with the last read_parked
+        self._drawn: set[str] = set()  # approval ids drawn for a park, not published yet
 
     def _connection(self) -> AbstractContextManager[Any]:
         return self._backend.connection()
@@ -165,29 +169,47 @@ class PostgresStore:
 
     # frames and claims ---------------------------------------------------------------------
     # a frame parked (again) under its key: unclaimed, with its expiry and MAC
-    _SAVE_FRAME = ("INSERT INTO lobster_frames (state_key, body, expires_at, mac)"
-                   " VALUES (%s, %s, to_timestamp(%s), %s)"
-                   " ON CONFLICT (state_key) DO UPDATE SET body = excluded.body,"
+    _FRAME_OVER = (" ON CONFLICT (state_key) DO UPDATE SET body = excluded.body,"
                    " created_at = now(), claimed_at = NULL, claimant = NULL,"
                    " lease_until = NULL, expires_at = excluded.expires_at, mac = excluded.mac")
+    _SAVE_FRAME = ("INSERT INTO lobster_frames (state_key, body, expires_at, mac)"
+                   " VALUES (%s, %s, to_timestamp(%s), %s)" + _FRAME_OVER)
 
     def save_frame(self, state_key: str, blob: bytes, expires_at: float | None = None,
                    key: bytes | None = None) -> None:
         mac = frame_mac(key or self.key(), state_key, blob)
         self._one(self._SAVE_FRAME + " RETURNING 1", (state_key, blob, expires_at, mac))
 
+    _SAVE_PROGRAM = ("program AS (INSERT INTO lobster_programs (hash, body) VALUES (%s, %s)"
+                     " ON CONFLICT (hash) DO UPDATE SET used_at = now(), body = CASE"
+                     " WHEN lobster_programs.body = excluded.body THEN lobster_programs.body"
+                     " ELSE excluded.body END RETURNING 1)")
+
     def park(self, state_key: str, blob: bytes, expires_at: float | None, key: bytes,
-             program_hash: str, encode: Callable[[], bytes]) -> None:
-        """The program and the frame in one statement (one round trip, one durable commit).
-        The program is sent each time: a stored one is only touched, its bytes kept when they
-        are the same (a damaged one is replaced, as `save_program` does)."""
+             program_hash: str, encode: Callable[[], bytes],
+             approval_id: str | None = None) -> None:
+        """The program, the approval id (if given: drawn by new_approval_id(deferred=True))
+        and the frame in one statement (one round trip, one durable commit). The program is
+        sent each time: a stored one is only touched, its bytes kept when they are the same (a
+        damaged one is replaced, as `save_program` does). An approval id another checkpoint
+        has parks nothing: ApprovalIdTaken."""
         mac = frame_mac(key, state_key, blob)
-        self._one("WITH program AS (INSERT INTO lobster_programs (hash, body) VALUES (%s, %s)"
-                  " ON CONFLICT (hash) DO UPDATE SET used_at = now(), body = CASE"
-                  " WHEN lobster_programs.body = excluded.body THEN lobster_programs.body"
-                  " ELSE excluded.body END RETURNING 1) "
-                  + self._SAVE_FRAME + " RETURNING (SELECT count(*) FROM program)",
-                  (program_hash, encode(), state_key, blob, expires_at, mac))
+        self._drawn.discard(approval_id)
+        if approval_id is None:
+            self._one(f"WITH {self._SAVE_PROGRAM} " + self._SAVE_FRAME
+                      + " RETURNING (SELECT count(*) FROM program)",
+                      (program_hash, encode(), state_key, blob, expires_at, mac))
+            return
+        row = self._one("WITH approval AS (INSERT INTO lobster_approvals"
+                        " (approval_id, state_key) VALUES (%s, %s) ON CONFLICT DO NOTHING"
+                        f" RETURNING 1), {self._SAVE_PROGRAM}"
+                        " INSERT INTO lobster_frames (state_key, body, expires_at, mac)"
+                        " SELECT %s, %s, to_timestamp(%s), %s FROM approval"
+                        + self._FRAME_OVER + " RETURNING (SELECT count(*) FROM program)",
+                        (approval_id, state_key, program_hash, encode(), state_key, blob,
+                         expires_at, mac))
+        if row is None:
+            raise ApprovalIdTaken(f"the approval id {approval_id} is another checkpoint's")
 
     def read_frame(self, state_key: str) -> bytes | None:
         row = self._one("SELECT body FROM lobster_frames"
@@ -325,7 +347,11 @@ class PostgresStore:
         self._lazy("DELETE FROM lobster_records USING lazy WHERE state_key = %s", (state_key,))
 
     # approval ids --------------------------------------------------------------------------
-    def new_approval_id(self, state_key: str) -> str | None:
+    def new_approval_id(self, state_key: str, deferred: bool = False) -> str | None:
+        if deferred:  # published by the park it is given to, in the same statement
+            approval_id = secrets.token_hex(4)
+            self._drawn.add(approval_id)
+            return approval_id
         for _ in range(16):
             approval_id = secrets.token_hex(4)
             row = self._lazy("INSERT INTO lobster_approvals (approval_id, state_key)"
@@ -345,7 +371,9 @@ class PostgresStore:
         return key if isinstance(key, str) and STATE_KEY.fullmatch(key) else None
 
     def remove_approval_id(self, approval_id: str | None) -> None:
-        if approval_id:
+        if approval_id in self._drawn:  # drawn, never published: it may be another's
+            self._drawn.discard(approval_id)
+        elif approval_id:
             self._lazy("DELETE FROM lobster_approvals USING lazy WHERE approval_id = %s",
                        (approval_id,))
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from vm.core import js, json_write
 from vm.host import token as tokens
-from vm.host.store import StateStore
+from vm.host.store import StateStore, StoreError
+from vm.host.store.base import ApprovalIdTaken
 from vm.isa import codec
 from vm.isa.frame import Frame, StepApprovalWait, StepInputWait
 from vm.isa.ops import ApproverRules
@@ -19,6 +20,7 @@ from vm.service.protocol.envelope import (RequestError, check_envelope_size, ok_
 from vm.service.protocol.options import Options, Settings, checkpoint_ttl_ms
 
 SUBJECT_MAX_BYTES = 192_000
+APPROVAL_ID_DRAWS = 16  # an id drawn and found taken as the frame is saved is drawn again
 TOOL_ENVELOPE_MAX_BYTES = 512_000
 
 
@@ -41,23 +43,33 @@ def park(program: Program, frame: Frame, options: Options, settings: Settings) -
     state_key = tokens.new_state_key(frame.origin)
     kind = tokens.kind_for(frame.origin)
     ttl = settings.checkpoint_ttl_ms or program.checkpoint_ttl_ms or checkpoint_ttl_ms(options)
-    if pending.kind == "approval":
-        # the id goes into the frame, so it is published before the frame is written
-        pending.approval_id = store.new_approval_id(state_key)
-    try:
+    for _ in range(APPROVAL_ID_DRAWS):
+        if pending.kind == "approval":
+            # the id goes into the frame: published before the frame is written, or with it
+            # (a store that saves both in one statement only draws it here)
+            pending.approval_id = store.new_approval_id(state_key, deferred=True)
         try:
-            blob = codec.dump_frame(frame)
-        except codec.Unstorable as exc:
-            raise RequestError(f"lobster runtime checkpoint cannot be stored: {exc}",
-                               "T424") from None
-        envelope = _cap_subject(_halt_envelope(pending, tokens.issue(kind, state_key, key)),
-                                options.env, frame)
-        check_envelope_size(envelope, settings)
-    except RequestError:
-        store.remove_approval_id(pending.approval_id)
-        raise
-    store.park(state_key, blob, None if ttl is None else time.time() + ttl / 1000, key,
-               program.hash, lambda: codec.dump_program(program))
+            try:
+                blob = codec.dump_frame(frame)
+            except codec.Unstorable as exc:
+                raise RequestError(f"lobster runtime checkpoint cannot be stored: {exc}",
+                                   "T424") from None
+            envelope = _cap_subject(_halt_envelope(pending, tokens.issue(kind, state_key, key)),
+                                    options.env, frame)
+            check_envelope_size(envelope, settings)
+        except RequestError:
+            store.remove_approval_id(pending.approval_id)
+            raise
+        try:
+            store.park(state_key, blob, None if ttl is None else time.time() + ttl / 1000, key,
+                       program.hash, lambda: codec.dump_program(program),
+                       approval_id=pending.approval_id if pending.kind == "approval" else None)
+        except ApprovalIdTaken:  # drawn, not published, and another checkpoint's: draw again
+            continue
+        break
+    else:
+        raise StoreError("no free approval id was found in "
+                         f"{APPROVAL_ID_DRAWS} draws: the store holds too many")
     if options.report is not None:
         options.report(pending)  # the CLI renders a human-mode halt from it
     return envelope
