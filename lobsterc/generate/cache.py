@@ -108,6 +108,7 @@ def lookup(store: StateStore, cache_key: str) -> Program | None:
 
 
 def remember(store: StateStore, cache_key: str, program: Program, deps: dict[str, str]) -> None:
+    _MEMO[(store.location, cache_key)] = (program, deps)  # the next run here asks no store
     try:
         store.save_program(program.hash, lambda: codec.dump_program(program),
                            intact=lambda blob: codec.intact(blob, program.hash))

@@ -403,6 +403,9 @@ def test_an_approval_id_drawn_for_a_park_is_published_with_its_frame_or_not_at_a
                    approval_id=taken)
     assert store.read_frame("pipeline_resume_second") is None  # nothing parked
     assert store.lookup_approval_id(taken) == "pipeline_resume_first"
+    store.park("pipeline_resume_first", b"\x81frame", None, key, "h", lambda: b"p",
+               approval_id=taken)  # its own id, published already: parks
+    assert store.read_frame("pipeline_resume_first") == b"\x81frame"
     unused = store.new_approval_id("pipeline_resume_third", deferred=True)
     store.remove_approval_id(unused)  # drawn, never published: nothing to remove
     assert store.lookup_approval_id(drawn) == "pipeline_resume_drawn"
@@ -429,3 +432,22 @@ def test_a_halt_whose_drawn_approval_id_is_taken_draws_another(pg_url, tmp_path,
     assert store.lookup_approval_id(taken) == state_key["first"]  # still the first's
     assert store.lookup_approval_id("0badcafe") == state_key["second"]
     assert store.read_frame(state_key["second"]) is not None
+
+
+def test_a_warm_postgres_cycle_is_one_round_trip_to_halt_and_three_to_resume(pg_url, tmp_path):
+    from vm.host.store.postgres_pool import shared_backend
+    from vm.service.protocol import Decision, Options, handle, resume
+
+    options = Options(cwd=str(tmp_path), state_dir=pg_url, env={})
+    backend = shared_backend(pg_url)
+    for _ in range(2):  # the first also makes the key and reads it
+        before = backend.statements
+        halted = handle({"action": "run", "pipeline": "exec --json 'echo [1]' | approve"
+                                                      " --prompt ok"}, options)
+        halt = backend.statements - before
+        done = resume(options, Decision(approve=True),
+                      token=halted["requiresApproval"]["resumeToken"])
+        assert done["status"] == "ok", done
+    # the halt: program, approval id and frame; the resume: read the frame (with the key
+    # set), claim it (with its record), settle it (the record, the claimed frame removed)
+    assert (halt, backend.statements - before - halt) == (1, 3)

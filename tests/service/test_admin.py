@@ -356,6 +356,9 @@ def test_gc_removes_unreferenced_programs_and_their_cache_entries_only_when_old(
     token = kept["requiresApproval"]["resumeToken"]
     assert handle({"action": "resume", "token": token, "approve": True},
                   options)["output"] == [1]
+    from lobsterc.generate import cache
+
+    cache._MEMO.clear()  # as a new process: it knows no compiled program yet
     again = handle({"action": "run", "pipeline": "exec --json --shell 'echo [1]'"}, options)
     assert again["output"] == [1]  # compiled again
     old = admin.gc(options, now=time.time() + admin.GC_CACHE_AGE_S + 1)

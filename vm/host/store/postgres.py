@@ -200,8 +200,11 @@ class PostgresStore:
                       + " RETURNING (SELECT count(*) FROM program)",
                       (program_hash, encode(), state_key, blob, expires_at, mac))
             return
-        row = self._one("WITH approval AS (INSERT INTO lobster_approvals"
-                        " (approval_id, state_key) VALUES (%s, %s) ON CONFLICT DO NOTHING"
+        # an id this checkpoint has already (published by new_approval_id) passes too
+        row = self._one("WITH approval AS (INSERT INTO lobster_approvals AS a"
+                        " (approval_id, state_key) VALUES (%s, %s) ON CONFLICT (approval_id)"
+                        " DO UPDATE SET state_key = a.state_key"
+                        " WHERE a.state_key = excluded.state_key"
                         f" RETURNING 1), {self._SAVE_PROGRAM}"
                         " INSERT INTO lobster_frames (state_key, body, expires_at, mac)"
                         " SELECT %s, %s, to_timestamp(%s), %s FROM approval"

@@ -64,6 +64,7 @@ class Backend:
                     "prepare_threshold": 0},  # a fixed set of statements: prepare each at once
             name=f"lobster-store-{os.getpid()}")
         self.key: tuple[bytes, float] | None = None  # the signing key, when it was read
+        self.statements = 0  # run through `run` and `connection`: a test counts round trips
 
     def getconn(self) -> Any:
         """A pooled connection that is not stale: each stale one is closed, so that the pool
@@ -94,6 +95,7 @@ class Backend:
     def connection(self) -> Iterator[Any]:
         """A pooled connection for a few statements; driver errors become StoreErrors."""
         pool = self.pool
+        self.statements += 1
         try:
             conn = self.getconn()
             try:
@@ -107,6 +109,7 @@ class Backend:
         """One statement, its first row (or None). `retry`: run it once more on a fresh
         connection when the connection broke under it (every statement but the claim)."""
         pool = self.pool
+        self.statements += 1
         for attempt in (1, 2):
             try:
                 conn = self.getconn() if attempt == 1 else self.tested_conn()
