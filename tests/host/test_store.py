@@ -158,15 +158,6 @@ def test_a_stored_program_saved_again_after_a_minute_is_touched(tmp_path):
     assert os.stat(store.program_path("h")).st_mtime > time.time() - 5
 
 
-def test_the_program_touch_is_well_inside_gc_s_window():
-    from vm.host.store import directory
-    from vm.service import admin
-
-    # gc spares a program saved within GC_RECENT_S; a park saves its program (touching it at
-    # most once a PROGRAM_TOUCH_S) just before its frame, so gc never takes it in between
-    assert directory.PROGRAM_TOUCH_S * 5 <= admin.GC_RECENT_S
-
-
 def test_a_claim_record_replaces_the_frame_file_until_finished(tmp_path):
     store = Store(str(tmp_path))
     store.save_frame("k", b"frame")

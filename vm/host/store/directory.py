@@ -69,7 +69,7 @@ from vm.host.store.files import (SPARES, atomic_write, publish, read_file, remov
 # timestamps' granularity of its check could keep them: one is kept only once it is older
 # than RACY_SECONDS (as the key set is, vm/host/store/directory_keys.py).
 _VERIFIED: dict[str, tuple[int, int, int, int]] = {}
-PROGRAM_TOUCH_S = 60.0  # well inside gc's GC_RECENT_S (vm/service/admin.py)
+PROGRAM_TOUCH_S = 60.0  # a save that is not a park moves a program's mtime at most this often
 
 
 def _program_stamp(info: os.stat_result) -> tuple[int, int, int, int]:
@@ -99,13 +99,16 @@ class Store(KeyFiles, CheckpointFiles):
         return self.path("programs", f"{program_hash}.lbc")
 
     def save_program(self, program_hash: str, encode: Callable[[], bytes],
-                     intact: Callable[[bytes], bool] | None = None) -> None:
+                     intact: Callable[[bytes], bool] | None = None, *,
+                     touch: bool = False) -> None:
         """Store a program once: `encode()` gives its bytes, and is called only when no
         program of that hash is stored yet, or when `intact` says the stored bytes are not
         that program any more (a damaged file is rewritten, never left to fail every run).
-        A file this process found intact is not read again while its stat is unchanged, and
-        its mtime (which gc reads: a program saved within its last GC_RECENT_S, 600 s, is
-        never removed) is moved forward only when it is older than PROGRAM_TOUCH_S."""
+        A file this process found intact is not read again while its stat is unchanged.
+        Its mtime is when gc last saw it saved (gc removes only a program saved before its
+        `recent_s`): a park (`touch`) always moves it forward, since its frame is written
+        next and gc must not take the program in between, however short gc's window; any
+        other save (the compile cache's) only when it is older than PROGRAM_TOUCH_S."""
         path = self.program_path(program_hash)
         try:
             info = os.stat(path)
@@ -119,7 +122,7 @@ class Store(KeyFiles, CheckpointFiles):
                 return
             if intact is not None and info.st_ctime < time.time() - RACY_SECONDS:
                 _VERIFIED[path] = _program_stamp(info)
-        if info.st_mtime >= time.time() - PROGRAM_TOUCH_S:
+        if not touch and info.st_mtime >= time.time() - PROGRAM_TOUCH_S:
             return
         try:
             os.utime(path)  # saved again: gc leaves it alone for a while
