@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from vm.core.schema import all_errors, first_error, ignored_keywords, schema_error
+import pytest
+
+from vm.core.schema import ignored_keywords, schema_error
+from vm.core.schema_errors import all_errors, first_error
 
 
 def test_prefix_items_is_ignored_by_the_dialect():
@@ -140,3 +143,56 @@ def test_a_ring_of_schemas_holding_only_a_ref_is_refused_where_a_compile_meets_i
     assert schema_error({"not": {"$ref": "#/definitions/a"}, "definitions": {
         "a": {"type": "string", "$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}}}) \
         is None
+
+
+def test_references_are_read_against_the_base_the_ids_around_them_make():
+    # inside a subschema with an $id, `#` and `#/...` are that subschema (as Ajv reads them)
+    scoped = {"$id": "http://x/z", "type": "object", "properties": {"b": {"$ref": "#"}},
+              "definitions": {"d": {"type": "string"}}}
+    assert schema_error({"properties": {"a": scoped}}) is None
+    assert schema_error({"properties": {"a": {**scoped, "properties": {
+        "b": {"$ref": "#/definitions/d"}}}}}) is None
+    assert schema_error({"properties": {"a": {**scoped, "properties": {
+        "b": {"$ref": "#/properties/a"}}}}})  # the subschema has no property a
+    # a subschema holding only a $ref that names itself through its own $id: a ring
+    assert "leads back to itself" in schema_error(
+        {"properties": {"a": {"$id": "http://x/z", "$ref": "#"}}})
+    # `#/` is `#`, where the whole schema is reachable
+    assert schema_error({"$id": "http://x/y", "properties": {"a": {"$ref": "#/"}}}) is None
+    assert schema_error({"properties": {"a": {"$ref": "#/"}}})
+    # a relative $id resolves against its parent's base, and is found by that URI
+    assert schema_error({"$id": "http://x/y", "properties": {
+        "a": {"$id": "z", "type": "string"}, "c": {"$ref": "z"}}}) is None
+    assert schema_error({"properties": {"a": {"$id": "z", "type": "string"},
+                                        "c": {"$ref": "z"}}}) is None
+
+
+def test_two_schemas_with_one_id_are_refused_and_unused_references_never_resolved():
+    twice = {"properties": {"a": {"$id": "http://x/z", "type": "string"},
+                            "b": {"$id": "http://x/z", "type": "number"}}}
+    assert "more than one schema" in schema_error(twice)
+    assert schema_error({"definitions": {"d": {"$ref": "#/nope"}}}) is None
+    assert "does not resolve" in schema_error({"properties": {"a": {"$ref": "#/nope"}}})
+
+
+def test_keywords_beside_a_ref_apply_with_the_type_error_where_ajv_reports_it():
+    schema = {"definitions": {"n": {"type": "number", "maximum": 10}}, "properties": {
+        "a": {"$ref": "#/definitions/n", "minimum": 5},
+        "b": {"$ref": "#/definitions/n", "type": "integer"},
+        "c": {"type": "object", "required": ["z"], "enum": [1, "ab"]}}}
+    assert first_error(schema, {"a": 1}) == ("/a", "must be >= 5")  # draft-07 ignores it
+    assert first_error(schema, {"a": 20}) == ("/a", "must be <= 10")
+    assert first_error(schema, {"b": 2.5}) == ("/b", "must be integer")  # its own type first
+    # one type with keywords of its group: the type error waits for that group's turn
+    allowed = "must be equal to one of the allowed values"
+    assert first_error(schema, {"c": "abcd"}) == ("/c", allowed)
+    assert first_error(schema, {"a": 7, "b": 3}) is None
+
+
+def test_a_schema_whose_ref_never_ends_fails_each_answer_as_javascript_does():
+    from vm.core.schema_errors import SchemaRecursion
+
+    endless = {"$id": "http://x/z", "$ref": "#", "type": "string"}
+    assert schema_error(endless) is None  # Ajv compiles it
+    with pytest.raises(SchemaRecursion, match="Maximum call stack size exceeded"):
+        first_error(endless, "x")

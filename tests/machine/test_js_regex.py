@@ -196,7 +196,8 @@ def test_property_sets_are_nodes_on_a_sample_of_code_points(node) -> None:
 def test_schemas_read_their_regexes_as_javascripts() -> None:
     """vm.core.schema: a regex new RegExp refuses makes the schema invalid in V8's words; an
     answer is held to JavaScript's reading; a schema stored before is refused, not a crash."""
-    from vm.core.schema import all_errors, first_error, schema_error
+    from vm.core.schema import schema_error
+    from vm.core.schema_errors import all_errors, first_error
 
     assert schema_error({"type": "string", "pattern": "^\\p{L}+$"}) is None
     assert schema_error({"pattern": "\\a"}) == "Invalid regular expression: /\\a/u: Invalid escape"

@@ -8,7 +8,8 @@ import json
 
 from vm.core import json_read
 from vm.service import protocol
-from vm.core.schema import first_error, schema_fault
+from vm.core.schema import schema_fault
+from vm.core.schema_errors import first_error
 from conftest import in_process_cli as cli  # noqa: F401 - the subject is not the process
 
 INPUT = """steps:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vm.core import json_read, json_write
-from vm.core.schema import error_detail, first_error
+from vm.core.schema_errors import SchemaRecursion, error_detail, first_error
 
 ITEMS_SHOWN = 5  # items (or preview lines) shown before a question; the rest are counted
 VALUES_SHOWN = 20  # allowed enum values an error lists
@@ -195,9 +195,12 @@ def read_answer(text: str, request: dict) -> tuple[bool, Any, str | None]:
     if single is not None:
         plain = readings[0] if readings and isinstance(readings[0], str) else line
         readings.append(plain if single == "" else {single: plain})
-    for value in readings:
-        if first_error(schema, value) is None:
-            return True, value, None
+    try:
+        for value in readings:
+            if first_error(schema, value) is None:
+                return True, value, None
+    except SchemaRecursion as exc:
+        return False, None, str(exc)
     if not readings:
         return False, None, problem
     structured = [r for r in readings[:1] if isinstance(r, (dict, list))]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from functools import lru_cache
 from typing import Any
 
@@ -14,13 +15,36 @@ from typing import Any
 # numbers, strings, arrays and objects; errors come out depth first in that order (observed
 # against the original with every error reported). `items` is evaluated before `uniqueItems`.
 _KEYWORD_ORDER = [
-    "$ref", "type", "const", "enum", "not", "anyOf", "oneOf", "allOf", "if", "then", "else",
+    "type", "$ref", "const", "enum", "not", "anyOf", "oneOf", "allOf", "if", "then", "else",
     "maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum", "multipleOf",
     "maxLength", "minLength", "pattern", "format", "maxItems", "minItems", "items",
     "additionalItems", "uniqueItems", "contains", "maxProperties", "minProperties", "required",
     "dependencies", "propertyNames", "additionalProperties", "properties", "patternProperties",
 ]
 _RANK = {k: i for i, k in enumerate(_KEYWORD_ORDER)}
+
+# Ajv's rule groups of one data type, by the keyword each begins with in _KEYWORD_ORDER
+_TYPE_GROUPS = {
+    "number": ("maximum", {"maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum",
+                           "multipleOf", "format"}),
+    "string": ("maxLength", {"maxLength", "minLength", "pattern", "format"}),
+    "array": ("maxItems", {"maxItems", "minItems", "items", "additionalItems", "uniqueItems",
+                           "contains"}),
+    "object": ("maxProperties", {"maxProperties", "minProperties", "required", "dependencies",
+                                 "propertyNames", "additionalProperties", "properties",
+                                 "patternProperties"}),
+}
+
+
+def _type_group(schema: Any) -> str | None:
+    """The group whose turn reports `schema`'s type error (by its first keyword), or None when
+    Ajv checks the type first: it does unless the schema names one type and has keywords of
+    that type's group."""
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if isinstance(kind, list) and len(kind) == 1:
+        kind = kind[0]
+    group = _TYPE_GROUPS.get(kind) if isinstance(kind, str) else None
+    return group[0] if group is not None and any(k in group[1] for k in schema) else None
 
 
 DIALECT = "http://json-schema.org/draft-07/schema#"
@@ -42,11 +66,18 @@ _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
 _SCHEMA_MAPS = ("definitions", "properties", "patternProperties")
 
 
-@lru_cache(maxsize=1)
-def _validator_class():
+class SchemaRecursion(Exception):
+    """Applying the schema never ends: a `$ref` leads back to its own schema through keywords
+    that apply to the same value (`{"$ref": "#", "type": "string"}`). Ajv compiles such a
+    schema and overflows its stack on every value; the message is JavaScript's."""
+
+
+@lru_cache(maxsize=2)
+def _validator_class(first: bool = False):
     """draft-07 with its regexes read as Ajv reads them: JavaScript's, `u` mode
     (vm.core.js_regex), in `pattern`, `patternProperties` and what those leave to
-    `additionalProperties`."""
+    `additionalProperties`; and, as in Ajv, the keywords beside a `$ref` applied too.
+    `first`: for the first error only (Ajv's `allErrors: false`, which stops there)."""
     from jsonschema import Draft7Validator, ValidationError, validators
 
     from vm.core import js_regex
@@ -73,14 +104,39 @@ def _validator_class():
         elif not extra and extras:
             yield ValidationError(f"additional properties: {', '.join(map(repr, extras))}")
 
+    draft7_ref = Draft7Validator.VALIDATORS["$ref"]
+    local = threading.local()  # .applying: (schema, value) of the `$ref`s being applied
+
+    def ref(validator, ref, instance, schema):
+        if first and "type" in schema and _type_group(schema) is None \
+                and not validator.evolve(schema={"type": schema["type"]}).is_valid(instance):
+            return  # Ajv stops at the type error, checked before `$ref` (which may not end)
+        if isinstance(ref, str) and ref.endswith("#/"):
+            ref = ref[:-1]  # Ajv reads a trailing `#/` as `#`: the whole (sub)schema
+        here = (id(schema), id(instance))
+        applying = local.__dict__.setdefault("applying", set())
+        if here in applying:  # the same `$ref` on the same value again: it never ends
+            raise SchemaRecursion("Maximum call stack size exceeded")
+        applying.add(here)
+        try:
+            for error in draft7_ref(validator, ref, instance, schema):
+                error.relative_schema_path.appendleft("$ref")  # (jsonschema leaves it out)
+                yield error
+        finally:
+            applying.discard(here)
+
     def is_integer(checker, instance) -> bool:  # Ajv's `!(x % 1) && !isNaN(x)`: ±Infinity too
         return Draft7Validator.TYPE_CHECKER.is_type(instance, "integer") or (
             isinstance(instance, float) and math.isinf(instance))
 
-    return validators.extend(Draft7Validator, {
-        "pattern": pattern, "patternProperties": pattern_properties,
-        "additionalProperties": additional_properties},
-        type_checker=Draft7Validator.TYPE_CHECKER.redefine("integer", is_integer))
+    # every keyword beside a `$ref` applies, as in Ajv (draft-07 itself ignores them)
+    return validators.create(
+        meta_schema=Draft7Validator.META_SCHEMA,
+        validators={**Draft7Validator.VALIDATORS, "$ref": ref, "pattern": pattern,
+                    "patternProperties": pattern_properties,
+                    "additionalProperties": additional_properties},
+        type_checker=Draft7Validator.TYPE_CHECKER.redefine("integer", is_integer),
+        format_checker=Draft7Validator.FORMAT_CHECKER, id_of=Draft7Validator.ID_OF)
 
 
 def _additional(instance: dict, schema: dict) -> list:
@@ -141,10 +197,11 @@ def schema_fault(schema: Any, keeps_schemas: bool = False) -> Any:
     `keeps_schemas`: as llm.invoke's Ajv, which keeps what it compiles, reads references to
     the whole schema (vm.core.schema_compile.reference_fault)."""
     fault = next(iter(_meta_validator().iter_errors(schema)), None)
-    if fault is None and next(_refs(schema), None) is not None:
+    if fault is None and isinstance(schema, dict) and ("$ref" in (text := json.dumps(schema))
+                                                       or "$id" in text):
         from vm.core.schema_compile import reference_fault
 
-        fault = _unresolved_ref(schema) or reference_fault(schema, keeps_schemas)
+        fault = reference_fault(schema, keeps_schemas)
     return fault or _regex_fault(schema, schema)
 
 
@@ -167,25 +224,6 @@ def _refs(schema: Any, path: tuple = ()):
     elif isinstance(schema, list):
         for index, value in enumerate(schema):
             yield from _refs(value, (*path, index))
-
-
-def _unresolved_ref(schema: Any) -> RefFault | None:
-    """The first `$ref` that does not resolve against the schema itself (nothing is fetched:
-    a remote reference does not resolve either), else None."""
-    refs = list(_refs(schema))
-    if not refs:
-        return None
-    from referencing import Registry
-    from referencing.exceptions import Unresolvable
-    from referencing.jsonschema import DRAFT7
-
-    resolver = Registry().with_resource("", DRAFT7.create_resource(schema)).resolver()
-    for ref, path in refs:
-        try:
-            resolver.lookup(ref)
-        except Unresolvable:
-            return RefFault(ref, path)
-    return None
 
 
 class RegexFault:
@@ -276,204 +314,3 @@ def schema_error(schema: Any, keeps_schemas: bool = False) -> str | None:
     """None if `schema` is a valid JSON Schema, else the validator's complaint."""
     fault = schema_fault(schema, keeps_schemas)
     return None if fault is None else fault.message
-
-
-@lru_cache(maxsize=64)
-def _validator(schema_text: str):
-    return _validator_class()(json.loads(schema_text))
-
-
-def first_error(schema: Any, value: Any) -> tuple[str, str] | None:
-    """(instance path as a JSON pointer, '/' for the root; message) of the error Ajv would
-    report first, or None when `value` is valid. A failed `anyOf`/`oneOf` is reported as
-    itself, not by the error of one of its branches."""
-    try:
-        error = _first(schema, value)
-    except _Unapplicable as exc:  # a schema stored before $refs were checked: refused
-        return "/", str(exc)
-    return None if error is None else (_pointer(error), _message(error))
-
-
-def error_detail(schema: Any, value: Any) -> dict | None:
-    """What the message of `first_error` leaves out (in Ajv's words it names no values): for
-    a value outside an `enum`, its path and the allowed values. None otherwise."""
-    try:
-        error = _first(schema, value)
-    except _Unapplicable:
-        return None
-    if error is None or error.validator != "enum" or not isinstance(error.validator_value,
-                                                                      list):
-        return None
-    return {"path": _pointer(error), "allowed": list(error.validator_value)}
-
-
-def _first(schema: Any, value: Any):
-    errors = sorted(_iter_errors(schema, value), key=lambda e: _order(e, schema, value))
-    if not errors:
-        return None
-    error = errors[0]
-    while error.context and error.validator not in ("anyOf", "oneOf"):
-        error = error.context[0]
-    return error
-
-
-def all_errors(schema: Any, value: Any) -> list[tuple[str, str]]:
-    """Every error, as Ajv reports them with `allErrors` (what `llm.invoke --output-schema`
-    lists): depth first in evaluation order, a failed `anyOf`/`oneOf` after its branches'."""
-    out: list[tuple[str, str]] = []
-
-    def emit(errors, root: Any) -> None:
-        ordered = sorted(errors, key=lambda e: _order(e, root, value))
-        for at, error in enumerate(ordered):
-            if error.validator in ("anyOf", "oneOf") and error.context:
-                for branch, sub in enumerate(error.validator_value):
-                    emit([e for e in error.context if e.relative_schema_path[0] == branch],
-                         {"$branch": sub})
-            out.extend([(_pointer(error), _message(error))] * _extra_properties(error))
-            if _names_property(error) and not (
-                    at + 1 < len(ordered) and _names_property(ordered[at + 1])
-                    and ordered[at + 1].instance == error.instance):
-                out.append((_pointer(error), "property name must be valid"))
-
-    try:
-        emit(_iter_errors(schema, value), schema)
-    except _Unapplicable as exc:
-        return [("/", str(exc))]
-    return out
-
-
-class _Unapplicable(Exception):
-    """The schema has a `$ref` that does not resolve inside it."""
-
-
-def _iter_errors(schema: Any, value: Any) -> list:
-    from referencing.exceptions import Unresolvable
-
-    from vm.core.js_regex import JsRegexSyntaxError, JsRegexUnsupported
-
-    try:
-        return list(_validator(json.dumps(schema)).iter_errors(value))
-    except (Unresolvable, JsRegexSyntaxError, JsRegexUnsupported) as exc:  # a regex of a
-        # schema stored before regexes were read as JavaScript's, or one ours cannot apply
-        raise _Unapplicable(f"the response schema cannot be applied: {exc}") from None
-
-
-def _extra_properties(error) -> int:
-    """How many errors Ajv gives for this one: `additionalProperties` reports each extra
-    property on its own, jsonschema all of them in one error."""
-    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
-        return 1
-    return max(1, len(_additional(error.instance, error.schema)))
-
-
-def _names_property(error) -> bool:
-    path = error.relative_schema_path
-    return bool(path) and path[0] == "propertyNames"
-
-
-def _pointer(error) -> str:
-    return "".join(f"/{p}" for p in error.absolute_path) or "/"
-
-
-def _order(error, schema: Any, value: Any = None) -> list:
-    """A sort key following Ajv's evaluation: keyword rank, then property (in the schema's
-    order) or array index, level by level down the error's schema path."""
-    path, data = list(error.relative_schema_path), list(error.relative_path)
-    node: Any = schema
-    key: list = []
-    if isinstance(node, dict) and "$branch" in node:  # a branch of anyOf/oneOf
-        key.append(path.pop(0))
-        node = node["$branch"]
-    while path:
-        keyword = path.pop(0)
-        key.append(_RANK.get(keyword, len(_RANK)))
-        child = node.get(keyword) if isinstance(node, dict) else None
-        if keyword in ("properties", "patternProperties") and path and isinstance(child, dict):
-            name = path.pop(0)
-            key.append(list(child).index(name) if name in child else len(child))
-            node = child.get(name)
-            if data:
-                data.pop(0)
-        elif keyword in ("allOf", "anyOf", "oneOf") and path and isinstance(path[0], int):
-            index = path.pop(0)
-            key.append(index)
-            node = child[index] if isinstance(child, list) and index < len(child) else None
-        elif keyword == "items" and isinstance(child, list) and path and isinstance(path[0], int):
-            index = path.pop(0)
-            key.append(index)
-            node = child[index] if index < len(child) else None
-            if data:
-                data.pop(0)
-        elif keyword == "propertyNames":
-            owner = value
-            for part in error.absolute_path:
-                owner = owner[part] if isinstance(owner, (dict, list)) else None
-            names = list(owner) if isinstance(owner, dict) else []
-            key.append(names.index(error.instance) if error.instance in names else -1)
-            node = child
-        elif keyword in ("items", "additionalItems", "contains", "additionalProperties") \
-                and path:
-            step = data.pop(0) if data else ""
-            key.append(step if isinstance(step, int) else -1)
-            node = child
-        elif keyword in ("not", "if", "then", "else", "dependencies") and path:
-            node = child
-        else:
-            break
-    return key
-
-
-def _message(error) -> str:
-    kw, arg = error.validator, error.validator_value
-    if kw == "required":
-        missing = next((p for p in arg if isinstance(error.instance, dict)
-                        and p not in error.instance), arg[0] if arg else "")
-        return f"must have required property '{missing}'"
-    if kw == "type":
-        return "must be " + (",".join(arg) if isinstance(arg, list) else str(arg))
-    simple = {
-        "minimum": f"must be >= {arg}", "maximum": f"must be <= {arg}",
-        "exclusiveMinimum": f"must be > {arg}", "exclusiveMaximum": f"must be < {arg}",
-        "multipleOf": f"must be multiple of {arg}",
-        "minLength": f"must NOT have fewer than {arg} characters",
-        "maxLength": f"must NOT have more than {arg} characters",
-        "minItems": f"must NOT have fewer than {arg} items",
-        "maxItems": f"must NOT have more than {arg} items",
-        "minProperties": f"must NOT have fewer than {arg} properties",
-        "maxProperties": f"must NOT have more than {arg} properties",
-        "pattern": f'must match pattern "{arg}"', "format": f'must match format "{arg}"',
-        "enum": "must be equal to one of the allowed values",
-        "const": "must be equal to constant",
-        "additionalProperties": "must NOT have additional properties",
-        "not": "must NOT be valid", "anyOf": "must match a schema in anyOf",
-        "oneOf": "must match exactly one schema in oneOf",
-    }
-    if kw == "uniqueItems":
-        return f"must NOT have duplicate items ({_duplicates(error)})"
-    return simple.get(kw, error.message)
-
-
-def _duplicates(error) -> str:
-    """Ajv's pair of duplicate positions: scalars (items typed as such) are found scanning from
-    the end, any items by comparing each with those before it, also from the end."""
-    data = error.instance
-    item_type = (error.schema.get("items") or {}).get("type") \
-        if isinstance(error.schema.get("items"), dict) else None
-    types = [item_type] if isinstance(item_type, str) else item_type or []
-    if types and not any(t in ("object", "array") for t in types):
-        seen: dict = {}
-        for i in range(len(data) - 1, -1, -1):
-            marker = json.dumps(data[i], sort_keys=True)
-            if marker in seen:
-                return f"items ## {seen[marker]} and {i} are identical"
-            seen[marker] = i
-    for i in range(len(data) - 1, -1, -1):
-        for j in range(i - 1, -1, -1):
-            if _equal(data[i], data[j]):
-                return f"items ## {j} and {i} are identical"
-    return "items are identical"
-
-
-def _equal(a: Any, b: Any) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) \
-        and isinstance(a, bool) == isinstance(b, bool)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from vm.core.schema import KEYWORDS, _escape, _meta_validator, _pointer_target, schema_fault
+from vm.core.schema import KEYWORDS, _escape, _meta_validator, schema_fault
 
 # Ajv's compile, as far as its logger shows it: with no formats added and strict mode off, each
 # `format` keyword a compile reaches is warned about (`unknown format "x" ignored in schema at
@@ -40,27 +40,38 @@ def format_warnings(schema: Any) -> list[str]:
         return []
     out: list[str] = []
     try:
-        _Compile(schema, out).walk(schema, "#")
+        _Compile(schema, out).walk(schema, "#", top=True)
     except _Stop:
         pass
     return out
 
 
 def reference_fault(schema: Any, keeps_schemas: bool = False) -> Any:
-    """A `$ref` the original's Ajv cannot compile although it names something in the schema
-    (so `referencing` resolves it), as a vm.core.schema.RefFault; else None. Ajv only meets
-    the references its compile reaches (not those of an unused definition), and:
+    """Why the original's Ajv cannot compile `schema`'s references (a vm.core.schema.RefFault),
+    else None. Before it compiles, Ajv files every `$id` (two schemas with one id: refused);
+    it then meets only the references its compile reaches (not those of an unused
+    definition), each read against the base the `$id`s around it make (`_Ids`), and:
     - with `addUsedSchema: false` (the shared instance of `ask`, input requests and workflow
       inputs; not `keeps_schemas`, llm.invoke's own) it never finds the schema it compiles
       by its URI: only a `#` or `#/` where no `$id` changed the base reaches the whole schema,
       and that only when the schema has an `$id` (`""`, the schema's own `$id`, and `#` met
-      by following other references do not);
+      by following other references do not); inside a subschema with an `$id`, `#` is that
+      subschema;
     - it follows a reference to a schema that holds only a `$ref` at once, so a ring of
       those never ends (its stack overflows)."""
-    if not isinstance(schema, dict) or not _has_ref(schema):
+    if not isinstance(schema, dict):
+        return None
+    compile_ = _Compile(schema, [], keeps_schemas)
+    if compile_.ids.ambiguous is not None:
+        from vm.core.schema import RefFault
+
+        fault = RefFault(compile_.ids.ambiguous, ("$id",))
+        fault.message = f"reference {compile_.ids.ambiguous!r} resolves to more than one schema"
+        return fault
+    if not _has_ref(schema):
         return None
     try:
-        _Compile(schema, [], keeps_schemas).walk(schema, "#")
+        compile_.walk(schema, "#", top=True)
     except _Stop as stop:
         return stop.fault
     return None
@@ -98,13 +109,6 @@ def _fragment(name: str) -> str:
         raise _Stop from None
 
 
-def _pointer(ref: str) -> tuple[str, ...]:
-    """The JSON pointer of a `#/...` reference, unescaped and percent-decoded."""
-    from urllib.parse import unquote
-
-    return tuple(unquote(p.replace("~1", "/").replace("~0", "~")) for p in ref[1:].split("/")[1:])
-
-
 def _normal_id(value: Any) -> str:
     """An `$id` as Ajv keeps it: without a trailing `#` or `#/`; "" for none."""
     if not isinstance(value, str):
@@ -115,12 +119,15 @@ def _normal_id(value: Any) -> str:
     return value
 
 
-def _ref_fault(root: Any, ref: str, why: str) -> Any:
+def _ref_fault(root: Any, ref: str, why: str | None = None) -> Any:
+    """A RefFault at the first `$ref` of that text: `why` it cannot be resolved, or (None)
+    that it names nothing."""
     from vm.core.schema import RefFault, _refs
 
     path = next((where for found, where in _refs(root) if found == ref), ("$ref",))
     fault = RefFault(ref, path)
-    fault.message = f"$ref {ref!r} cannot be resolved: {why}"
+    if why is not None:
+        fault.message = f"$ref {ref!r} cannot be resolved: {why}"
     return fault
 
 
@@ -133,12 +140,172 @@ def _has_ref(schema: Any) -> bool:
     return False
 
 
+def _join(base: str, ref: str) -> str:
+    """A reference read against a base URI, as RFC 3986 resolves it (Ajv's resolveUrl: the
+    reference without a trailing `#` or `#/`)."""
+    from urllib.parse import urljoin
+
+    ref = _normal_id(ref)
+    if not ref:
+        return base.partition("#")[0]
+    document = base.partition("#")[0]
+    if ref.startswith("#"):  # a fragment keeps the whole base (urljoin drops it for a urn:)
+        return document + ref
+    return urljoin(document, ref) if document else ref
+
+
+def _full(uri: str) -> str:
+    """A URI without its fragment, then `#` (Ajv's getFullPath)."""
+    return uri.partition("#")[0] + "#"
+
+
+# keys whose value is a map of subschemas, lists of subschemas, and values never walked: the
+# walk Ajv makes to find every `$id` before it compiles (json-schema-traverse, all keys)
+_MAPS = frozenset({"$defs", "definitions", "properties", "patternProperties", "dependencies"})
+_LISTS = frozenset({"items", "allOf", "anyOf", "oneOf"})
+_SKIPPED = frozenset({"default", "enum", "const", "required", "maximum", "minimum",
+                      "exclusiveMaximum", "exclusiveMinimum", "multipleOf", "maxLength",
+                      "minLength", "pattern", "format", "maxItems", "minItems", "uniqueItems",
+                      "maxProperties", "minProperties"})
+# pointer steps after which an `$id` does not move the base (Ajv's getJsonPointer)
+_NO_SCOPE_CHANGE = frozenset({"properties", "patternProperties", "enum", "dependencies",
+                              "definitions"})
+
+
+class _Ring(Exception):
+    """Resolving a reference came back to itself: Ajv recurses until its stack overflows."""
+
+
+class _Env:
+    """A schema as a compile meets it: with the base URI its references are read against."""
+
+    __slots__ = ("base", "schema")
+
+    def __init__(self, schema: Any, base: str) -> None:
+        self.schema, self.base = schema, base
+
+
+class _Ids:
+    """The `$id`s of one schema as the original's Ajv files them before it compiles (an
+    instance that does not keep the schemas it compiles holds only these; one that keeps
+    them, `keeps`, also finds the schema itself by its own `$id`, or by "" without one), and
+    its resolution of a reference against them: `lookup` is Ajv's resolveRef, None where it
+    throws "can't resolve reference", _Ring where its resolution never ends."""
+
+    def __init__(self, root: Any, keeps: bool) -> None:
+        self.root = root
+        self.base = _normal_id(root.get("$id")) if isinstance(root, dict) else ""
+        self.keeps = keeps
+        self.paths: dict[str, str] = {}  # an absolute id -> where its schema is ("...#/ptr")
+        self.local: dict[str, Any] = {}  # a `#name` id with no base -> its schema
+        self.ambiguous: str | None = None  # an id given to two schemas: Ajv refuses them
+        self._seen: set[str] = set()
+        self._resolving: list[str] = []
+        prefix = _full(self.base)
+        if isinstance(root, dict):
+            for key, value in root.items():
+                self._file(key, value, "", self.base, prefix)
+
+    def _file(self, key: str, value: Any, at: str, base: str, prefix: str) -> None:
+        if key in _MAPS and isinstance(value, dict):
+            for name, sub in value.items():
+                self._visit(sub, f"{at}/{key}/{_escape(name)}", base, prefix)
+        elif key in _LISTS and isinstance(value, list):
+            for i, sub in enumerate(value):
+                self._visit(sub, f"{at}/{key}/{i}", base, prefix)
+        elif key not in _SKIPPED and not isinstance(value, list):
+            self._visit(value, f"{at}/{key}", base, prefix)
+
+    def _visit(self, schema: Any, at: str, base: str, prefix: str) -> None:
+        if not isinstance(schema, dict):
+            return
+        if isinstance(schema.get("$id"), str):
+            base = self._add(schema, schema["$id"], base, prefix + at)
+        for key, value in schema.items():
+            self._file(key, value, at, base, prefix)
+
+    def _add(self, schema: dict, given: str, base: str, where: str) -> str:
+        uri = _normal_id(_join(base, given) if base else given)
+        if uri in self._seen and self.ambiguous is None:
+            self.ambiguous = uri
+        self._seen.add(uri)
+        if uri != _normal_id(where):
+            if uri.startswith("#"):
+                if uri in self.local and self.local[uri] != schema and self.ambiguous is None:
+                    self.ambiguous = uri
+                self.local[uri] = schema
+            else:
+                self.paths[uri] = where
+        return uri
+
+    def lookup(self, base: str, ref: str) -> _Env | None:
+        uri = _join(base, ref)
+        env = self._resolve(uri)
+        if env is None and uri in self.local:
+            env = _Env(self.local[uri], base)
+        return env
+
+    def _resolve(self, uri: str) -> _Env | None:
+        while uri in self.paths:
+            uri = self.paths[uri]
+        if self.keeps and uri == self.base:
+            return _Env(self.root, self.base)
+        return self._schema_at(uri)
+
+    def _schema_at(self, uri: str) -> _Env | None:  # Ajv's resolveSchema
+        if uri in self._resolving:
+            raise _Ring
+        self._resolving.append(uri)
+        try:
+            document, _, fragment = uri.partition("#")
+            if self.root and document + "#" == _full(self.base):
+                return self._pointer(fragment, _Env(self.root, self.base))
+            found = self.paths.get(_normal_id(document + "#"))
+            if found is None:
+                return None
+            env = self._schema_at(found)
+            if env is None or not isinstance(env.schema, dict):
+                return None
+            return self._pointer(fragment, env)
+        finally:
+            self._resolving.pop()
+
+    def _pointer(self, fragment: str, env: _Env) -> _Env | None:  # Ajv's getJsonPointer
+        from urllib.parse import unquote
+
+        if not fragment.startswith("/"):
+            return None
+        schema, base = env.schema, env.base
+        for part in fragment[1:].split("/"):
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(schema, dict) and part in schema:
+                schema = schema[part]
+            elif isinstance(schema, list) and part.isdigit() and int(part) < len(schema) \
+                    and (part == "0" or part[0] != "0"):
+                schema = schema[int(part)]
+            else:
+                return None
+            if part not in _NO_SCOPE_CHANGE and isinstance(schema, dict) \
+                    and isinstance(schema.get("$id"), str) and schema["$id"]:
+                base = _join(base, schema["$id"])
+        found = None
+        if isinstance(schema, dict) and isinstance(schema.get("$ref"), str) \
+                and schema["$ref"] and not any(k in _RULES for k in schema if k != "$ref"):
+            found = self._schema_at(_join(base, schema["$ref"]))
+        found = found or _Env(schema, base)
+        return None if found.schema is self.root else found
+
+
 class _Compile:
     def __init__(self, root: Any, out: list[str], keeps_schemas: bool = False) -> None:
         self.root, self.out, self.envs = root, out, set()
-        self.keeps_schemas = keeps_schemas
-        self.root_id = _normal_id(root.get("$id")) if isinstance(root, dict) else ""
-        self.scopes = 0  # how many subschemas with an `$id` of their own the walk is inside
+        self.ids = _Ids(root, keeps_schemas)
+        # the base URI the walk reads references against (Ajv's it.baseId): the schema's
+        # `$id`, else "#"; each subschema with an `$id` of its own moves it
+        self.base = self.ids.base or "#"
+        # the base the validator that applies answers reads the same reference against
+        # (draft-07's: an `$id` beside a `$ref` is ignored; `#name` ids are anchors)
+        self.draft7_base = _draft7_id(root) or ""
 
     def valid(self, schema: Any) -> bool:  # Ajv's alwaysValidSchema
         if isinstance(schema, bool):
@@ -153,15 +320,20 @@ class _Compile:
         except (js_regex.JsRegexSyntaxError, js_regex.JsRegexUnsupported):
             raise _Stop from None
 
-    def walk(self, s: Any, at: str) -> None:
+    def walk(self, s: Any, at: str, top: bool = False) -> None:
+        """Compile `s`, met at `at`; `top`: the schema a compile starts at (the whole schema,
+        or one a reference compiles as a function of its own, whose base is known)."""
         if not isinstance(s, dict) or self.valid(s):
             return
-        scoped = s is not self.root and bool(_normal_id(s.get("$id")))
-        self.scopes += scoped
+        base, draft7_base = self.base, self.draft7_base
+        if not top and isinstance(s.get("$id"), str) and s["$id"]:
+            self.base = _join(base, s["$id"])
+            if _draft7_id(s):
+                self.draft7_base = _draft7_join(draft7_base, s["$id"])
         try:
             self._walk(s, at)
         finally:
-            self.scopes -= scoped
+            self.base, self.draft7_base = base, draft7_base
 
     def _walk(self, s: dict, at: str) -> None:
         if "id" in s:
@@ -234,67 +406,79 @@ class _Compile:
                 self.walk(s["patternProperties"][source],
                           f"{at}/patternProperties/{_fragment(source)}")
 
-    def _root_reachable(self, ref: str) -> None:
-        """Stop at a reference to the whole schema the shared Ajv cannot resolve."""
-        if not self.keeps_schemas and self._names_root(ref) and not (
-                ref in ("#", "#/") and self.root_id):
-            raise _Stop(_ref_fault(self.root, ref, "only `#` reaches the whole schema, and "
-                                   "only when the schema has an $id (the original's Ajv does "
-                                   "not keep the schemas it compiles)"))
-
-    def _names_root(self, ref: str) -> bool:
-        """Whether `ref`, read where the schema's own base holds, names the whole schema."""
-        from urllib.parse import urldefrag, urljoin
-
-        if ref in ("#", "#/"):
-            return True
-        uri, fragment = urldefrag(urljoin(self.root_id, ref))
-        return uri == self.root_id and not fragment
-
-    def _ring(self, ref: str) -> None:
-        """Follow `ref` through schemas holding only a `$ref`, as Ajv's resolution does."""
-        seen = set()
-        while ref.startswith("#/") and ref not in seen:
-            seen.add(ref)
-            target = _pointer_target(self.root, _pointer(ref))
-            if not isinstance(target, dict) or not isinstance(target.get("$ref"), str) \
-                    or any(k in _RULES for k in target if k != "$ref"):
-                return
-            ref = target["$ref"]
-            self._root_reachable(ref)
-        if ref in seen:
+    def ref(self, ref: Any) -> None:
+        """Ajv's `$ref` keyword: `#` where the base is the schema's own calls the whole schema;
+        any other reference is resolved (`_Ids.lookup`) and its schema inlined when it holds no
+        reference, else compiled once (per schema and base) as a function of its own."""
+        if not isinstance(ref, str) or (ref in ("#", "#/") and self.base == self.ids.base):
+            return
+        try:
+            env = self.ids.lookup(self.base, ref)
+        except _Ring:
             raise _Stop(_ref_fault(self.root, ref, "it leads back to itself through schemas "
                                    "that hold only a $ref (the original's Ajv overflows its "
-                                   "stack)"))
+                                   "stack)")) from None
+        if env is None:
+            document, _, fragment = _join(self.base, ref).partition("#")
+            if document + "#" == _full(self.ids.base) and not fragment:
+                raise _Stop(_ref_fault(self.root, ref, "only `#` reaches the whole schema, and "
+                                       "only when the schema has an $id (the original's Ajv "
+                                       "does not keep the schemas it compiles)"))
+            raise _Stop(_ref_fault(self.root, ref))
+        draft7_base = self._applies(ref, env.schema)
+        if draft7_base is None:
+            raise _Stop(_ref_fault(self.root, ref, "it resolves through an $id beside a $ref, "
+                                   "which draft-07 (and so the validator that applies answers) "
+                                   "ignores"))
+        if not _has_ref(env.schema):
+            self.walk(env.schema, ref)  # inlined, at the reference's own text
+        elif (id(env.schema), env.base) not in self.envs:  # compiled once, as a function
+            self.envs.add((id(env.schema), env.base))
+            base, self.base = self.base, env.base or _full(self.ids.base)  # Ajv: || rootId
+            outer, self.draft7_base = self.draft7_base, draft7_base
+            try:
+                self.walk(env.schema, "#", top=True)
+            finally:
+                self.base, self.draft7_base = base, outer
 
-    def resolves(self, ref: str) -> bool:
+    def _applies(self, ref: str, schema: Any) -> str | None:
+        """Whether the validator that applies an accepted schema (jsonschema's, with
+        `referencing`, draft-07's reading of `$id`) resolves `ref` to the same `schema` as
+        Ajv: then the base it reads that schema's own references against, else None (the
+        schema is refused rather than applied otherwise)."""
         from referencing import Registry
         from referencing.exceptions import Unresolvable
         from referencing.jsonschema import DRAFT7
 
+        uri = _draft7_join(self.draft7_base, ref[:-1] if ref.endswith("#/") else ref)
         try:
-            Registry().with_resource("", DRAFT7.create_resource(self.root)).resolver().lookup(ref)
+            resolved = Registry().resolver_with_root(DRAFT7.create_resource(self.root)) \
+                .lookup(uri)
+            for _ in range(64):  # Ajv follows a chain of schemas holding only a `$ref`
+                contents = resolved.contents
+                if contents is schema or not isinstance(contents, dict) \
+                        or not isinstance(contents.get("$ref"), str) \
+                        or any(k in _RULES for k in contents if k != "$ref"):
+                    break
+                resolved = resolved.resolver.lookup(contents["$ref"])
         except Unresolvable:
-            return False
-        return True
+            return None
+        if resolved.contents is not schema:
+            return None
+        document = uri.partition("#")[0]
+        own = _draft7_id(schema)
+        return _draft7_join(document, own) if own else document
 
-    def ref(self, ref: Any) -> None:
-        if not isinstance(ref, str):
-            return
-        if not self.scopes:
-            self._root_reachable(ref)
-        if ref in ("#", "#/"):
-            return
-        self._ring(ref)
-        target: Any = None
-        if ref.startswith("#/") or ref == "#":
-            target = _pointer_target(self.root, _pointer(ref))
-        if not isinstance(target, (dict, bool)):
-            if ref.startswith("#/") or not self.resolves(ref):
-                raise _Stop  # Ajv: can't resolve reference
-            return  # resolved another way (an $id): not followed
-        if not _has_ref(target):
-            self.walk(target, ref)  # inlined, at the reference's own text
-        elif ref not in self.envs:  # compiled once per root, as a function of its own
-            self.envs.add(ref)
-            self.walk(target, "#")
+
+def _draft7_id(schema: Any) -> str | None:
+    """A schema's `$id` as draft-07 reads it: not beside a `$ref`, not a `#name` anchor."""
+    if isinstance(schema, dict) and "$ref" not in schema and isinstance(schema.get("$id"), str) \
+            and schema["$id"] and not schema["$id"].startswith("#"):
+        return schema["$id"]
+    return None
+
+
+def _draft7_join(base: str, ref: str) -> str:
+    from urllib.parse import urljoin
+
+    return urljoin(base, ref) if base else ref

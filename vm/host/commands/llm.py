@@ -426,9 +426,13 @@ def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
 
         mark_live(out[0], cache_key, ctx.scope)
         if output_schema is not None:
-            from vm.core.schema import all_errors
+            from vm.core.schema_errors import SchemaRecursion, all_errors
 
-            found = all_errors(output_schema, out[0]["output"]["data"])
+            try:
+                found = all_errors(output_schema, out[0]["output"]["data"])
+            except SchemaRecursion as exc:
+                raise CommandError(f"{name} output failed schema validation: {exc}",
+                                   retryable=False) from None
             if found:
                 errors = [f"{pointer} {message}" for pointer, message in found]
                 if attempt >= retries + 1:

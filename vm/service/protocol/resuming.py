@@ -245,9 +245,12 @@ def _check_decision(frame: Frame, program: Program, decision: Decision,
     if not decision.has_response:
         raise RequestError("Workflow resume requires --response-json for input requests"
                            if workflow else "pipeline input resumes require response", "E511")
-    from vm.core.schema import error_detail, first_error
+    from vm.core.schema_errors import SchemaRecursion, error_detail, first_error
 
-    problem = first_error(pending.schema, decision.response)
+    try:
+        problem = first_error(pending.schema, decision.response)
+    except SchemaRecursion as exc:  # as the original: its stack overflows, a parse_error
+        raise RequestError(str(exc), "E512") from None
     if problem is not None:
         where, message = problem
         # an `ask` stage inside a workflow `pipeline:` step is named by that step, as the
