@@ -14,10 +14,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from differential.compare import reference_command
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from differential.compare import reference_command
 from vm.core.schema import SchemaRecursion, schema_error
 from vm.core.schema_errors import first_error
 
