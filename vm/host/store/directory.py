@@ -115,17 +115,21 @@ class Store(KeyFiles, CheckpointFiles):
         except FileNotFoundError:
             publish(path, encode())
             return
-        if intact is None or _VERIFIED.get(path) != _program_stamp(info):
+        verified = intact is not None and _VERIFIED.get(path) == _program_stamp(info)
+        if not verified:
             stored = read_file(path)
             if stored is None or (intact is not None and not intact(stored)):
                 publish(path, encode())
                 return
             if intact is not None and info.st_ctime < time.time() - RACY_SECONDS:
                 _VERIFIED[path] = _program_stamp(info)
+                verified = True
         if not touch and info.st_mtime >= time.time() - PROGRAM_TOUCH_S:
             return
         try:
             os.utime(path)  # saved again: gc leaves it alone for a while
+            if verified:  # the touch is ours: the bytes found intact are the bytes now
+                _VERIFIED[path] = _program_stamp(os.stat(path))
         except FileNotFoundError:  # collected just now: write it back
             publish(path, encode())
 
