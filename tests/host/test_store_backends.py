@@ -383,25 +383,6 @@ def test_park_stores_the_program_with_its_frame_and_mends_a_damaged_one(store):
     assert store.load_program_bytes(program.hash) == good
 
 
-def test_a_park_saves_its_program_again_so_a_gc_that_found_it_unused_cannot_remove_it(store):
-    from lobsterc.generate.codegen import compile_pipeline
-    from vm.isa import codec
-
-    program = compile_pipeline("exec --json --shell 'echo [2]' | approve --prompt ok")
-    good = codec.dump_program(program)
-    store.save_program(program.hash, lambda: good, intact=lambda b: codec.intact(b, program.hash))
-    if hasattr(store, "program_path"):  # saved 30 s ago (the directory store's mtime)
-        saved = time.time() - 30
-        os.utime(store.program_path(program.hash), (saved, saved))
-    time.sleep(0.01)
-    unused_since = time.time() - 0.005  # a gc with a short window finds it unreferenced ...
-    time.sleep(0.01)
-    store.park("pipeline_resume_" + "3" * 32, b"\x81frame", None, store.key(), program.hash,
-               lambda: good)  # ... a halt parks a frame on it ...
-    assert store.remove_program(program.hash, unused_since) is False  # ... and gc must not
-    assert store.load_program_bytes(program.hash) == good
-
-
 def test_an_approval_id_drawn_for_a_park_is_published_with_its_frame_or_not_at_all(store):
     from vm.host.store.base import ApprovalIdTaken
 

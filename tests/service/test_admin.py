@@ -338,6 +338,26 @@ def test_checkpoint_ttl_on_the_command_line_with_both_stores(cli, location):
 
 
 # gc -----------------------------------------------------------------------------------------
+def test_gc_never_takes_a_program_a_save_may_not_have_touched_however_short_its_window(options):
+    from vm.host.store import directory
+
+    store = options.store()
+    if not hasattr(store, "program_path"):
+        pytest.skip("PostgreSQL sets used_at at every save (program_touch_s 0)")
+    store.save_program("p", lambda: b"program")
+    path = store.program_path("p")
+    # saved again a moment ago, by a halt about to park its frame on it: a save within a minute
+    # of the last touch leaves the mtime where it was
+    seen = time.time() - directory.PROGRAM_TOUCH_S + 1
+    os.utime(path, (seen, seen))
+    store.save_program("p", lambda: b"never")
+    assert os.stat(path).st_mtime == seen
+    assert admin.gc(options, recent_s=0.005)["programs"] == []  # kept
+    seen = time.time() - 2 * directory.PROGRAM_TOUCH_S - 5  # no save can have been missed
+    os.utime(path, (seen, seen))
+    assert admin.gc(options, recent_s=0.005)["programs"] == ["p"]
+
+
 def test_gc_removes_unreferenced_programs_and_their_cache_entries_only_when_old(options):
     handle({"action": "run", "pipeline": "exec --json --shell 'echo [1]'"}, options)  # no halt
     kept = handle({"action": "run", "pipeline": GATED}, options)

@@ -287,7 +287,10 @@ def gc(options: Options, *, dry_run: bool = False, now: float | None = None,
     - the records of checkpoints that ended (finished, cancelled, expired) longer than
       LOBSTER_TOMBSTONE_TTL ago (default 7 days), with their approval ids;
     - programs no parked frame refers to and none saved in the last `recent_s` (a halt saves
-      its program just before its frame, so a run halting now keeps its program);
+      its program just before its frame, so a run halting now keeps its program); the window
+      is at least twice the store's `program_touch_s` (the directory store moves a program's
+      mtime at most once a minute, so a program saved a moment ago may look a minute old:
+      gc never takes one a halt is about to park a frame on, however short `recent_s`);
     - cache entries older than `cache_age_s`, and compile cache entries whose program is gone;
     - temporary files of interrupted writes, and approval ids without a frame, older than
       `temp_age_s`;
@@ -324,7 +327,7 @@ def gc(options: Options, *, dry_run: bool = False, now: float | None = None,
     report["keys"] = _retire_keys(store, [p for p in parked_all
                                           if p.state_key not in report["checkpoints"]],
                                   now - KEY_RETIRE_S, dry_run)
-    unused_since = now - recent_s
+    unused_since = now - max(recent_s, 2 * store.program_touch_s)
     stored = set()
     for program_hash, used_at in store.list_programs():
         stored.add(program_hash)

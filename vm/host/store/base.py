@@ -197,6 +197,9 @@ class StateStore(Protocol):
     """
 
     location: str  # where the store is, for messages (a directory, or a URL without password)
+    # saves of a stored program closer together than this may leave its last-saved time (what
+    # list_programs gives and remove_program compares) unmoved; gc widens its window by it
+    program_touch_s: float
 
     def key(self) -> bytes:
         """The signing key (the newest of the key set), made (32 random bytes) on first use;

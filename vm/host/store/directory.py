@@ -69,7 +69,7 @@ from vm.host.store.files import (SPARES, atomic_write, publish, read_file, remov
 # timestamps' granularity of its check could keep them: one is kept only once it is older
 # than RACY_SECONDS (as the key set is, vm/host/store/directory_keys.py).
 _VERIFIED: dict[str, tuple[int, int, int, int]] = {}
-PROGRAM_TOUCH_S = 60.0  # a save that is not a park moves a program's mtime at most this often
+PROGRAM_TOUCH_S = 60.0  # a stored program's mtime moves at most this often (admin.gc)
 
 
 def _program_stamp(info: os.stat_result) -> tuple[int, int, int, int]:
@@ -79,6 +79,8 @@ def _program_stamp(info: os.stat_result) -> tuple[int, int, int, int]:
 class Store(KeyFiles, CheckpointFiles):
     """A StateStore in a directory (`root`), the default: its signing keys are KeyFiles, its
     checkpoints CheckpointFiles; programs, values, cache entries and leftovers are here."""
+
+    program_touch_s = PROGRAM_TOUCH_S
 
     def __init__(self, root: str) -> None:
         self.root = os.fspath(root)
@@ -99,37 +101,30 @@ class Store(KeyFiles, CheckpointFiles):
         return self.path("programs", f"{program_hash}.lbc")
 
     def save_program(self, program_hash: str, encode: Callable[[], bytes],
-                     intact: Callable[[bytes], bool] | None = None, *,
-                     touch: bool = False) -> None:
+                     intact: Callable[[bytes], bool] | None = None) -> None:
         """Store a program once: `encode()` gives its bytes, and is called only when no
         program of that hash is stored yet, or when `intact` says the stored bytes are not
         that program any more (a damaged file is rewritten, never left to fail every run).
-        A file this process found intact is not read again while its stat is unchanged.
-        Its mtime is when gc last saw it saved (gc removes only a program saved before its
-        `recent_s`): a park (`touch`) always moves it forward, since its frame is written
-        next and gc must not take the program in between, however short gc's window; any
-        other save (the compile cache's) only when it is older than PROGRAM_TOUCH_S."""
+        A file this process found intact is not read again while its stat is unchanged, and
+        its mtime (which gc reads: a program saved within its last GC_RECENT_S, 600 s, is
+        never removed) is moved forward only when it is older than PROGRAM_TOUCH_S."""
         path = self.program_path(program_hash)
         try:
             info = os.stat(path)
         except FileNotFoundError:
             publish(path, encode())
             return
-        verified = intact is not None and _VERIFIED.get(path) == _program_stamp(info)
-        if not verified:
+        if intact is None or _VERIFIED.get(path) != _program_stamp(info):
             stored = read_file(path)
             if stored is None or (intact is not None and not intact(stored)):
                 publish(path, encode())
                 return
             if intact is not None and info.st_ctime < time.time() - RACY_SECONDS:
                 _VERIFIED[path] = _program_stamp(info)
-                verified = True
-        if not touch and info.st_mtime >= time.time() - PROGRAM_TOUCH_S:
+        if info.st_mtime >= time.time() - PROGRAM_TOUCH_S:
             return
         try:
             os.utime(path)  # saved again: gc leaves it alone for a while
-            if verified:  # the touch is ours: the bytes found intact are the bytes now
-                _VERIFIED[path] = _program_stamp(os.stat(path))
         except FileNotFoundError:  # collected just now: write it back
             publish(path, encode())
 

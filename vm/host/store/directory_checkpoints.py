@@ -88,8 +88,7 @@ class CheckpointFiles:
         # an approval id was published by new_approval_id already (a symlink beside the frame)
         from vm.isa import codec
 
-        self.save_program(program_hash, encode, intact=lambda b: codec.intact(b, program_hash),
-                          touch=True)
+        self.save_program(program_hash, encode, intact=lambda b: codec.intact(b, program_hash))
         self.save_frame(state_key, blob, expires_at=expires_at, key=key)
 
     def read_frame(self, state_key: str) -> bytes | None:

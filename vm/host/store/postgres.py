@@ -40,6 +40,8 @@ _LAZY = "SELECT set_config('synchronous_commit', 'off', true)"
 class PostgresStore:
     """A StateStore in a PostgreSQL database, named by a postgresql:// or postgres:// URL."""
 
+    program_touch_s = 0.0  # every save of a stored program sets its used_at
+
     def __init__(self, url: str) -> None:
         self._backend = shared_backend(url)
         self.location = self._backend.location
