@@ -196,3 +196,27 @@ def test_a_schema_whose_ref_never_ends_fails_each_answer_as_javascript_does():
     assert schema_error(endless) is None  # Ajv compiles it
     with pytest.raises(SchemaRecursion, match="Maximum call stack size exceeded"):
         first_error(endless, "x")
+
+
+def test_long_reference_chains_and_a_root_id_with_a_fragment_compile_as_in_ajv():
+    chain = {f"d{i}": {"$ref": f"#/definitions/d{i + 1}"} for i in range(200)}
+    chain["d200"] = {"type": "string"}
+    assert schema_error({"$ref": "#/definitions/d0", "definitions": chain}) is None
+    assert first_error({"$ref": "#/definitions/d0", "definitions": chain}, 1) == (
+        "/", "must be string")
+    long = {f"d{i}": {"$ref": f"#/definitions/d{i + 1}"} for i in range(3000)}
+    long["d3000"] = {"type": "string"}  # Ajv's compile overflows its stack: refused, no crash
+    assert schema_error({"$ref": "#/definitions/d0", "definitions": long}) == \
+        "Maximum call stack size exceeded"
+    fragment = {"$id": "http://x/y#/definitions/d",
+                "properties": {"a": {"$ref": "#/definitions/d"}},
+                "definitions": {"d": {"type": "string"}}}
+    assert schema_error(fragment) is None and first_error(fragment, {"a": 1}) == (
+        "/a", "must be string")
+
+
+def test_an_ajv_that_keeps_schemas_refuses_a_subschema_with_the_root_s_id():
+    clash = {"$id": "http://x/z", "properties": {"a": {"$id": "http://x/z"}}}
+    assert schema_error(clash) is None  # the shared instance keeps nothing
+    refused = schema_error(clash, keeps_schemas=True)
+    assert refused == 'schema with key or id "http://x/z" already exists'

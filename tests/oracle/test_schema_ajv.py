@@ -100,6 +100,16 @@ def test_keywords_beside_a_ref_apply_and_the_first_error_is_ajv_s(ajv, schema, p
     assert ours == theirs["first"], (schema, values)
 
 
+def _subschemas(schema):
+    if isinstance(schema, dict):
+        yield schema
+        for key in ("properties", "definitions"):
+            for sub in (schema.get(key) or {}).values():
+                yield from _subschemas(sub)
+        if "items" in schema:
+            yield from _subschemas(schema["items"])
+
+
 @settings(max_examples=300, derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_scoped(3))
@@ -107,7 +117,8 @@ def test_references_resolve_under_the_ids_around_them_as_ajv_resolves_them(ajv, 
     values = [1, "x", {"a": 1, "b": {"a": "y"}}]
     theirs = ajv(schema, values)
     refused, ours = _ours(schema, values)
-    if refused is not None and "an $id beside a $ref" in refused:
+    if refused is not None and "would resolve it to another schema" in refused \
+            and any("$id" in s and "$ref" in s for s in _subschemas(schema)):
         return  # refused on purpose (docs/differences.md): draft-07 would apply it otherwise
     assert (refused is None) == (theirs["compiled"] is None), (schema, refused, theirs)
     if refused is None:

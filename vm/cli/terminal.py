@@ -208,7 +208,10 @@ def read_answer(text: str, request: dict) -> tuple[bool, Any, str | None]:
 
 
 def _checked(schema: Any, value: Any) -> tuple[bool, Any, str | None]:
-    problem = first_error(schema, value)
+    try:
+        problem = first_error(schema, value)
+    except SchemaRecursion as exc:
+        return False, None, str(exc)
     if problem is None:
         return True, value, None
     where, message = problem

@@ -197,12 +197,17 @@ def schema_fault(schema: Any, keeps_schemas: bool = False) -> Any:
     `keeps_schemas`: as llm.invoke's Ajv, which keeps what it compiles, reads references to
     the whole schema (vm.core.schema_compile.reference_fault)."""
     fault = next(iter(_meta_validator().iter_errors(schema)), None)
-    if fault is None and isinstance(schema, dict) and ("$ref" in (text := json.dumps(schema))
-                                                       or "$id" in text):
-        from vm.core.schema_compile import reference_fault
+    try:
+        if fault is None and isinstance(schema, dict) and (
+                "$ref" in (text := json.dumps(schema)) or "$id" in text):
+            from vm.core.schema_compile import reference_fault
 
-        fault = reference_fault(schema, keeps_schemas)
-    return fault or _regex_fault(schema, schema)
+            fault = reference_fault(schema, keeps_schemas)
+        return fault or _regex_fault(schema, schema)
+    except RecursionError:  # a chain of references thousands long: Ajv's compile overflows too
+        fault = RefFault("", ())
+        fault.message = "Maximum call stack size exceeded"
+        return fault
 
 
 class RefFault:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from vm.core.schema import KEYWORDS, _escape, _meta_validator, schema_fault
+from vm.core.schema import _escape, _meta_validator, schema_fault
+from vm.core.schema_refs import _RULES, _full, _Ids, _join, _Ring
 
 # Ajv's compile, as far as its logger shows it: with no formats added and strict mode off, each
 # `format` keyword a compile reaches is warned about (`unknown format "x" ignored in schema at
@@ -16,10 +17,8 @@ from vm.core.schema import KEYWORDS, _escape, _meta_validator, schema_fault
 # A compile walks a schema object's rule groups (no type, number, string, array, object), each
 # in its keywords' order, and reaches only the subschemas that constrain something; it stops at
 # the first thing it cannot compile (a `$ref` that resolves to nothing, a regex
-# `new RegExp(p, "u")` refuses), after the warnings of what it reached before.
-_RULES = frozenset(KEYWORDS - {"$schema", "$id", "title", "description", "default", "readOnly",
-                                "writeOnly", "examples", "definitions", "contentMediaType",
-                                "contentEncoding"}) | {"nullable", "id"}
+# `new RegExp(p, "u")` refuses), after the warnings of what it reached before. What a `$ref`
+# names is vm.core.schema_refs's.
 _compiled: set[str] = set()  # the schemas this process compiled, as the original caches them
 
 
@@ -62,6 +61,15 @@ def reference_fault(schema: Any, keeps_schemas: bool = False) -> Any:
     if not isinstance(schema, dict):
         return None
     compile_ = _Compile(schema, [], keeps_schemas)
+    root_id = compile_.ids.base
+    if keeps_schemas and root_id and root_id in compile_.ids.paths:
+        from vm.core.schema import (
+            RefFault,  # an Ajv that keeps schemas files the root by it too
+        )
+
+        fault = RefFault(root_id, ("$id",))
+        fault.message = f'schema with key or id "{root_id}" already exists'
+        return fault
     if compile_.ids.ambiguous is not None:
         from vm.core.schema import RefFault
 
@@ -109,16 +117,6 @@ def _fragment(name: str) -> str:
         raise _Stop from None
 
 
-def _normal_id(value: Any) -> str:
-    """An `$id` as Ajv keeps it: without a trailing `#` or `#/`; "" for none."""
-    if not isinstance(value, str):
-        return ""
-    for end in ("#/", "#"):
-        if value.endswith(end):
-            return value[:-len(end)]
-    return value
-
-
 def _ref_fault(root: Any, ref: str, why: str | None = None) -> Any:
     """A RefFault at the first `$ref` of that text: `why` it cannot be resolved, or (None)
     that it names nothing."""
@@ -138,162 +136,6 @@ def _has_ref(schema: Any) -> bool:
     if isinstance(schema, list):
         return any(_has_ref(v) for v in schema)
     return False
-
-
-def _join(base: str, ref: str) -> str:
-    """A reference read against a base URI, as RFC 3986 resolves it (Ajv's resolveUrl: the
-    reference without a trailing `#` or `#/`)."""
-    from urllib.parse import urljoin
-
-    ref = _normal_id(ref)
-    if not ref:
-        return base.partition("#")[0]
-    document = base.partition("#")[0]
-    if ref.startswith("#"):  # a fragment keeps the whole base (urljoin drops it for a urn:)
-        return document + ref
-    return urljoin(document, ref) if document else ref
-
-
-def _full(uri: str) -> str:
-    """A URI without its fragment, then `#` (Ajv's getFullPath)."""
-    return uri.partition("#")[0] + "#"
-
-
-# keys whose value is a map of subschemas, lists of subschemas, and values never walked: the
-# walk Ajv makes to find every `$id` before it compiles (json-schema-traverse, all keys)
-_MAPS = frozenset({"$defs", "definitions", "properties", "patternProperties", "dependencies"})
-_LISTS = frozenset({"items", "allOf", "anyOf", "oneOf"})
-_SKIPPED = frozenset({"default", "enum", "const", "required", "maximum", "minimum",
-                      "exclusiveMaximum", "exclusiveMinimum", "multipleOf", "maxLength",
-                      "minLength", "pattern", "format", "maxItems", "minItems", "uniqueItems",
-                      "maxProperties", "minProperties"})
-# pointer steps after which an `$id` does not move the base (Ajv's getJsonPointer)
-_NO_SCOPE_CHANGE = frozenset({"properties", "patternProperties", "enum", "dependencies",
-                              "definitions"})
-
-
-class _Ring(Exception):
-    """Resolving a reference came back to itself: Ajv recurses until its stack overflows."""
-
-
-class _Env:
-    """A schema as a compile meets it: with the base URI its references are read against."""
-
-    __slots__ = ("base", "schema")
-
-    def __init__(self, schema: Any, base: str) -> None:
-        self.schema, self.base = schema, base
-
-
-class _Ids:
-    """The `$id`s of one schema as the original's Ajv files them before it compiles (an
-    instance that does not keep the schemas it compiles holds only these; one that keeps
-    them, `keeps`, also finds the schema itself by its own `$id`, or by "" without one), and
-    its resolution of a reference against them: `lookup` is Ajv's resolveRef, None where it
-    throws "can't resolve reference", _Ring where its resolution never ends."""
-
-    def __init__(self, root: Any, keeps: bool) -> None:
-        self.root = root
-        self.base = _normal_id(root.get("$id")) if isinstance(root, dict) else ""
-        self.keeps = keeps
-        self.paths: dict[str, str] = {}  # an absolute id -> where its schema is ("...#/ptr")
-        self.local: dict[str, Any] = {}  # a `#name` id with no base -> its schema
-        self.ambiguous: str | None = None  # an id given to two schemas: Ajv refuses them
-        self._seen: set[str] = set()
-        self._resolving: list[str] = []
-        prefix = _full(self.base)
-        if isinstance(root, dict):
-            for key, value in root.items():
-                self._file(key, value, "", self.base, prefix)
-
-    def _file(self, key: str, value: Any, at: str, base: str, prefix: str) -> None:
-        if key in _MAPS and isinstance(value, dict):
-            for name, sub in value.items():
-                self._visit(sub, f"{at}/{key}/{_escape(name)}", base, prefix)
-        elif key in _LISTS and isinstance(value, list):
-            for i, sub in enumerate(value):
-                self._visit(sub, f"{at}/{key}/{i}", base, prefix)
-        elif key not in _SKIPPED and not isinstance(value, list):
-            self._visit(value, f"{at}/{key}", base, prefix)
-
-    def _visit(self, schema: Any, at: str, base: str, prefix: str) -> None:
-        if not isinstance(schema, dict):
-            return
-        if isinstance(schema.get("$id"), str):
-            base = self._add(schema, schema["$id"], base, prefix + at)
-        for key, value in schema.items():
-            self._file(key, value, at, base, prefix)
-
-    def _add(self, schema: dict, given: str, base: str, where: str) -> str:
-        uri = _normal_id(_join(base, given) if base else given)
-        if uri in self._seen and self.ambiguous is None:
-            self.ambiguous = uri
-        self._seen.add(uri)
-        if uri != _normal_id(where):
-            if uri.startswith("#"):
-                if uri in self.local and self.local[uri] != schema and self.ambiguous is None:
-                    self.ambiguous = uri
-                self.local[uri] = schema
-            else:
-                self.paths[uri] = where
-        return uri
-
-    def lookup(self, base: str, ref: str) -> _Env | None:
-        uri = _join(base, ref)
-        env = self._resolve(uri)
-        if env is None and uri in self.local:
-            env = _Env(self.local[uri], base)
-        return env
-
-    def _resolve(self, uri: str) -> _Env | None:
-        while uri in self.paths:
-            uri = self.paths[uri]
-        if self.keeps and uri == self.base:
-            return _Env(self.root, self.base)
-        return self._schema_at(uri)
-
-    def _schema_at(self, uri: str) -> _Env | None:  # Ajv's resolveSchema
-        if uri in self._resolving:
-            raise _Ring
-        self._resolving.append(uri)
-        try:
-            document, _, fragment = uri.partition("#")
-            if self.root and document + "#" == _full(self.base):
-                return self._pointer(fragment, _Env(self.root, self.base))
-            found = self.paths.get(_normal_id(document + "#"))
-            if found is None:
-                return None
-            env = self._schema_at(found)
-            if env is None or not isinstance(env.schema, dict):
-                return None
-            return self._pointer(fragment, env)
-        finally:
-            self._resolving.pop()
-
-    def _pointer(self, fragment: str, env: _Env) -> _Env | None:  # Ajv's getJsonPointer
-        from urllib.parse import unquote
-
-        if not fragment.startswith("/"):
-            return None
-        schema, base = env.schema, env.base
-        for part in fragment[1:].split("/"):
-            part = unquote(part).replace("~1", "/").replace("~0", "~")
-            if isinstance(schema, dict) and part in schema:
-                schema = schema[part]
-            elif isinstance(schema, list) and part.isdigit() and int(part) < len(schema) \
-                    and (part == "0" or part[0] != "0"):
-                schema = schema[int(part)]
-            else:
-                return None
-            if part not in _NO_SCOPE_CHANGE and isinstance(schema, dict) \
-                    and isinstance(schema.get("$id"), str) and schema["$id"]:
-                base = _join(base, schema["$id"])
-        found = None
-        if isinstance(schema, dict) and isinstance(schema.get("$ref"), str) \
-                and schema["$ref"] and not any(k in _RULES for k in schema if k != "$ref"):
-            found = self._schema_at(_join(base, schema["$ref"]))
-        found = found or _Env(schema, base)
-        return None if found.schema is self.root else found
 
 
 class _Compile:
@@ -427,9 +269,10 @@ class _Compile:
             raise _Stop(_ref_fault(self.root, ref))
         draft7_base = self._applies(ref, env.schema)
         if draft7_base is None:
-            raise _Stop(_ref_fault(self.root, ref, "it resolves through an $id beside a $ref, "
-                                   "which draft-07 (and so the validator that applies answers) "
-                                   "ignores"))
+            raise _Stop(_ref_fault(self.root, ref, "the draft-07 validator that applies "
+                                   "answers would resolve it to another schema than the "
+                                   "original's Ajv (as through an $id beside a $ref, which "
+                                   "draft-07 ignores)"))
         if not _has_ref(env.schema):
             self.walk(env.schema, ref)  # inlined, at the reference's own text
         elif (id(env.schema), env.base) not in self.envs:  # compiled once, as a function
@@ -450,24 +293,30 @@ class _Compile:
         from referencing.exceptions import Unresolvable
         from referencing.jsonschema import DRAFT7
 
-        uri = _draft7_join(self.draft7_base, ref[:-1] if ref.endswith("#/") else ref)
+        ref = ref[:-1] if ref.endswith("#/") else ref
+        resource = DRAFT7.create_resource(self.root)
+        root_uri = resource.id() or ""
+        resolver = Registry().with_resource(root_uri, resource) \
+            .resolver(base_uri=self.draft7_base or root_uri)  # as the validator's, in scope
+        seen: set[int] = set()
         try:
-            resolved = Registry().resolver_with_root(DRAFT7.create_resource(self.root)) \
-                .lookup(uri)
-            for _ in range(64):  # Ajv follows a chain of schemas holding only a `$ref`
+            resolved = resolver.lookup(ref)
+            while True:  # Ajv follows a chain of schemas holding only a `$ref` at once
                 contents = resolved.contents
-                if contents is schema or not isinstance(contents, dict) \
+                if contents is schema or id(contents) in seen or not isinstance(contents, dict) \
                         or not isinstance(contents.get("$ref"), str) \
                         or any(k in _RULES for k in contents if k != "$ref"):
                     break
+                seen.add(id(contents))
                 resolved = resolved.resolver.lookup(contents["$ref"])
         except Unresolvable:
             return None
         if resolved.contents is not schema:
             return None
-        document = uri.partition("#")[0]
+        base = self.draft7_base if ref.startswith("#") \
+            else _draft7_join(self.draft7_base, ref).partition("#")[0]
         own = _draft7_id(schema)
-        return _draft7_join(document, own) if own else document
+        return _draft7_join(base, own) if own else base
 
 
 def _draft7_id(schema: Any) -> str | None:

@@ -430,9 +430,8 @@ def invoke(name: str, args: Args, items: list, ctx: Context) -> list:
 
             try:
                 found = all_errors(output_schema, out[0]["output"]["data"])
-            except SchemaRecursion as exc:
-                raise CommandError(f"{name} output failed schema validation: {exc}",
-                                   retryable=False) from None
+            except SchemaRecursion as exc:  # the original's message, as its stack overflows
+                raise CommandError(str(exc), retryable=False) from None
             if found:
                 errors = [f"{pointer} {message}" for pointer, message in found]
                 if attempt >= retries + 1:
