@@ -220,3 +220,12 @@ def test_an_ajv_that_keeps_schemas_refuses_a_subschema_with_the_root_s_id():
     assert schema_error(clash) is None  # the shared instance keeps nothing
     refused = schema_error(clash, keeps_schemas=True)
     assert refused == 'schema with key or id "http://x/z" already exists'
+
+
+def test_a_failed_any_of_or_one_of_is_reported_by_its_first_failing_branch():
+    assert first_error({"anyOf": [{"minimum": 5}, {"type": "string"}]}, 1) == (
+        "/", "must be >= 5")
+    assert first_error({"oneOf": [{"type": "string", "minLength": 3}, {"maximum": 0}]}, 5) == (
+        "/", "must be string")
+    assert first_error({"oneOf": [{"minimum": 0}, {"type": "number"}]}, 1) == (
+        "/", "must match exactly one schema in oneOf")  # two branches match: itself

@@ -54,13 +54,19 @@ REFS = ["#", "#/", "", "#foo", "z", "http://x/z", "http://x/y#", "#/definitions/
         "#/properties/a", "#/properties", "http://x/z#/definitions/d", "w/q", "#/items"]
 
 
+BRANCHES = [[{"minimum": 5}, {"type": "string"}],
+            [{"type": "object", "required": ["k"]}, {"$ref": "#/definitions/s"}],
+            [{"minimum": 0}, {"type": "number"}], [{"anyOf": [{"maxLength": 1}, {"enum": [7]}]}]]
+
+
 def _beside_a_ref():
     keywords = st.fixed_dictionaries({}, optional={
         "$ref": st.sampled_from([f"#/definitions/{d}" for d in DEFINITIONS]),
         "type": st.sampled_from(["number", "integer", "string", "object", ["string"]]),
         "minimum": st.sampled_from([0, 5]), "maxLength": st.just(3),
         "required": st.just(["z"]), "enum": st.just([1, "ab", 20]),
-        "not": st.just({"type": "string"})})
+        "not": st.just({"type": "string"}),
+        "anyOf": st.sampled_from(BRANCHES), "oneOf": st.sampled_from(BRANCHES)})
     return st.fixed_dictionaries({"definitions": st.just(DEFINITIONS), "properties":
                                   st.fixed_dictionaries({"a": keywords, "b": keywords})})
 
@@ -92,7 +98,7 @@ def _ours(schema, values):
 @settings(max_examples=150, derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_beside_a_ref(), st.lists(st.sampled_from(VALUES), min_size=2, max_size=2))
-def test_keywords_beside_a_ref_apply_and_the_first_error_is_ajv_s(ajv, schema, pair):
+def test_keywords_beside_a_ref_and_combinators_give_ajv_s_first_error(ajv, schema, pair):
     values = [{"a": a, "b": b} for a, b in (pair, pair[::-1])]
     theirs = ajv(schema, values)
     refused, ours = _ours(schema, values)

@@ -25,8 +25,8 @@ def _validator(schema_text: str, first: bool):
 
 def first_error(schema: Any, value: Any) -> tuple[str, str] | None:
     """(instance path as a JSON pointer, '/' for the root; message) of the error Ajv would
-    report first, or None when `value` is valid. A failed `anyOf`/`oneOf` is reported as
-    itself, not by the error of one of its branches."""
+    report first, or None when `value` is valid. A failed `anyOf`/`oneOf` is reported by the
+    first error of its first failing branch, as Ajv lists those before its own."""
     try:
         error = _first(schema, value)
     except _Unapplicable as exc:  # a schema stored before $refs were checked: refused
@@ -53,8 +53,16 @@ def _first(schema: Any, value: Any):
     if not errors:
         return None
     error = errors[0]
-    while error.context and error.validator not in ("anyOf", "oneOf"):
-        error = error.context[0]
+    while error.context:
+        if error.validator in ("anyOf", "oneOf") and isinstance(error.validator_value, list):
+            # Ajv tries the branches in order, and a failed one's errors come before the
+            # combinator's own: the first is the first failing branch's first error
+            branch = min(e.relative_schema_path[0] for e in error.context)
+            root = {"$branch": error.validator_value[branch]}
+            error = min((e for e in error.context if e.relative_schema_path[0] == branch),
+                        key=lambda e: _order(e, root, value))
+        else:
+            error = error.context[0]
     return error
 
 
