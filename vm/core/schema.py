@@ -108,8 +108,10 @@ def _validator_class(first: bool = False):
     local = threading.local()  # .applying: (schema, value) of the `$ref`s being applied
 
     def ref(validator, ref, instance, schema):
-        if first and "type" in schema and _type_group(schema) is None \
-                and not validator.evolve(schema={"type": schema["type"]}).is_valid(instance):
+        kinds = schema.get("type")
+        if first and kinds is not None and _type_group(schema) is None and not any(
+                validator.is_type(instance, kind)
+                for kind in (kinds if isinstance(kinds, list) else [kinds])):
             return  # Ajv stops at the type error, checked before `$ref` (which may not end)
         if isinstance(ref, str) and ref.endswith("#/"):
             ref = ref[:-1]  # Ajv reads a trailing `#/` as `#`: the whole (sub)schema
@@ -176,6 +178,13 @@ def _escape(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
 
+def _unescape(part: str) -> str:
+    """A step of a `#/...` reference: percent-decoded, then JSON-pointer unescaped."""
+    from urllib.parse import unquote
+
+    return unquote(part).replace("~1", "/").replace("~0", "~")
+
+
 @lru_cache(maxsize=1)
 def _meta_validator():
     """draft-07's meta-schema as Ajv holds it: an `enum` has at least one value and no two
@@ -205,16 +214,16 @@ def schema_fault(schema: Any, keeps_schemas: bool = False) -> Any:
             fault = reference_fault(schema, keeps_schemas)
         return fault or _regex_fault(schema, schema)
     except RecursionError:  # a chain of references thousands long: Ajv's compile overflows too
-        fault = RefFault("", ())
-        fault.message = "Maximum call stack size exceeded"
-        return fault
+        return RefFault("", (), "Maximum call stack size exceeded")
 
 
 class RefFault:
-    """A `$ref` that names nothing in its schema: shaped as a jsonschema error."""
+    """A `$ref` that names nothing in its schema (or the `message` its compile fails with):
+    shaped as a jsonschema error."""
 
-    def __init__(self, ref: str, path: tuple) -> None:
-        self.message = f"$ref {ref!r} does not resolve (only references inside the schema do)"
+    def __init__(self, ref: str, path: tuple, message: str | None = None) -> None:
+        self.message = message or \
+            f"$ref {ref!r} does not resolve (only references inside the schema do)"
         self.absolute_path = path
         self.json_path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from vm.core.schema import _escape, _meta_validator, schema_fault
+from vm.core.schema import RefFault, _escape, _meta_validator, schema_fault
 from vm.core.schema_refs import _RULES, _full, _Ids, _join, _Ring
 
 # Ajv's compile, as far as its logger shows it: with no formats added and strict mode off, each
@@ -63,19 +63,11 @@ def reference_fault(schema: Any, keeps_schemas: bool = False) -> Any:
     compile_ = _Compile(schema, [], keeps_schemas)
     root_id = compile_.ids.base
     if keeps_schemas and root_id and root_id in compile_.ids.paths:
-        from vm.core.schema import (
-            RefFault,  # an Ajv that keeps schemas files the root by it too
-        )
-
-        fault = RefFault(root_id, ("$id",))
-        fault.message = f'schema with key or id "{root_id}" already exists'
-        return fault
+        # an Ajv that keeps schemas files the root by its id too
+        return RefFault(root_id, ("$id",), f'schema with key or id "{root_id}" already exists')
     if compile_.ids.ambiguous is not None:
-        from vm.core.schema import RefFault
-
-        fault = RefFault(compile_.ids.ambiguous, ("$id",))
-        fault.message = f"reference {compile_.ids.ambiguous!r} resolves to more than one schema"
-        return fault
+        return RefFault(compile_.ids.ambiguous, ("$id",), f"reference "
+                        f"{compile_.ids.ambiguous!r} resolves to more than one schema")
     if not _has_ref(schema):
         return None
     try:
@@ -120,13 +112,10 @@ def _fragment(name: str) -> str:
 def _ref_fault(root: Any, ref: str, why: str | None = None) -> Any:
     """A RefFault at the first `$ref` of that text: `why` it cannot be resolved, or (None)
     that it names nothing."""
-    from vm.core.schema import RefFault, _refs
+    from vm.core.schema import _refs
 
     path = next((where for found, where in _refs(root) if found == ref), ("$ref",))
-    fault = RefFault(ref, path)
-    if why is not None:
-        fault.message = f"$ref {ref!r} cannot be resolved: {why}"
-    return fault
+    return RefFault(ref, path, None if why is None else f"$ref {ref!r} cannot be resolved: {why}")
 
 
 def _has_ref(schema: Any) -> bool:
@@ -148,6 +137,10 @@ class _Compile:
         # the base the validator that applies answers reads the same reference against
         # (draft-07's: an `$id` beside a `$ref` is ignored; `#name` ids are anchors)
         self.draft7_base = _draft7_id(root) or ""
+        # the validator's registry of the schema and the URI it files the schema under, made
+        # on the first reference met
+        self._draft7_registry: Any = None
+        self._draft7_root = ""
 
     def valid(self, schema: Any) -> bool:  # Ajv's alwaysValidSchema
         if isinstance(schema, bool):
@@ -294,10 +287,12 @@ class _Compile:
         from referencing.jsonschema import DRAFT7
 
         ref = ref[:-1] if ref.endswith("#/") else ref
-        resource = DRAFT7.create_resource(self.root)
-        root_uri = resource.id() or ""
-        resolver = Registry().with_resource(root_uri, resource) \
-            .resolver(base_uri=self.draft7_base or root_uri)  # as the validator's, in scope
+        if self._draft7_registry is None:
+            resource = DRAFT7.create_resource(self.root)
+            self._draft7_root = resource.id() or ""
+            self._draft7_registry = Registry().with_resource(self._draft7_root, resource)
+        resolver = self._draft7_registry.resolver(  # as the validator's, in scope
+            base_uri=self.draft7_base or self._draft7_root)
         seen: set[int] = set()
         try:
             resolved = resolver.lookup(ref)

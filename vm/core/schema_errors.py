@@ -14,6 +14,7 @@ from vm.core.schema import (
     _additional,
     _pointer_target,
     _type_group,
+    _unescape,
     _validator_class,
 )
 
@@ -133,13 +134,6 @@ def _type_rank(schema: Any) -> float:
     `enum`, `not`, the combinators and the groups of other types)."""
     group = _type_group(schema)
     return _RANK["type"] if group is None else _RANK[group] - 0.5
-
-
-def _unescape(part: str) -> str:
-    """A step of a `#/...` reference: percent-decoded, then JSON-pointer unescaped."""
-    from urllib.parse import unquote
-
-    return unquote(part).replace("~1", "/").replace("~0", "~")
 
 
 def _order(error, schema: Any, value: Any = None) -> list:

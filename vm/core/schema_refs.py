@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vm.core.schema import KEYWORDS, _escape
+from vm.core.schema import KEYWORDS, _escape, _unescape
 
 # keywords that constrain something (a schema of none of these is always valid to Ajv, and one
 # holding only a `$ref` besides them is followed at once)
@@ -174,13 +174,11 @@ class _Ids:
     def _pointer(self, fragment: str, env: _Env) -> tuple[_Env, str | None] | None:
         """Ajv's getJsonPointer: the schema at `fragment` under `env`, and the URI of its
         `$ref` when it holds only that (to be followed); None when nothing is there."""
-        from urllib.parse import unquote
-
         if not fragment.startswith("/"):
             return None
         schema, base = env.schema, env.base
         for part in fragment[1:].split("/"):
-            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            part = _unescape(part)
             if isinstance(schema, dict) and part in schema:
                 schema = schema[part]
             elif isinstance(schema, list) and part.isdigit() and int(part) < len(schema) \
