@@ -3,7 +3,7 @@ The programs are the store's; this index sits beside them:
 
   <state>/cache/<key>.json  := {"program": <program hash>, "deps": {path: sha256 of its text}}
 
-The key is a sha256 of the compiler's fingerprint and the source (pipeline text, or a workflow
+The key is a sha256 of the compiler's fingerprint (its own sha256) and the source (pipeline text, or a workflow
 file's real path). A workflow entry is used only while every file it was compiled from still
 has the same content. Entries are hints: a torn, stale or foreign one is a miss, never an error,
 so they are written without fsync.
@@ -54,8 +54,25 @@ def _files(folder: str, prefix: str) -> list[str]:
     return found
 
 
+@lru_cache(maxsize=1)
+def _fingerprint_digest() -> str:
+    return sha256(compiler_fingerprint().encode()).hexdigest()
+
+
+_KEYS: dict[tuple[str, str], str] = {}  # (kind, source) -> key: a gateway sends few texts
+_KEYS_MAX = 1024
+
+
 def key(kind: str, source: str) -> str:
-    return sha256(f"{compiler_fingerprint()}\0{kind}\0{source}".encode()).hexdigest()
+    """sha256 of the compiler's fingerprint (digested once per process: it is a few KB) and
+    the source, remembered per source."""
+    found = _KEYS.get((kind, source))
+    if found is None:
+        found = sha256(f"{_fingerprint_digest()}\0{kind}\0{source}".encode()).hexdigest()
+        if len(_KEYS) >= _KEYS_MAX:
+            _KEYS.clear()
+        _KEYS[(kind, source)] = found
+    return found
 
 
 def file_sha(path: str) -> str | None:

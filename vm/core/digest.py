@@ -29,12 +29,30 @@ _INNER = bytes(byte ^ 0x36 for byte in range(256))
 _OUTER = bytes(byte ^ 0x5C for byte in range(256))
 
 
+# The two digests of a key's padded blocks, by key: a process signs and checks with one or two
+# keys, so each is padded and digested once and its states copied per message (a copy is a
+# memcpy; hashing a block is not). Bounded, in case a caller brings a key per message.
+_PADDED: dict[bytes, tuple] = {}
+_PADDED_MAX = 16
+
+
+def _padded(key: bytes) -> tuple:
+    states = _PADDED.get(key)
+    if states is None:
+        block = (sha256(key).digest() if len(key) > _BLOCK else key).ljust(_BLOCK, b"\0")
+        states = (sha256(block.translate(_INNER)), sha256(block.translate(_OUTER)))
+        if len(_PADDED) >= _PADDED_MAX:
+            _PADDED.clear()
+        _PADDED[key] = states
+    return states
+
+
 def hmac_sha256(key: bytes, *parts: bytes) -> bytes:
     """HMAC-SHA256 of the concatenation of `parts` under `key` (RFC 2104)."""
-    if len(key) > _BLOCK:
-        key = sha256(key).digest()
-    key = key.ljust(_BLOCK, b"\0")
-    inner = sha256(key.translate(_INNER))
+    inner_start, outer_start = _padded(bytes(key))
+    inner = inner_start.copy()
     for part in parts:
         inner.update(part)
-    return sha256(key.translate(_OUTER) + inner.digest()).digest()
+    outer = outer_start.copy()
+    outer.update(inner.digest())
+    return outer.digest()

@@ -289,28 +289,37 @@ class Claim:
         self.ended = False
         self.progress: Callable[[], str | None] = lambda: None
         _HELD[state_key] = self
-        self._stop = threading.Event()
+        self._stop: threading.Event | None = None  # made by the renewer: most claims have none
         _RENEWALS.add(self)
 
     def start_renewing(self) -> None:
-        """Renew the lease now, then every third of it, on a thread of its own."""
-        threading.Thread(target=self._renew, daemon=True,
+        """Renew the lease now, then every third of it, on a thread of its own. The event
+        that stops it is made before `ended` is read, and `_stopped` sets `ended` before it
+        reads the event: a claim that ends meanwhile is seen by one side or the other."""
+        self._stop = threading.Event()
+        if self.ended:
+            return
+        threading.Thread(target=self._renew, args=(self._stop,), daemon=True,
                          name=f"lobster-lease-{self.state_key[-8:]}").start()
 
-    def _renew(self) -> None:
-        while not self._stop.is_set():
+    def _stopped(self) -> None:
+        self.ended = True
+        if self._stop is not None:
+            self._stop.set()
+
+    def _renew(self, stop: threading.Event) -> None:
+        while not stop.is_set():
             try:
                 if not self.store.renew_claim(self.state_key, time.time() + self.lease_s):
                     return  # cancelled from outside: nothing left to renew
             except (StoreError, OSError):
                 pass  # the store is away: try again; the lease may lapse meanwhile
-            self._stop.wait(self.lease_s / 3)
+            stop.wait(self.lease_s / 3)
 
     def _end(self, event: dict, state: str, durable: bool) -> None:
         if self.ended:
             return
-        self._stop.set()
-        self.ended = True
+        self._stopped()
         _HELD.pop(self.state_key, None)
         self.record["events"].append(event)
         self.record["state"] = state
@@ -350,8 +359,7 @@ class Claim:
         """Park a rewritten frame under the same key (a migration: `event` says what moved,
         e.g. `{"event": "migrated", "from": ..., "to": ...}`), signed with `key` (default: the
         signing key): back to waiting, the claim and its history kept in the record."""
-        self._stop.set()
-        self.ended = True
+        self._stopped()
         _HELD.pop(self.state_key, None)
         self.record["events"].append({**event, "at": time.time()})
         self.record["state"] = WAITING

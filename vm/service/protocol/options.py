@@ -98,10 +98,11 @@ class Settings:
     checkpoint_ttl_ms: int | None = None  # this call's own TTL, before the workflow's
 
     @classmethod
-    def of(cls, options: Options) -> Settings:
-        """The options' own bounds, each checked against vm/core/bounds.py (E010)."""
+    def of(cls, options: Options, checkpoint_ttl_ms: int | None = None) -> Settings:
+        """The options' own bounds, each checked against vm/core/bounds.py (E010), with a
+        call's own checkpoint TTL if it gave one."""
         return cls(options.cwd, options.mode, option_bound(options, "timeout_ms"),
-                   option_bound(options, "max_stdout_bytes"))
+                   option_bound(options, "max_stdout_bytes"), checkpoint_ttl_ms)
 
     @classmethod
     def of_request(cls, request: dict, options: Options) -> Settings:

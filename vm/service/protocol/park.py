@@ -22,6 +22,7 @@ from vm.service.protocol.options import Options, Settings, checkpoint_ttl_ms
 SUBJECT_MAX_BYTES = 192_000
 APPROVAL_ID_DRAWS = 16  # an id drawn and found taken as the frame is saved is drawn again
 TOOL_ENVELOPE_MAX_BYTES = 512_000
+CHECKED_KEY_S = 1.0  # a halt this soon after its run checked the signing key signs with it
 
 
 def signing_key(store: StateStore) -> bytes:
@@ -33,12 +34,20 @@ def signing_key(store: StateStore) -> bytes:
         raise RequestError(store_unwritable(store.location, exc), "T450") from None
 
 
-def park(program: Program, frame: Frame, options: Options, settings: Settings) -> dict:
+def park(program: Program, frame: Frame, options: Options, settings: Settings,
+         checked: tuple[bytes, float] | None = None) -> dict:
     """Save the halted run and return its envelope. Every limit is checked first (the frame
     stores and loads again, the envelope fits maxStdoutBytes): a checkpoint is saved only when
-    its token is handed out and resume or cancel can take it."""
+    its token is handed out and resume or cancel can take it. `checked`: the signing key the
+    run checked as it began, and when (time.monotonic); a halt within CHECKED_KEY_S of that
+    signs with it, as if the run had been that much quicker, and a later one reads the key
+    set again (a rotation meanwhile signs with the new key; gc retires an old key only when
+    its successor is ten minutes old, so one used a second late still verifies)."""
     store = options.store()
-    key = signing_key(store)  # the token and the frame's MAC: one key, read once
+    if checked is not None and time.monotonic() - checked[1] < CHECKED_KEY_S:
+        key = checked[0]
+    else:
+        key = signing_key(store)  # the token and the frame's MAC: one key, read once
     pending = frame.pending
     state_key = tokens.new_state_key(frame.origin)
     kind = tokens.kind_for(frame.origin)

@@ -58,8 +58,7 @@ def resume_js(options: Options, decision: Decision, *, token: str | None = None,
     the CLI, which writes it with our JSON writer, and for a cancel, whose envelope holds no
     value of the run."""
     try:
-        settings = evolve(Settings.of(options),
-                          checkpoint_ttl_ms=request_ttl_ms(checkpoint_ttl, "checkpoint_ttl"))
+        settings = Settings.of(options, request_ttl_ms(checkpoint_ttl, "checkpoint_ttl"))
         return resume_settled(options, settings, scope or Scope(), decision, token=token,
                               approval_id=approval_id, state_key=state_key)
     except RequestError as exc:

@@ -5,9 +5,9 @@ needs compiling asks the compiler frontend; nothing else here parses."""
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING
 
-from attrs import evolve
 
 from vm.core import json_read
 from vm.engine import machine
@@ -125,8 +125,7 @@ def run_js(pipeline: str, options: Options, *, args_json: str | None = None,
     (`js.UNDEFINED`), which only our JSON writer takes (it leaves it out, as JSON.stringify
     does). For the CLI, which writes the envelope with it."""
     try:
-        settings = evolve(Settings.of(options),
-                          checkpoint_ttl_ms=request_ttl_ms(checkpoint_ttl, "checkpoint_ttl"))
+        settings = Settings.of(options, request_ttl_ms(checkpoint_ttl, "checkpoint_ttl"))
         return run_settled(pipeline, options, settings, scope or Scope(), args_json=args_json,
                            program=program, file=file)
     except RequestError as exc:
@@ -151,15 +150,16 @@ def run_settled(pipeline: str, options: Options, settings: Settings, scope: Scop
             program = compile_source(pipeline, options, settings.cwd, workflow=workflow)
         if workflow:
             load_notes(program, options.log)
+        checked = None
         if program.halts:  # it may park: its key is checked before anything runs
             from vm.service.protocol.park import signing_key
 
-            signing_key(options.store())
+            checked = (signing_key(options.store()), time.monotonic())
         frame = machine.new_frame(program, cwd=settings.cwd, mode=settings.mode, args=args,
                                   source=os.path.join(settings.cwd, pipeline.strip())
                                   if workflow else None)
         frame.origin = "workflow" if workflow else "pipeline"
-        return drive(program, frame, options, settings, scope)
+        return drive(program, frame, options, settings, scope, checked)
     except RequestError as exc:
         return exc.envelope
     except StoreError as exc:
@@ -193,19 +193,20 @@ def load_notes(program: Program, log) -> None:
 
 
 def drive(program: Program, frame: Frame, options: Options, settings: Settings,
-          scope: Scope) -> dict:
+          scope: Scope, checked: tuple[bytes, float] | None = None) -> dict:
     """Step the frame to its end, a halt (parked) or a trap, with the options' event
     listener (if any) hearing it. The envelope holds the run's values as they are (undefined
     included): an exit to an embedder makes it JSON data (`as_json_data`), the CLI writes it
-    with our JSON writer."""
+    with our JSON writer. `checked`: the signing key this run checked before it began, and
+    when (time.monotonic), which a halt soon after signs with (park.py)."""
     if options.on_event is None:
-        return _drive_with(program, frame, options, settings, scope, None)
+        return _drive_with(program, frame, options, settings, scope, None, checked)
     from vm.engine.events import Emitter
 
     events = Emitter(options.on_event, options.log)
     try:
         envelope = _drive_with(program, frame, options, settings,
-                               Scope(scope, listener=events), events)
+                               Scope(scope, listener=events), events, checked)
     finally:
         dropped = events.close()
     if dropped:  # additive: the events this run could not hand to the callback
@@ -214,7 +215,7 @@ def drive(program: Program, frame: Frame, options: Options, settings: Settings,
 
 
 def _drive_with(program: Program, frame: Frame, options: Options, settings: Settings,
-                scope: Scope, events) -> dict:
+                scope: Scope, events, checked: tuple[bytes, float] | None = None) -> dict:
     host = machine.Host(ctx=settings.context(options, scope), write=options.write,
                         ask_line=options.ask_line, log=options.log, events=events)
     if frame.origin == "workflow" and host.ctx.env.get("LOBSTER_LLM_PRICING_JSON"):
@@ -238,7 +239,7 @@ def _drive_with(program: Program, frame: Frame, options: Options, settings: Sett
     from vm.service.protocol.park import park
 
     try:  # park checks its envelope's size before it saves anything
-        envelope = park(program, outcome.frame, options, settings)
+        envelope = park(program, outcome.frame, options, settings, checked)
     except OSError as exc:  # the state dir is a file, read-only, full...
         raise StoreError(store_unwritable(options.store().location, exc)) from None
     if events is not None:
