@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import select
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,6 +30,7 @@ except ImportError:  # the optional extra is not installed
     psycopg = None  # type: ignore[assignment]
 
 POOL_MAX = 8
+HELD_S = 60.0  # the connection kept between statements goes back to the pool after this
 POOL_TIMEOUT = 10.0  # seconds to wait for a free connection
 CONNECT_TIMEOUT = 10  # seconds
 
@@ -65,18 +67,60 @@ class Backend:
             name=f"lobster-store-{os.getpid()}")
         self.key: tuple[bytes, float] | None = None  # the signing key, when it was read
         self.statements = 0  # run through `run` and `connection`: a test counts round trips
+        # The connection the last statement ran on, kept out of the pool for the next one:
+        # taking one from the pool and giving it back was a tenth of a cycle's time in Python.
+        # One at a time (other threads use the pool), and back to the pool HELD_S after it
+        # left it, so the pool's lifetime and idle limits still apply to it.
+        self._held: Any = None
+        self._held_lock = threading.Lock()
 
     def getconn(self) -> Any:
-        """A pooled connection that is not stale: each stale one is closed, so that the pool
-        discards it (the pool's own check would back off for seconds between them)."""
+        """The connection kept from the last statement, else a pooled one, either not stale:
+        each stale one is closed, so that the pool discards it (the pool's own check would
+        back off for seconds between them)."""
+        with self._held_lock:
+            held, self._held = self._held, None
+        if held is not None:
+            if not _stale(held):
+                return held
+            held.close()
+            self.pool.putconn(held)  # discarded there
         pool = self.pool
         for _ in range(POOL_MAX):
             conn = pool.getconn()
             if not _stale(conn):
+                conn._lobster_taken = time.monotonic()
                 return conn
             conn.close()
             pool.putconn(conn)
-        return pool.getconn()
+        conn = pool.getconn()
+        conn._lobster_taken = time.monotonic()
+        return conn
+
+    def putconn(self, conn: Any) -> None:
+        """Done with `conn`: kept for the next statement when it is sound, idle (no transaction
+        open) and left the pool less than HELD_S ago and none is kept yet; else back to the
+        pool (which discards a broken one)."""
+        if not (conn.closed or conn.broken) \
+                and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE \
+                and time.monotonic() - getattr(conn, "_lobster_taken", 0.0) < HELD_S:
+            with self._held_lock:
+                if self._held is None:
+                    self._held = conn
+                    return
+        self.pool.putconn(conn)
+
+    @property
+    def holding(self) -> int:
+        """1 while a connection is kept out of the pool between statements, else 0."""
+        return int(self._held is not None)
+
+    def release(self) -> None:
+        """Give the kept connection back to the pool (before the pool closes)."""
+        with self._held_lock:
+            held, self._held = self._held, None
+        if held is not None:
+            self.pool.putconn(held)
 
     def tested_conn(self) -> Any:
         """For a retry: a pooled connection that answered a round trip (after a restart or a
@@ -94,14 +138,13 @@ class Backend:
     @contextmanager
     def connection(self) -> Iterator[Any]:
         """A pooled connection for a few statements; driver errors become StoreErrors."""
-        pool = self.pool
         self.statements += 1
         try:
             conn = self.getconn()
             try:
                 yield conn
             finally:
-                pool.putconn(conn)  # a broken one is discarded there
+                self.putconn(conn)
         except psycopg.Error as exc:
             raise store_error(self.location, exc) from None
 
@@ -126,7 +169,7 @@ class Backend:
                     if not retry or attempt == 2:
                         raise
                 finally:
-                    pool.putconn(conn)  # a broken one is discarded there
+                    self.putconn(conn)
             except psycopg.Error as exc:
                 raise store_error(self.location, exc) from None
         return None  # not reached: the second attempt returns or raises
@@ -180,6 +223,7 @@ def close_pools() -> None:
         backends = [b for (pid, _), b in _BACKENDS.items() if pid == os.getpid()]
         _BACKENDS.clear()
     for each in backends:
+        each.release()
         each.pool.close()
 
 
