@@ -287,3 +287,29 @@ def test_a_process_reads_a_settled_key_set_once_and_sees_every_change_after(tmp_
     # a key retired by gc is gone at once
     assert store.retire_key(1)
     assert store.keys() == [store.key()] and store.key() != first
+
+
+@pytest.mark.parametrize("checked_key_s, signer", [(60.0, "checked"), (0.0, "rotated")])
+def test_a_halt_signs_with_the_key_its_run_checked_only_soon_after_the_check(
+        monkeypatch, tmp_path, checked_key_s, signer):
+    """A run checks the signing key before it starts (a lost key is refused before anything
+    runs); a halt within park.CHECKED_KEY_S of that check signs with the key checked, a later
+    one reads the key set again. Here a step rotates the key between the check and the halt."""
+    from vm.service.protocol import park
+
+    monkeypatch.setattr(park, "CHECKED_KEY_S", checked_key_s)
+    root = str(tmp_path / "state")
+    options = Options(cwd=str(tmp_path), state_dir=root,
+                      env={"PATH": os.environ["PATH"], "LOBSTER_STORE": root,
+                           "HOME": str(tmp_path)})
+    first = options.store().key()
+    rotate = f"{LOBSTER} key rotate --format json >/dev/null && echo [1]"
+    halted = handle({"action": "run", "pipeline": f"exec --json --shell '{rotate}' | approve "
+                                                  "--prompt 'Go?'"}, options)
+    keys = options.store().keys()
+    assert len(keys) == 2 and keys[1] == first, halted
+    token = tokens.decode(halted["requiresApproval"]["resumeToken"])
+    tokens.verify(token, [first if signer == "checked" else keys[0]])
+    resumed = handle({"action": "resume", "approve": True,
+                      "token": halted["requiresApproval"]["resumeToken"]}, options)
+    assert resumed["status"] == "ok", resumed
