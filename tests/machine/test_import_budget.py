@@ -24,7 +24,7 @@ RUN_PATH = frozenset("""
     vm vm.cli vm.cli.common vm.cli.main vm.cli.run vm.cli.resume
     vm.cli.flags vm.cli.specs vm.cli.frontdoor
     vm.core vm.core.bounds vm.core.codes vm.core.condition vm.core.digest vm.core.js
-    vm.core.json_read vm.core.json_write vm.core.patterns vm.core.records
+    vm.core.json_read vm.core.json_write vm.core.method_cache vm.core.patterns vm.core.records
     vm.core.schema vm.core.schema_compile vm.core.schema_refs
     vm.core.source
     vm.isa vm.isa.codec vm.isa.cost vm.isa.frame vm.isa.opcodes vm.isa.ops vm.isa.program
