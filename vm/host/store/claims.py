@@ -6,9 +6,10 @@ import base64
 import json
 from typing import Any
 
-from attrs import field, frozen
+from attrs import field
 
 from vm.core import json_write
+from vm.core.records import frozen
 from vm.host.store.base import process_identity
 
 
