@@ -69,8 +69,9 @@ class Backend:
         self.statements = 0  # run through `run` and `connection`: a test counts round trips
         # The connection the last statement ran on, kept out of the pool for the next one:
         # taking one from the pool and giving it back was a tenth of a cycle's time in Python.
-        # One at a time (other threads use the pool), and back to the pool HELD_S after it
-        # left it, so the pool's lifetime and idle limits still apply to it.
+        # One at a time (other threads use the pool); it goes back to the pool at its first use
+        # HELD_S after it left it, so the pool's lifetime limit still renews it (an idle
+        # process keeps it open, as the pool's minimum of one connection would be).
         self._held: Any = None
         self._held_lock = threading.Lock()
 

@@ -8,7 +8,6 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-
 from vm.core import json_read
 from vm.engine import machine
 from vm.host.children import Scope
