@@ -11,8 +11,10 @@ same trust (whoever can write there can write our `.pyc` files), one file per in
 code object only when a class of its own asks for it: the file holds the methods of every
 class any process built, the compiler's included.
 
-Only a class built by vm.core.records (`building()` is on) goes through the cache; any other
-attrs class of the process (an embedder's) is compiled as attrs does it. An entry is appended
+Only a class of our packages built by vm.core.records (`building(module)` is on) goes through
+the cache; any other attrs class of the process (an embedder's, a test's, one attrs renames
+because a class of that name was built before) is compiled as attrs does it, so the file holds
+one entry per class of ours and stops growing. An entry is appended
 when its method is first compiled (one write of its own, no rewrite of the file); the file is
 read once per process, entry by entry, up to the first that does not read (a write cut short),
 and started again when it outgrows MAX_BYTES. With PYTHONDONTWRITEBYTECODE (or `-B`) nothing is
@@ -33,7 +35,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-MAX_BYTES = 4 << 20  # a file over this is started again (entries of older attrs versions)
+MAX_BYTES = 1 << 20  # a file over this is started again (entries of older attrs versions)
+PACKAGES = ("vm", "lobsterc")  # whose classes are kept
 
 _PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                      "__pycache__", f"record-methods.{sys.implementation.cache_tag}.marshal")
@@ -46,10 +49,12 @@ _lock = threading.Lock()
 
 
 @contextmanager
-def building() -> Iterator[None]:
-    """While a record class of ours is built, its compiles go through the cache."""
+def building(module: str) -> Iterator[None]:
+    """While a record class of `module` is built, its compiles go through the cache if the
+    module is one of PACKAGES'."""
     depth = getattr(_state, "depth", 0)
-    _state.depth = depth + 1
+    ours = module.partition(".")[0] in PACKAGES
+    _state.depth = depth + 1 if ours else 0
     try:
         yield
     finally:
