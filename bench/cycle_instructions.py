@@ -6,11 +6,12 @@
 The timed rows of bench/run.py move by up to 40% from minute to minute on a shared virtual
 machine, so a change of a few per cent to the CPU path cannot be seen in them. An instruction
 count can: it is the same from run to run within a tenth of a per cent. This runs the cycle
-under callgrind twice, with 10 and with 10 + --cycles timed cycles after the same warm-up, and
+under callgrind with 10 and with 10 + --cycles counted cycles after the same warm-up, and
 prints the difference per cycle: start-up, imports and the first compile cancel out. What the
 kernel does for our system calls is not counted (compare those with `strace -c`), nor is any
-child process. Our sources are byte-compiled first, as bench/run.py does. Needs valgrind; each run takes some seconds (callgrind runs Python ~50x slower).
-Prints a line; asserts nothing.
+child process. Our sources are byte-compiled first, as bench/run.py does, and one run goes
+first uncounted, which fills vm.core.method_cache. Needs valgrind; each run takes some seconds
+(callgrind runs Python about 50 times slower). Prints a line; asserts nothing.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def main() -> None:
         raise SystemExit("cycle_instructions needs valgrind (apt install valgrind)")
     for package in ("vm", "lobsterc"):  # as installed: else the first run compiles them
         compileall.compile_dir(str(ROOT / package), quiet=1)
+    instructions(args.pipeline, 10, args.state_dir)  # untimed: writes vm.core.method_cache
     few = instructions(args.pipeline, 10, args.state_dir)
     many = instructions(args.pipeline, 10 + args.cycles, args.state_dir)
     print(f"{(many - few) / args.cycles:,.0f} user-space instructions per cycle "

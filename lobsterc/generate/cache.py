@@ -3,10 +3,10 @@ The programs are the store's; this index sits beside them:
 
   <state>/cache/<key>.json  := {"program": <program hash>, "deps": {path: sha256 of its text}}
 
-The key is a sha256 of the compiler's fingerprint (its own sha256) and the source (pipeline text, or a workflow
-file's real path). A workflow entry is used only while every file it was compiled from still
-has the same content. Entries are hints: a torn, stale or foreign one is a miss, never an error,
-so they are written without fsync.
+The key is a sha256 of the compiler's fingerprint (its own sha256) and the source (pipeline
+text, or a workflow file's real path). A workflow entry is used only while every file it was
+compiled from still has the same content. Entries are hints: a torn, stale or foreign one is
+a miss, never an error, so they are written without fsync.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ def _fingerprint_digest() -> str:
 
 _KEYS: dict[tuple[str, str], str] = {}  # (kind, source) -> key: a gateway sends few texts
 _KEYS_MAX = 1024
+_KEYED_SOURCE_MAX = 4096  # a longer source is hashed every time, never held
 
 
 def key(kind: str, source: str) -> str:
@@ -69,9 +70,10 @@ def key(kind: str, source: str) -> str:
     found = _KEYS.get((kind, source))
     if found is None:
         found = sha256(f"{_fingerprint_digest()}\0{kind}\0{source}".encode()).hexdigest()
-        if len(_KEYS) >= _KEYS_MAX:
-            _KEYS.clear()
-        _KEYS[(kind, source)] = found
+        if len(source) <= _KEYED_SOURCE_MAX:
+            if len(_KEYS) >= _KEYS_MAX:
+                _KEYS.clear()
+            _KEYS[(kind, source)] = found
     return found
 
 

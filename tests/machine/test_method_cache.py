@@ -82,12 +82,21 @@ def test_nothing_is_written_without_bytecode_writing(tmp_path):
     assert not cache.exists()
 
 
-@pytest.mark.parametrize("damage", ["cut", "garbage"])
+def _damaged(data: bytes, damage: str) -> bytes:
+    if damage == "cut":  # a write cut short
+        return data[:len(data) - 7]
+    if damage == "garbage":  # bytes that are no entry
+        return b"\x05" * 40 + data
+    middle = len(data) // 2  # a byte of the code changed: marshal may read it, or crash on it
+    return data[:middle] + bytes([data[middle] ^ 0x5A]) + data[middle + 1:]
+
+
+@pytest.mark.parametrize("damage", ["cut", "garbage", "flipped"])
 def test_a_damaged_cache_is_compiled_around_and_started_again(tmp_path, damage):
     cache = tmp_path / "methods.marshal"
     clean = _build(cache)
     data = cache.read_bytes()
-    cache.write_bytes(data[:len(data) - 7] if damage == "cut" else b"\x05" * 40 + data)
+    cache.write_bytes(_damaged(data, damage))
     again = _build(cache)
     assert again == clean  # compiled as attrs does it, same class
     assert cache.read_bytes() == data  # the file was started again with the entry

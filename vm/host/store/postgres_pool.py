@@ -69,9 +69,10 @@ class Backend:
         self.statements = 0  # run through `run` and `connection`: a test counts round trips
         # The connection the last statement ran on, kept out of the pool for the next one:
         # taking one from the pool and giving it back was a tenth of a cycle's time in Python.
-        # One at a time (other threads use the pool); it goes back to the pool at its first use
-        # HELD_S after it left it, so the pool's lifetime limit still renews it (an idle
-        # process keeps it open, as the pool's minimum of one connection would be).
+        # One at a time (other threads use the pool, and it is not kept while one waits for
+        # a connection); it goes back to the pool at its first use HELD_S after it left it, so
+        # the pool's lifetime limit still renews it (an idle process keeps it open, as the
+        # pool's minimum of one connection would be).
         self._held: Any = None
         self._held_lock = threading.Lock()
 
@@ -82,10 +83,10 @@ class Backend:
         with self._held_lock:
             held, self._held = self._held, None
         if held is not None:
-            if not _stale(held):
+            if not _stale(held) and not self.pool.closed:
                 return held
             held.close()
-            self.pool.putconn(held)  # discarded there
+            self.pool.putconn(held)  # discarded there (a closed pool says so)
         pool = self.pool
         for _ in range(POOL_MAX):
             conn = pool.getconn()
@@ -100,16 +101,18 @@ class Backend:
 
     def putconn(self, conn: Any) -> None:
         """Done with `conn`: kept for the next statement when it is sound, idle (no transaction
-        open) and left the pool less than HELD_S ago and none is kept yet; else back to the
-        pool (which discards a broken one)."""
-        if not (conn.closed or conn.broken) \
+        open), left the pool less than HELD_S ago, none is kept yet, the pool is open and no
+        thread waits for a connection; else back to the pool (which discards a broken one)."""
+        pool = self.pool
+        if not (conn.closed or conn.broken or pool.closed) \
                 and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE \
-                and time.monotonic() - getattr(conn, "_lobster_taken", 0.0) < HELD_S:
+                and time.monotonic() - getattr(conn, "_lobster_taken", 0.0) < HELD_S \
+                and not pool.get_stats()["requests_waiting"]:
             with self._held_lock:
                 if self._held is None:
                     self._held = conn
                     return
-        self.pool.putconn(conn)
+        pool.putconn(conn)
 
     @property
     def holding(self) -> int:
