@@ -59,22 +59,22 @@ def _fingerprint_digest() -> str:
     return sha256(compiler_fingerprint().encode()).hexdigest()
 
 
-_KEYS: dict[tuple[str, str], str] = {}  # (kind, source) -> key: a gateway sends few texts
-_KEYS_MAX = 1024
 _KEYED_SOURCE_MAX = 4096  # a longer source is hashed every time, never held
 
 
 def key(kind: str, source: str) -> str:
     """sha256 of the compiler's fingerprint (digested once per process: it is a few KB) and
-    the source, remembered per source."""
-    found = _KEYS.get((kind, source))
-    if found is None:
-        found = sha256(f"{_fingerprint_digest()}\0{kind}\0{source}".encode()).hexdigest()
-        if len(source) <= _KEYED_SOURCE_MAX:
-            if len(_KEYS) >= _KEYS_MAX:
-                _KEYS.clear()
-            _KEYS[(kind, source)] = found
-    return found
+    the source, remembered per source (a gateway sends few texts)."""
+    if len(source) > _KEYED_SOURCE_MAX:
+        return _key(kind, source)
+    return _remembered_key(kind, source)
+
+
+def _key(kind: str, source: str) -> str:
+    return sha256(f"{_fingerprint_digest()}\0{kind}\0{source}".encode()).hexdigest()
+
+
+_remembered_key = lru_cache(maxsize=1024)(_key)
 
 
 def file_sha(path: str) -> str | None:

@@ -9,6 +9,8 @@ HMAC is RFC 2104 over that digest (tests/machine/test_digest.py holds it to `hma
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 try:
     from _sha2 import sha256  # CPython 3.12+
 except ImportError:
@@ -29,22 +31,13 @@ _INNER = bytes(byte ^ 0x36 for byte in range(256))
 _OUTER = bytes(byte ^ 0x5C for byte in range(256))
 
 
-# The two digests of a key's padded blocks, by key: a process signs and checks with one or two
-# keys, so each is padded and digested once and its states copied per message (a copy is a
-# memcpy; hashing a block is not). Bounded, in case a caller brings a key per message.
-_PADDED: dict[bytes, tuple] = {}
-_PADDED_MAX = 16
-
-
+@lru_cache(maxsize=16)
 def _padded(key: bytes) -> tuple:
-    states = _PADDED.get(key)
-    if states is None:
-        block = (sha256(key).digest() if len(key) > _BLOCK else key).ljust(_BLOCK, b"\0")
-        states = (sha256(block.translate(_INNER)), sha256(block.translate(_OUTER)))
-        if len(_PADDED) >= _PADDED_MAX:
-            _PADDED.clear()
-        _PADDED[key] = states
-    return states
+    """The digests of a key's two padded blocks: a process signs and checks with one or two
+    keys, so each is padded and digested once and its states copied per message (a copy is a
+    memcpy; hashing a block is not)."""
+    block = (sha256(key).digest() if len(key) > _BLOCK else key).ljust(_BLOCK, b"\0")
+    return sha256(block.translate(_INNER)), sha256(block.translate(_OUTER))
 
 
 def hmac_sha256(key: bytes, *parts: bytes) -> bytes:

@@ -80,8 +80,7 @@ class Backend:
         """The connection kept from the last statement, else a pooled one, either not stale:
         each stale one is closed, so that the pool discards it (the pool's own check would
         back off for seconds between them)."""
-        with self._held_lock:
-            held, self._held = self._held, None
+        held = self._take_held()
         if held is not None:
             if not _stale(held) and not self.pool.closed:
                 return held
@@ -91,13 +90,18 @@ class Backend:
         for _ in range(POOL_MAX):
             conn = pool.getconn()
             if not _stale(conn):
-                conn._lobster_taken = time.monotonic()
-                return conn
+                break
             conn.close()
             pool.putconn(conn)
-        conn = pool.getconn()
+        else:
+            conn = pool.getconn()
         conn._lobster_taken = time.monotonic()
         return conn
+
+    def _take_held(self) -> Any:
+        with self._held_lock:
+            held, self._held = self._held, None
+        return held
 
     def putconn(self, conn: Any) -> None:
         """Done with `conn`: kept for the next statement when it is sound, idle (no transaction
@@ -121,8 +125,7 @@ class Backend:
 
     def release(self) -> None:
         """Give the kept connection back to the pool (before the pool closes)."""
-        with self._held_lock:
-            held, self._held = self._held, None
+        held = self._take_held()
         if held is not None:
             self.pool.putconn(held)
 
