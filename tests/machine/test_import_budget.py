@@ -31,6 +31,7 @@ RUN_PATH = frozenset("""
     vm.isa.regions vm.isa.verify
     vm.host vm.host.children vm.host.process vm.host.token vm.host.workdir
     vm.host.commands vm.host.commands.base vm.host.commands.data vm.host.commands.exec_cmd
+    vm.host.commands.registry
     vm.host.store vm.host.store.base vm.host.store.claims vm.host.store.directory
     vm.host.store.directory_checkpoints vm.host.store.directory_keys vm.host.store.files
     vm.host.store.lifecycle
@@ -43,6 +44,10 @@ RUN_PATH = frozenset("""
 """.split())
 HALT_ONLY = frozenset("vm.service.protocol.park vm.host.token vm.host.store.lifecycle "
                       "vm.host.store.claims".split())  # what only a program that can halt needs
+STAGE_ONLY = frozenset("vm.host.commands.registry "
+                       "vm.host.commands.data".split())  # what only a run that runs a stage needs
+CHILD_ONLY = frozenset("vm.host.process "
+                       "vm.host.commands.exec_cmd".split())  # what only a run that starts a child needs
 HELP_PATH = frozenset("lobsterc lobsterc.frontend vm vm.cli vm.cli.help vm.cli.main "
                       "vm.cli.flags vm.cli.specs".split())  # specs: the flag tables
 THIRD_PARTY = frozenset({"attr", "attrs", "msgpack",
@@ -132,8 +137,20 @@ def test_a_halt_and_its_resume_stay_in_their_budget(cli):
     assert "subprocess" in modules  # (its exec ran a child)
     out, modules = loaded(cli, "resume", "--token", token, "--approve", "yes")
     assert json.loads(out)["status"] == "ok"
-    assert over_budget(modules, RUN_PATH, THIRD_PARTY) == []
+    assert over_budget(modules, RUN_PATH - CHILD_ONLY, THIRD_PARTY) == []
     assert sorted(modules & CHILD_ONLY_STDLIB) == []  # no step after the gate starts a child
+
+
+def test_a_resume_past_the_last_stage_loads_no_command(cli):
+    """The commonest resume: the gate was the pipeline's last stage, so the resume only
+    returns the approved items. It loads neither the command registry nor the process
+    machinery."""
+    pipeline = "exec --json --shell 'echo [1,2]' | approve --prompt ok"
+    tool(cli, "run", "--mode", "tool", pipeline)
+    token = tool(cli, "run", "--mode", "tool", pipeline)["requiresApproval"]["resumeToken"]
+    out, modules = loaded(cli, "resume", "--token", token, "--approve", "yes")
+    assert json.loads(out)["output"] == [1, 2]
+    assert over_budget(modules, RUN_PATH - CHILD_ONLY - STAGE_ONLY, THIRD_PARTY) == []
 
 
 def test_an_ask_halt_stays_in_its_budget(cli):

@@ -8,9 +8,7 @@ from typing import Any
 from vm.engine import steps
 from vm.engine.outcome import Finished
 from vm.engine.run import Run, child_cap
-from vm.host.commands import COMMANDS, Args, CommandError, Context
-from vm.host.commands.exec_cmd import process_code, run_exec, run_exec_kept
-from vm.host.process import CommandNotFound, ProcessError, run_process, shell_argv
+from vm.host.commands import Args, CommandError, Context
 from vm.isa.cost import CostLimit
 from vm.isa.opcodes import Op
 from vm.isa.program import Instr
@@ -41,12 +39,17 @@ def op_stage(run: Run, ins: Instr) -> None:
     if stage.templated:
         flags = {k: run.render(v) if isinstance(v, str) else v for k, v in flags.items()}
         positionals = tuple(run.render(p) for p in positionals)
+    # the registry loads at a process's first stage (a resume past its last stage never does);
     # a workflow pipeline step's stages see its env and cwd (LOBSTER_MAX_* included)
+    from vm.host.commands.registry import COMMANDS
+
     R[ins.a] = COMMANDS[stage.command].run(Args(flags, positionals), R[ins.c],
                                            run.stage_context(run.ctx))
 
 
 def op_exec(run: Run, ins: Instr) -> None:
+    from vm.host.commands.exec_cmd import run_exec, run_exec_kept  # with its first child
+
     spec, R = run.K[ins.b].spec(), run.frame.registers
     if run.K[ins.b].templated:
         if "shell" in spec:
@@ -110,6 +113,9 @@ def op_shell(run: Run, ins: Instr) -> None:
 
 def run_shell_step(step: str, line: str, stdin: Any, env: dict, cwd: str, ctx: Context) -> dict:
     """A workflow shell line in a child process; its result, or the reference's failure."""
+    from vm.host.commands.exec_cmd import process_code
+    from vm.host.process import CommandNotFound, ProcessError, run_process, shell_argv
+
     try:
         result = run_process(shell_argv(line, env), stdin=steps.stdin_bytes(stdin), cwd=cwd,
                              env=env, deadline=ctx.deadline,

@@ -16,7 +16,6 @@ from vm.engine import refs, steps
 from vm.engine.outcome import Failed, Finished
 from vm.host.commands import CommandError, Context
 from vm.host.commands.base import timed_out
-from vm.host.process import ProcessError, env_output_cap
 from vm.isa import cost
 from vm.isa.frame import CallFrame, Frame, LoopFrame, TryFrame
 from vm.isa.program import Program
@@ -313,6 +312,8 @@ def child_cap(cap: int | None, env: dict) -> int | None:
     """The output cap of a child started with `env`: the run's, and the LOBSTER_MAX_OUTPUT_BYTES
     of that env (a step's own `env:` sets it for that step, as in the original); a bad value
     is left for the child's start to report."""
+    from vm.host.process import ProcessError, env_output_cap  # with the first child
+
     try:
         own = env_output_cap(env)
     except ProcessError:

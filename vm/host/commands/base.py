@@ -1,19 +1,21 @@
-"""What every stdlib command shares: its declared signature, its arguments, its context.
+"""What every running stdlib command shares: its arguments, its context, its errors.
 
-A command is data (name, flags, positionals, side-effect class) plus a run function
-`run(args, items, ctx) -> list`. The compiler checks pipelines against the signature;
-the VM calls `run` with the item list of the previous stage.
+A command is `run(args, items, ctx) -> list`, called by the VM with the item list of the
+previous stage; its signature (name, flags, positionals, side-effect class) is data in
+vm/host/commands/registry.py, which the compiler checks pipelines against.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from attrs import field
 
 from vm.core.records import frozen
 from vm.host.children import Scope
+
+STDIN_MODES = ("raw", "json", "jsonl")  # how exec --stdin feeds the items
 
 
 class CommandError(Exception):
@@ -34,18 +36,6 @@ def timed_out(retryable: bool = True) -> CommandError:
     from vm.core.codes import TIMED_OUT
 
     return CommandError(TIMED_OUT, code="T420", retryable=retryable)
-
-
-@frozen
-class Flag:
-    """One `--name` flag. `kind` is "bool" (never takes the next token), "str" or "num" (both
-    take a value; "num" is documented as a number)."""
-
-    name: str
-    kind: str = "str"
-    help: str = ""
-    aliases: tuple[str, ...] = ()
-    choices: tuple[str, ...] = ()  # for documentation; commands keep their own error texts
 
 
 @frozen
@@ -79,31 +69,3 @@ class Context:
     max_output_bytes: int | None = None  # cap on each child's stdout and stderr
     stdin_is_tty: bool = False
     scope: Scope = field(factory=Scope)  # the run's children: cancelled together, never shared
-
-
-RunFn = Callable[[Args, list, Context], list]
-
-
-@frozen
-class Command:
-    """A stdlib command: its signature (as data) and its implementation."""
-
-    name: str
-    summary: str
-    run: RunFn | None = field(eq=False, repr=False)
-    flags: tuple[Flag, ...] = ()
-    positionals: str = ""  # usage text for positionals, e.g. "<expr>" or "<cmd> [args...]"
-    effects: str = "none"  # none | reads | reads_state | writes_state | local_exec | network | halts
-    lowering: str = "stage"  # the instruction it compiles to: stage | exec | render | approve | ask
-    aliases: tuple[str, ...] = ()
-    # exec-style commands: after the first positional every token is passed through verbatim
-    rest_after_first_positional: bool = False
-    # static argument check run by the compiler: a message (the reference's text) or None
-    check: Callable[[Args], str | None] | None = field(default=None, eq=False, repr=False)
-    examples: tuple[str, ...] = ()
-
-    def flag(self, name: str) -> Flag | None:
-        for f in self.flags:
-            if f.name == name or name in f.aliases:
-                return f
-        return None

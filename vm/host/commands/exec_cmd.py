@@ -6,8 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vm.core import js, json_read, json_write
-from vm.host.commands import STDIN_MODES
-from vm.host.commands.base import CommandError, Context
+from vm.host.commands.base import STDIN_MODES, CommandError, Context
 from vm.host.process import (Cancelled, CommandNotFound, OutputLimitExceeded, ProcessError,
                         ProcessTimeout, run_process, shell_argv)
 
