@@ -383,6 +383,68 @@ def test_park_stores_the_program_with_its_frame_and_mends_a_damaged_one(store):
     assert store.load_program_bytes(program.hash) == good
 
 
+def _set_used_at(store, program_hash: str, at: float) -> None:
+    if hasattr(store, "program_path"):
+        os.utime(store.program_path(program_hash), (at, at))
+    else:
+        with store._connection() as conn:
+            conn.execute("UPDATE lobster_programs SET used_at = to_timestamp(%s) WHERE hash = %s",
+                         (at, program_hash))
+
+
+def test_park_touches_a_stored_program_at_most_once_a_program_touch_s(store):
+    """gc widens its window by program_touch_s (admin.gc), so a park need not move a stored
+    program's last-saved time more often than that; after it, it must."""
+    from lobsterc.generate.codegen import compile_pipeline
+    from vm.isa import codec
+
+    program = compile_pipeline("exec --json --shell 'echo [1]' | approve --prompt ok")
+    good, key = codec.dump_program(program), store.key()
+    store.park("pipeline_resume_" + "1" * 32, b"\x81frame", None, key, program.hash, lambda: good)
+    recent = time.time() - store.program_touch_s + 10
+    _set_used_at(store, program.hash, recent)
+    store.park("pipeline_resume_" + "2" * 32, b"\x81frame", None, key, program.hash, lambda: good)
+    assert dict(store.list_programs())[program.hash] == pytest.approx(recent, abs=0.01)
+    old = time.time() - store.program_touch_s - 5
+    _set_used_at(store, program.hash, old)
+    store.park("pipeline_resume_" + "3" * 32, b"\x81frame", None, key, program.hash, lambda: good)
+    assert dict(store.list_programs())[program.hash] > time.time() - 5
+    assert store.load_program_bytes(program.hash) == good
+
+
+def test_a_park_does_not_wait_on_the_row_of_its_stored_program(pg_url):
+    """Parks of one program from many processes commit side by side: a park of a stored,
+    intact, recently touched program takes no lock on its row. Here another transaction holds
+    that row (FOR UPDATE) while a park runs; an upsert that always updated the row waited for
+    it (and, under load, for every other park's durable commit)."""
+    import psycopg
+    from lobsterc.generate.codegen import compile_pipeline
+    from vm.isa import codec
+
+    store = open_store(pg_url, {})
+    program = compile_pipeline("exec --json --shell 'echo [2]' | approve --prompt ok")
+    good, key = codec.dump_program(program), store.key()
+    store.park("pipeline_resume_" + "4" * 32, b"\x81frame", None, key, program.hash, lambda: good)
+    parked = threading.Event()
+
+    def park_again() -> None:
+        store.park("pipeline_resume_" + "5" * 32, b"\x81frame", None, key, program.hash,
+                   lambda: good)
+        parked.set()
+
+    with psycopg.connect(pg_url) as holder:  # a transaction, until the rollback below
+        holder.execute("SELECT 1 FROM lobster_programs WHERE hash = %s FOR UPDATE",
+                       (program.hash,))
+        thread = threading.Thread(target=park_again)
+        thread.start()
+        try:
+            assert parked.wait(10)
+        finally:
+            holder.rollback()
+            thread.join()
+    assert store.read_frame("pipeline_resume_" + "5" * 32) == b"\x81frame"
+
+
 def test_an_approval_id_drawn_for_a_park_is_published_with_its_frame_or_not_at_all(store):
     from vm.host.store.base import ApprovalIdTaken
 

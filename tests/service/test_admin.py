@@ -343,7 +343,7 @@ def test_gc_never_takes_a_program_a_save_may_not_have_touched_however_short_its_
 
     store = options.store()
     if not hasattr(store, "program_path"):
-        pytest.skip("PostgreSQL sets used_at at every save (program_touch_s 0)")
+        pytest.skip("the state dir's own save rule; a PostgreSQL park's: test_store_backends.py")
     store.save_program("p", lambda: b"program")
     path = store.program_path("p")
     # saved again a moment ago, by a halt about to park its frame on it: a save within a minute

@@ -34,13 +34,16 @@ from vm.host.store.claims import Claimant, ClaimRecord
 from vm.host.store.postgres_pool import shared_backend
 
 KEY_REFRESH_S = 60  # a process re-reads the signing key this often (admin.py KEY_RETIRE_S)
+PROGRAM_TOUCH_S = 60.0  # see PostgresStore.program_touch_s
 _LAZY = "SELECT set_config('synchronous_commit', 'off', true)"
 
 
 class PostgresStore:
     """A StateStore in a PostgreSQL database, named by a postgresql:// or postgres:// URL."""
 
-    program_touch_s = 0.0  # every save of a stored program sets its used_at
+    # a park touches a stored program's used_at only when it is this old: its row is locked
+    # (until the park commits) only then, so parks of one program do not queue on it
+    program_touch_s = PROGRAM_TOUCH_S
 
     def __init__(self, url: str) -> None:
         self._backend = shared_backend(url)
@@ -182,18 +185,25 @@ class PostgresStore:
         mac = frame_mac(key or self.key(), state_key, blob)
         self._one(self._SAVE_FRAME + " RETURNING 1", (state_key, blob, expires_at, mac))
 
-    _SAVE_PROGRAM = ("program AS (INSERT INTO lobster_programs (hash, body) VALUES (%s, %s)"
-                     " ON CONFLICT (hash) DO UPDATE SET used_at = now(), body = CASE"
-                     " WHEN lobster_programs.body = excluded.body THEN lobster_programs.body"
-                     " ELSE excluded.body END RETURNING 1)")
+    # the program of a park: inserted when new; when stored, its row is updated (and locked)
+    # only when its bytes differ (damaged: mended) or its used_at is program_touch_s old. An
+    # INSERT ... DO NOTHING takes no lock, nor does an UPDATE whose WHERE a row fails: parks of
+    # one program from many processes commit side by side, where an upsert that always updated
+    # made each wait for the last one's durable commit.
+    _SAVE_PROGRAM = ("given (hash, body) AS (VALUES (%s::text, %s::bytea)),"
+                     " program AS (INSERT INTO lobster_programs (hash, body) SELECT hash, body"
+                     " FROM given ON CONFLICT (hash) DO NOTHING RETURNING 1),"
+                     " touched AS (UPDATE lobster_programs p SET used_at = now(), body = g.body"
+                     " FROM given g WHERE p.hash = g.hash AND (p.body <> g.body OR p.used_at"
+                     f" < now() - interval '{PROGRAM_TOUCH_S:g} seconds') RETURNING 1)")
 
     def park(self, state_key: str, blob: bytes, expires_at: float | None, key: bytes,
              program_hash: str, encode: Callable[[], bytes],
              approval_id: str | None = None) -> None:
         """The program, the approval id (if given: drawn by new_approval_id(deferred=True))
         and the frame in one statement (one round trip, one durable commit). The program is
-        sent each time: a stored one is only touched, its bytes kept when they are the same (a
-        damaged one is replaced, as `save_program` does). An approval id another checkpoint
+        sent each time: a stored one is touched once a program_touch_s, its bytes kept when they
+        are the same (a damaged one is replaced, as `save_program` does). An approval id another checkpoint
         has parks nothing: ApprovalIdTaken."""
         mac = frame_mac(key, state_key, blob)
         self._drawn.discard(approval_id)
