@@ -3,7 +3,7 @@ workflow shell and pipeline steps, stdin references, args and the cost limit."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vm.engine import steps
 from vm.engine.outcome import Finished
@@ -12,6 +12,9 @@ from vm.host.commands import Args, CommandError, Context
 from vm.isa.cost import CostLimit
 from vm.isa.opcodes import Op
 from vm.isa.program import Instr
+
+if TYPE_CHECKING:
+    from vm.host.commands.registry import Command
 
 
 def op_nop(run: Run, ins: Instr) -> None:
@@ -39,12 +42,22 @@ def op_stage(run: Run, ins: Instr) -> None:
     if stage.templated:
         flags = {k: run.render(v) if isinstance(v, str) else v for k, v in flags.items()}
         positionals = tuple(run.render(p) for p in positionals)
-    # the registry loads at a process's first stage (a resume past its last stage never does);
     # a workflow pipeline step's stages see its env and cwd (LOBSTER_MAX_* included)
+    command = (_commands or _load_commands())[stage.command]
+    R[ins.a] = command.run(Args(flags, positionals), R[ins.c], run.stage_context(run.ctx))
+
+
+_commands: dict[str, Command] | None = None  # the registry, once a stage has run
+
+
+def _load_commands() -> dict[str, Command]:
+    """The command registry, imported at a process's first stage: a resume past its last
+    stage never imports it."""
+    global _commands
     from vm.host.commands.registry import COMMANDS
 
-    R[ins.a] = COMMANDS[stage.command].run(Args(flags, positionals), R[ins.c],
-                                           run.stage_context(run.ctx))
+    _commands = COMMANDS
+    return COMMANDS
 
 
 def op_exec(run: Run, ins: Instr) -> None:
