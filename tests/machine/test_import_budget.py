@@ -171,7 +171,9 @@ try:
 finally:
     sys.stdout.flush()
     ops, source = sys.modules["vm.isa.ops"], sys.modules["vm.core.source"]
+    frame = sys.modules["vm.isa.frame"]
     built = sorted((set(vars(ops)) & set(ops.WORKFLOW_RECORDS))
+                   | (set(vars(frame)) & set(frame.STEP_WAITS))
                    | (set(vars(source)) & set(source._RECORDS)))
     sys.stderr.write("\\n@@built " + ",".join(built) + "\\n")
 """
@@ -179,7 +181,8 @@ finally:
 
 def built_records(cli, *argv: str) -> tuple[str, str]:
     """The stdout of `lobster ARGV` in a fresh interpreter, and which of the records built on
-    first use (vm.isa.ops's workflow records, vm.core.source's Span and Source) it built."""
+    first use (vm.isa.ops's workflow records and vm.isa.frame's step waits, vm.core.source's
+    Span and Source) it built."""
     proc = subprocess.run([sys.executable, "-c", RECORDS_DRIVER, *argv], cwd=cli.work,
                           env=cli.env, capture_output=True, text=True, timeout=60)
     _, marker, tail = proc.stderr.rpartition("\n@@built ")
@@ -198,6 +201,14 @@ def test_a_pipeline_builds_no_record_it_does_not_use(cli):
     (cli.work / "one.lobster").write_text("name: one\nsteps:\n  - id: a\n    run: echo 1\n")
     out, built = built_records(cli, "run", "--mode", "tool", "--file", "one.lobster")
     assert json.loads(out)["status"] == "ok" and "Shell" in built.split(",")
+    (cli.work / "gated.lobster").write_text("name: gated\nsteps:\n  - id: a\n    run: echo 1\n"
+                                            "    approval: ok?\n")
+    tool(cli, "run", "--mode", "tool", "--file", "gated.lobster")
+    out, built = built_records(cli, "run", "--mode", "tool", "--file", "gated.lobster")
+    token = json.loads(out)["requiresApproval"]["resumeToken"]
+    assert {"StepApproval", "StepApprovalWait"} <= set(built.split(","))
+    out, built = built_records(cli, "resume", "--token", token, "--approve", "yes")
+    assert json.loads(out)["status"] == "ok" and "StepApprovalWait" in built.split(",")
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["help"], ["version"]])

@@ -3,16 +3,20 @@ keeps: what the envelope shows and what the decision needs."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vm.core import js, json_write
 from vm.engine import steps
 from vm.engine.outcome import Parked
 from vm.engine.run import Run
 from vm.host.commands import CommandError
-from vm.isa.frame import PipelineApproveWait, PipelineAskWait, StepApprovalWait, StepInputWait
-from vm.isa.ops import ApproverRules, PipelineApprove, PipelineAsk, StepApproval, StepInput
+from vm.isa.frame import PipelineApproveWait, PipelineAskWait
+from vm.isa.ops import PipelineApprove, PipelineAsk
 from vm.isa.program import Instr
+
+if TYPE_CHECKING:  # the workflow steps' gates: built on their first use (vm/isa/ops.py)
+    from vm.isa.frame import StepApprovalWait, StepInputWait
+    from vm.isa.ops import ApproverRules, StepApproval, StepInput
 
 
 SUBJECT_LIMIT = 2000
@@ -23,7 +27,7 @@ def op_halt(run: Run, ins: Instr) -> Parked | None:
     """HALT_APPROVE and HALT_INPUT: the handler of the site's kind (verify lets each opcode
     name only its own kinds)."""
     site = run.program.halts[ins.b]
-    return GATES[type(site)](run, ins, site)
+    return GATES[type(site).__name__](run, ins, site)
 
 
 def halt_pipeline_approve(run: Run, ins: Instr, site: PipelineApprove) -> Parked | None:
@@ -64,12 +68,14 @@ def halt_step_input(run: Run, ins: Instr, site: StepInput) -> Parked:
     return Parked(run.frame)
 
 
-GATES = {PipelineApprove: halt_pipeline_approve, PipelineAsk: halt_pipeline_ask,
-         StepApproval: halt_step_approval, StepInput: halt_step_input}
+GATES = {"PipelineApprove": halt_pipeline_approve, "PipelineAsk": halt_pipeline_ask,
+         "StepApproval": halt_step_approval, "StepInput": halt_step_input}  # by halt site
 
 
 def step_approval_pending(run: Run, site: StepApproval, halt: int) -> StepApprovalWait:
     """What a workflow step's approval gate waits on: the request its result makes."""
+    from vm.isa.frame import StepApprovalWait
+
     result = run.frame.results.get(site.step)
     request = steps.approval_request(result, site.prompt, _gate_config(site))
     return StepApprovalWait(halt=halt, prompt=request["prompt"], step=site.step,
@@ -80,6 +86,8 @@ def step_approval_pending(run: Run, site: StepApproval, halt: int) -> StepApprov
 def step_input_pending(run: Run, site: StepInput, halt: int) -> StepInputWait:
     """What a workflow step's input gate waits on: its subject (the stdin reference, else the
     previous step's value) and its defaults."""
+    from vm.isa.frame import StepInputWait
+
     frame = run.frame
     present = True
     if site.stdin is not None:
@@ -139,6 +147,8 @@ def _previous_value(result: dict | None) -> Any:
 
 def _approvers(rules: ApproverRules, env) -> ApproverRules:
     """The site's rules, each one it leaves open (None) read from the environment."""
+    from vm.isa.ops import ApproverRules
+
     initiated = rules.initiated_by if rules.initiated_by is not None else (
         (env.get("LOBSTER_APPROVAL_INITIATED_BY") or "").strip() or None)
     required = rules.required_approver if rules.required_approver is not None else (

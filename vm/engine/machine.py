@@ -17,7 +17,7 @@ from vm.core.records import define
 from vm.core.source import file_name
 from vm.host.commands import Context
 from vm.isa import cost
-from vm.isa.frame import FRAME_FORMAT, Frame, PipelineAskWait, StepApprovalWait, StepInputWait
+from vm.isa.frame import FRAME_FORMAT, Frame, PipelineAskWait, is_wait
 from vm.engine.gates import approval_pending, input_pending
 from vm.engine.interp import execute
 from vm.engine.run import VMBug
@@ -67,7 +67,7 @@ def apply_decision(frame: Frame, answer: Any, approved_by: str | None = None) ->
     pending = frame.pending
     if pending is None:
         raise VMBug("apply_decision on a frame that is not parked")
-    if isinstance(pending, StepApprovalWait):
+    if is_wait(pending, "StepApprovalWait"):
         result = dict(frame.results.get(pending.step) or {"id": pending.step})
         result["approved"] = True
         if pending.approvers.initiated_by is not None:
@@ -75,7 +75,7 @@ def apply_decision(frame: Frame, answer: Any, approved_by: str | None = None) ->
         if approved_by:
             result["approvedBy"] = approved_by
         frame.results[pending.step] = result
-    elif isinstance(pending, StepInputWait):
+    elif is_wait(pending, "StepInputWait"):
         frame.results[pending.step] = {"id": pending.step, "subject": pending.subject,
                                        "response": answer}
         frame.last_step = pending.step

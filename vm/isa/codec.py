@@ -5,7 +5,7 @@
                  constants: [Const], code: [[op, a, b, c]], steps: [StepInfo],
                  halts: [Gate], source_map: [[file, line, col, end_line, end_col] | nil],
                  registers: int, files: [str], checkpoint_ttl_ms: int | nil}
-  Gate   := {"$type": <halt site class name>, field: value, ...}   (vm/isa/ops.py HALT_SITES)
+  Gate   := {"$type": <halt site class name>, field: value, ...}   (vm/isa/ops.py HALT_SITE_NAMES)
   Const  := Value | {"$type": <payload class name>, field: value, ...}
           | {"$type": "json", "value": map}        (a plain map that has a "$type" key)
   frame  := map {format, program_hash, pc, registers: [Value], results: {str: Value},
@@ -32,10 +32,10 @@ import msgpack
 
 from vm.core.digest import sha256
 from vm.core.json_write import without_undefined
+from vm.isa import frame as frames
 from vm.isa import ops
 from vm.isa.cost import Charge, CostLimit, Ledger
-from vm.isa.frame import (FRAME_FORMAT, PENDING_KINDS, CallFrame, Frame, LoopFrame, Pending,
-                          TryFrame)
+from vm.isa.frame import FRAME_FORMAT, CallFrame, Frame, LoopFrame, Pending, TryFrame
 from vm.isa.program import FORMAT_VERSION, MAGIC, Header, Instr, Program, StepInfo
 
 MAX_BLOB = 64 * 1024 * 1024
@@ -54,8 +54,9 @@ class LoadError(Exception):
 # functions, on first use: a run, a halt and a resume never import cattrs (its import alone
 # cost more than the rest of the codec; tests/machine/test_import_budget.py).
 class _Table(dict):
-    """A table of the records' functions. The workflow records of vm.isa.ops are built on
-    their first use, and registered here the first time one of them is looked up."""
+    """A table of the records' functions. The workflow records (vm.isa.ops WORKFLOW_RECORDS,
+    vm.isa.frame STEP_WAITS) are built on their first use, and registered here the first time
+    one of them is looked up."""
 
     def __missing__(self, key: Any) -> Any:
         _register_workflow_records()
@@ -68,21 +69,28 @@ _STRUCTURE: dict[Any, Callable[[Any], Any]] = _Table()
 _UNSTRUCTURE: dict[type, Callable[[Any], Any]] = _Table()
 _WORKFLOW_REGISTERED: list[bool] = []
 _REGISTERING = threading.Lock()
+# the records built on first use, by name: where each is defined
+_LATER = {**dict.fromkeys(ops.WORKFLOW_RECORDS, ops), **dict.fromkeys(frames.STEP_WAITS, frames)}
 
 
 def _register_workflow_records() -> None:
-    """Register vm.isa.ops.WORKFLOW_RECORDS (building them), once; a pipeline never needs to."""
+    """Register the workflow records (building them), once; a pipeline never needs to. The
+    halt sites and waits among them are variants, written with their tag."""
     with _REGISTERING:
         if not _WORKFLOW_REGISTERED:
-            for name in ops.WORKFLOW_RECORDS:
-                _register_record(getattr(ops, name))
+            for name, module in _LATER.items():
+                cls = getattr(module, name)
+                if issubclass(cls, (ops.HaltSite, Pending)):
+                    _register_variant(cls)
+                else:
+                    _register_record(cls)
             _PAYLOADS.update((name, getattr(ops, name)) for name in ops.PAYLOAD_NAMES)
             _WORKFLOW_REGISTERED.append(True)
 
 
 def _registered(tp: Any) -> bool:
     """Whether `tp` is a record of the tables (registering the workflow records if it is one)."""
-    if tp not in _STRUCTURE and isinstance(tp, type) and tp.__name__ in ops.WORKFLOW_RECORDS:
+    if tp not in _STRUCTURE and isinstance(tp, type) and tp.__name__ in _LATER:
         _register_workflow_records()
     return tp in _STRUCTURE
 
@@ -203,33 +211,38 @@ def _plainer(tp: Any) -> Callable[[Any], Any] | None:
     return None
 
 
-def _register_variants(base: type, variants: tuple[type, ...]) -> None:
-    """A field typed `base` holds one of `variants`, written as its record tagged with its
-    class name under `$type`."""
-    by_name = {cls.__name__: cls for cls in variants}
-    for cls in variants:
-        _register_record(cls)
-        plain = _UNSTRUCTURE[cls]
-        _own(cls, _STRUCTURE[cls],
-             lambda value, plain=plain: {TAG: type(value).__name__, **plain(value)})
+def _register_variant(cls: type) -> None:
+    """A variant of a tagged field: its record, written with its class name under `$type`."""
+    _register_record(cls)
+    plain = _UNSTRUCTURE[cls]
+    _own(cls, _STRUCTURE[cls], lambda value: {TAG: type(value).__name__, **plain(value)})
+
+
+def _register_variants(base: type, module: Any, names: tuple[str, ...]) -> None:
+    """A field typed `base` holds one of the classes `names` of `module`, written as its
+    record tagged with its class name under `$type`. A variant built on first use (a workflow
+    record) is registered when one is first read or written."""
+    for name in names:
+        if name not in _LATER:
+            _register_variant(getattr(module, name))
 
     def structure(raw: Any) -> Any:
-        if type(raw) is not dict or raw.get(TAG) not in by_name:
+        if type(raw) is not dict or raw.get(TAG) not in names:
             raise TypeError(f"not a tagged {base.__name__} record")
         fields = dict(raw)
-        return _STRUCTURE[by_name[fields.pop(TAG)]](fields)
+        return _STRUCTURE[getattr(module, fields.pop(TAG))](fields)
 
     _own(base, structure, lambda value: _UNSTRUCTURE[type(value)](value))
 
 
 _own(Instr, lambda v: Instr(*v) if type(v) is list else _bad("array", v),
      lambda i: [i.op, i.a, i.b, i.c])
-for _cls in (ops.Stage, ops.Exec, ops.Given, ops.ApproverRules, LoopFrame, CallFrame,
-             TryFrame, Ledger, CostLimit, Charge, StepInfo, Header):
+for _cls in (ops.Stage, ops.Exec, LoopFrame, CallFrame, TryFrame, Ledger, CostLimit, Charge,
+             StepInfo, Header):
     _register_record(_cls)
 _PAYLOADS.update(Stage=ops.Stage, Exec=ops.Exec)
-_register_variants(ops.HaltSite, ops.HALT_SITES)
-_register_variants(Pending, PENDING_KINDS)
+_register_variants(ops.HaltSite, ops, ops.HALT_SITE_NAMES)
+_register_variants(Pending, frames, frames.PENDING_NAMES)
 _register_record(Program)
 _register_record(Frame)
 

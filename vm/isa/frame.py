@@ -25,9 +25,8 @@ from typing import Any, ClassVar
 
 from attrs import field
 
-from vm.core.records import define
+from vm.core.records import built_on_first_use, define
 from vm.isa.cost import Ledger
-from vm.isa.ops import ApproverRules
 
 FRAME_FORMAT = 4
 
@@ -71,37 +70,10 @@ class PipelineAskWait(Pending):
     subject: Any = None  # {"text": ...} when the site attaches the items and there are some
 
 
-@define
-class StepApprovalWait(Pending):
-    """A workflow step's approval waits; approving marks the step's result approved."""
-
-    kind: ClassVar[str] = "approval"
-    halt: int
-    prompt: str
-    step: str
-    items: list[Any] = field(factory=list)
-    preview: str | None = None
-    approvers: ApproverRules = field(factory=ApproverRules)  # resolved when the gate halted
-    approval_id: str | None = None
-
-
-@define
-class StepInputWait(Pending):
-    """A workflow input step waits; the answer and the subject become the step's result."""
-
-    kind: ClassVar[str] = "input"
-    halt: int
-    prompt: str
-    step: str
-    schema: Any = None
-    subject: Any = None
-    has_subject: bool = False  # a subject that is null is still shown
-    defaults: Any = None
-    has_defaults: bool = False
-
-
-PENDING_KINDS: tuple[type[Pending], ...] = (PipelineApproveWait, PipelineAskWait,
-                                            StepApprovalWait, StepInputWait)
+# the four variants, by name (the codec's `$type`); `PENDING_KINDS` holds the classes
+# themselves (the two of workflow steps are built on first use, below)
+PENDING_NAMES = ("PipelineApproveWait", "PipelineAskWait", "StepApprovalWait", "StepInputWait")
+STEP_WAITS = ("StepApprovalWait", "StepInputWait")  # only a workflow's steps wait on these
 
 
 @define
@@ -182,3 +154,55 @@ class Frame:
     def join(self, results: dict[str, Any]) -> None:
         """Take the results of finished branches (branch id -> result) back into this frame."""
         self.results.update(results)
+
+
+def _step_waits() -> tuple[type, ...]:
+    """StepApprovalWait and StepInputWait, built on their first use (as vm/isa/ops.py builds
+    the workflow records): a pipeline never parks on them."""
+    from vm.isa.ops import ApproverRules  # a workflow record too
+
+    @define
+    class StepApprovalWait(Pending):
+        """A workflow step's approval waits; approving marks the step's result approved."""
+
+        kind: ClassVar[str] = "approval"
+        halt: int
+        prompt: str
+        step: str
+        items: list[Any] = field(factory=list)
+        preview: str | None = None
+        approvers: ApproverRules = field(factory=ApproverRules)  # resolved when the gate halted
+        approval_id: str | None = None
+
+    @define
+    class StepInputWait(Pending):
+        """A workflow input step waits; the answer and the subject become the step's result."""
+
+        kind: ClassVar[str] = "input"
+        halt: int
+        prompt: str
+        step: str
+        schema: Any = None
+        subject: Any = None
+        has_subject: bool = False  # a subject that is null is still shown
+        defaults: Any = None
+        has_defaults: bool = False
+
+    return StepApprovalWait, StepInputWait
+
+
+def _kinds() -> None:
+    globals()["PENDING_KINDS"] = tuple(globals()[name] for name in PENDING_NAMES)
+
+
+def is_wait(pending: Pending | None, name: str) -> bool:
+    """`isinstance(pending, <the variant called name>)`, without building a variant that was
+    not built yet (none of its instances can exist then)."""
+    if name not in PENDING_NAMES:
+        raise ValueError(f"no pending variant is called {name!r}")
+    variant = globals().get(name)
+    return variant is not None and isinstance(pending, variant)
+
+
+# the workflow steps' waits and `PENDING_KINDS`, built on first use
+__getattr__ = built_on_first_use(globals(), (*STEP_WAITS, "PENDING_KINDS"), _step_waits, _kinds)

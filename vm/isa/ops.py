@@ -50,24 +50,6 @@ class Exec:
         return out
 
 
-@frozen
-class Given:
-    """A value that was written in the source (None stands for "not given")."""
-
-    value: Any
-
-
-@frozen
-class ApproverRules:
-    """Who may decide a workflow approval. In a StepApproval a None rule is read from the
-    environment when the gate halts; in a StepApprovalWait the rules are resolved (None: no
-    such rule)."""
-
-    initiated_by: str | None = None
-    required_approver: str | None = None
-    require_different_approver: bool | None = None
-
-
 class HaltSite:
     """What a HALT_* instruction needs to build its request, known at compile time: one of
     the four gate kinds below. `id` is the gate's label in the program (a pipeline stage
@@ -103,33 +85,9 @@ class PipelineAsk(HaltSite):
     step: str | None = None  # the workflow `pipeline:` step it is a stage of; None: a pipeline
 
 
-@frozen
-class StepApproval(HaltSite):
-    """A workflow step's `approval:`, after the step ran (HALT_APPROVE)."""
-
-    kind: ClassVar[str] = "approval"
-    id: str
-    prompt: str
-    step: str  # the step whose result the gate shows and records the decision in
-    items: Given | None = None  # the items to show, instead of the result's
-    preview: Given | None = None  # the preview to show
-    approvers: ApproverRules = ApproverRules()
-
-
-@frozen
-class StepInput(HaltSite):
-    """A workflow input step (HALT_INPUT): its answer becomes the step's result."""
-
-    kind: ClassVar[str] = "input"
-    id: str
-    prompt: str
-    step: str
-    schema: Any = None  # the JSON Schema of the answer
-    defaults: Given | None = None  # defaults of the answer
-    stdin: Given | None = None  # the subject's reference; None: the previous step's value
-
-
-HALT_SITES: tuple[type[HaltSite], ...] = (PipelineApprove, PipelineAsk, StepApproval, StepInput)
+# the four gate kinds, by name (the codec's `$type`); `HALT_SITES` holds the classes themselves
+# (the two of workflow steps are built on first use, below)
+HALT_SITE_NAMES = ("PipelineApprove", "PipelineAsk", "StepApproval", "StepInput")
 
 
 # Every payload class, by name (the codec's `$type`), in this order: `PAYLOADS` holds the
@@ -137,11 +95,11 @@ HALT_SITES: tuple[type[HaltSite], ...] = (PipelineApprove, PipelineAsk, StepAppr
 PAYLOAD_NAMES = ("Stage", "Exec", "Shell", "LoadStdin", "Loop", "Call", "Policy", "Parallel",
                  "StepValue")
 # The records only a workflow's steps use (a pipeline's program holds none of them): built on
-# their first use, not at import, since attrs writes and compiles each class as it is built
-# (about 0.25 ms a class, 2.2 ms of every cold `lobster` process for these nine). Reading one
-# of them (`ops.Loop`, `from vm.isa.ops import Loop`) builds them all, once.
+# their first use, not at import, since attrs builds each class as it is defined (about 0.3 ms
+# a class, some 4 ms of every cold `lobster` process for these thirteen). Reading one of them
+# (`ops.Loop`, `from vm.isa.ops import Loop`) builds them all, once.
 WORKFLOW_RECORDS = ("Shell", "LoadStdin", "Loop", "Call", "Retry", "Policy", "Branch",
-                    "Parallel", "StepValue")
+                    "Parallel", "StepValue", "Given", "ApproverRules", "StepApproval", "StepInput")
 
 
 def _workflow_records() -> tuple[type, ...]:
@@ -220,13 +178,56 @@ def _workflow_records() -> tuple[type, ...]:
         stdin: Any = None
         gated: bool = False
 
-    return Shell, LoadStdin, Loop, Call, Retry, Policy, Branch, Parallel, StepValue
+    @frozen
+    class Given:
+        """A value that was written in the source (None stands for "not given")."""
+
+        value: Any
+
+    @frozen
+    class ApproverRules:
+        """Who may decide a workflow approval. In a StepApproval a None rule is read from the
+        environment when the gate halts; in a StepApprovalWait the rules are resolved (None: no
+        such rule)."""
+
+        initiated_by: str | None = None
+        required_approver: str | None = None
+        require_different_approver: bool | None = None
+
+    @frozen
+    class StepApproval(HaltSite):
+        """A workflow step's `approval:`, after the step ran (HALT_APPROVE)."""
+
+        kind: ClassVar[str] = "approval"
+        id: str
+        prompt: str
+        step: str  # the step whose result the gate shows and records the decision in
+        items: Given | None = None  # the items to show, instead of the result's
+        preview: Given | None = None  # the preview to show
+        approvers: ApproverRules = ApproverRules()
+
+    @frozen
+    class StepInput(HaltSite):
+        """A workflow input step (HALT_INPUT): its answer becomes the step's result."""
+
+        kind: ClassVar[str] = "input"
+        id: str
+        prompt: str
+        step: str
+        schema: Any = None  # the JSON Schema of the answer
+        defaults: Given | None = None  # defaults of the answer
+        stdin: Given | None = None  # the subject's reference; None: the previous step's value
+
+    return (Shell, LoadStdin, Loop, Call, Retry, Policy, Branch, Parallel, StepValue, Given,
+            ApproverRules, StepApproval, StepInput)
 
 
-def _payloads() -> None:
-    globals()["PAYLOADS"] = tuple(globals()[n] for n in PAYLOAD_NAMES)
+def _tables() -> None:
+    namespace = globals()
+    namespace["PAYLOADS"] = tuple(namespace[n] for n in PAYLOAD_NAMES)
+    namespace["HALT_SITES"] = tuple(namespace[n] for n in HALT_SITE_NAMES)
 
 
-# the workflow records and `PAYLOADS`, built on first use
-__getattr__ = built_on_first_use(globals(), (*WORKFLOW_RECORDS, "PAYLOADS"),
-                                 _workflow_records, _payloads)
+# the workflow records, `PAYLOADS` and `HALT_SITES`, built on first use
+__getattr__ = built_on_first_use(globals(), (*WORKFLOW_RECORDS, "PAYLOADS", "HALT_SITES"),
+                                 _workflow_records, _tables)

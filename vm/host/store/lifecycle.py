@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from vm.core import json_write
 from vm.core.digest import sha256
 from vm.host.store.base import StateStore, StoreError, process_identity
-from vm.isa.frame import StepApprovalWait
+from vm.isa.frame import is_wait
 
 if TYPE_CHECKING:
     from vm.isa.frame import Frame
@@ -78,7 +78,7 @@ def halted_event(parked: Parked, frame: Frame | None, step: str | None = None) -
             event.update(kind=pending.kind, step=pending.step or step, prompt=pending.prompt,
                          approvalId=pending.approval_id, itemsHash=items_hash(pending.items),
                          initiatedBy=pending.approvers.initiated_by
-                         if isinstance(pending, StepApprovalWait) else None)
+                         if is_wait(pending, "StepApprovalWait") else None)
     return event
 
 

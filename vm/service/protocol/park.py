@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vm.core import js, json_write
 from vm.host import token as tokens
 from vm.host.store import StateStore, StoreError
 from vm.host.store.base import ApprovalIdTaken
 from vm.isa import codec
-from vm.isa.frame import Frame, StepApprovalWait, StepInputWait
-from vm.isa.ops import ApproverRules
+from vm.isa.frame import Frame, is_wait
 from vm.isa.program import Program
 from vm.service.protocol.envelope import (RequestError, check_envelope_size, ok_envelope,
                                           store_unwritable)
 from vm.service.protocol.options import Options, Settings, checkpoint_ttl_ms
+
+if TYPE_CHECKING:
+    from vm.isa.ops import ApproverRules
 
 SUBJECT_MAX_BYTES = 192_000
 APPROVAL_ID_DRAWS = 16  # an id drawn and found taken as the frame is saved is drawn again
@@ -90,14 +92,14 @@ def _halt_envelope(pending, token: str) -> dict:
                                    "items": pending.items}
         if pending.preview is not None:
             request["preview"] = pending.preview
-        if isinstance(pending, StepApprovalWait):
+        if is_wait(pending, "StepApprovalWait"):
             request.update(approver_fields(pending.approvers))
         request["resumeToken"] = token
         if pending.approval_id:
             request["approvalId"] = pending.approval_id
         return ok_envelope("needs_approval", [], approval=request)
     request = {"type": "input_request", "prompt": pending.prompt, "responseSchema": pending.schema}
-    if isinstance(pending, StepInputWait):
+    if is_wait(pending, "StepInputWait"):
         if pending.has_defaults:
             request["defaults"] = pending.defaults
         if pending.has_subject:

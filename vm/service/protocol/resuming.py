@@ -15,8 +15,7 @@ from vm.host import token as tokens
 from vm.host.children import Scope
 from vm.host.store import StoreError, lifecycle
 from vm.host.store.base import STATE_KEY, approval_id_form
-from vm.isa.frame import Frame, StepApprovalWait
-from vm.isa.ops import ApproverRules
+from vm.isa.frame import Frame, is_wait
 from vm.isa.program import Program
 from vm.service.protocol.checkpoint import (cancel_parked, decoded_token, load, not_authentic,
                                             refuse_expired, unparked, verify_token)
@@ -263,9 +262,12 @@ def _check_decision(frame: Frame, program: Program, decision: Decision,
 
 def _check_approver(pending, env: Mapping[str, str]) -> str | None:
     approved_by = _approver(env)
-    rules = pending.approvers if isinstance(pending, StepApprovalWait) else ApproverRules()
-    required, different = rules.required_approver, rules.require_different_approver
-    initiated = rules.initiated_by
+    if is_wait(pending, "StepApprovalWait"):  # only a workflow step's approval has rules
+        rules = pending.approvers
+        required, different = rules.required_approver, rules.require_different_approver
+        initiated = rules.initiated_by
+    else:
+        required = different = initiated = None
     who = f"Workflow step {pending.step} approval"
     if (required or different) and not approved_by:
         raise RequestError(f"{who} requires approver identity; set LOBSTER_APPROVAL_APPROVED_BY",
