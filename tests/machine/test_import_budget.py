@@ -173,7 +173,7 @@ finally:
     ops, source = sys.modules["vm.isa.ops"], sys.modules["vm.core.source"]
     frame = sys.modules["vm.isa.frame"]
     built = sorted((set(vars(ops)) & set(ops.WORKFLOW_RECORDS))
-                   | (set(vars(frame)) & set(frame.STEP_WAITS))
+                   | (set(vars(frame)) & set(frame.WORKFLOW_RECORDS))
                    | (set(vars(source)) & set(source._RECORDS)))
     sys.stderr.write("\\n@@built " + ",".join(built) + "\\n")
 """
@@ -181,7 +181,7 @@ finally:
 
 def built_records(cli, *argv: str) -> tuple[str, str]:
     """The stdout of `lobster ARGV` in a fresh interpreter, and which of the records built on
-    first use (vm.isa.ops's workflow records and vm.isa.frame's step waits, vm.core.source's
+    first use (the workflow records of vm.isa.ops and vm.isa.frame, vm.core.source's
     Span and Source) it built."""
     proc = subprocess.run([sys.executable, "-c", RECORDS_DRIVER, *argv], cwd=cli.work,
                           env=cli.env, capture_output=True, text=True, timeout=60)

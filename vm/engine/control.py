@@ -12,10 +12,13 @@ from vm.engine.outcome import Finished
 from vm.engine.run import Run, restore_scope, wait
 from vm.host.commands import CommandError
 from vm.isa.cost import Ledger
-from vm.isa.frame import CallFrame, Frame, LoopFrame, TryFrame
+from vm.isa import frame as frames
+from vm.isa.frame import Frame
 from vm.isa.program import Instr
 
-if TYPE_CHECKING:  # a workflow record, built on first use (vm.isa.ops)
+if TYPE_CHECKING:  # workflow records, built on first use (vm.isa.ops, vm.isa.frame: read as
+    # frames.LoopFrame below, so that reading one builds them)
+    from vm.isa.frame import LoopFrame
     from vm.isa.ops import Loop
 
 
@@ -51,8 +54,8 @@ def op_loop_begin(run: Run, ins: Instr) -> None:
         raise CommandError(f"Workflow step {step} for_each: expected array, got "
                            f"{_typeof(source)}", code="T441")
     names = [spec.item_var, spec.index_var, *spec.steps]
-    loop = LoopFrame(site=frame.pc - 1, items=source,
-                     shadow={n: frame.results[n] for n in names if n in frame.results})
+    loop = frames.LoopFrame(site=frame.pc - 1, items=source,
+                            shadow={n: frame.results[n] for n in names if n in frame.results})
     if not source:
         _finish_loop(run, loop, spec, step)
         frame.pc = ins.c
@@ -111,8 +114,9 @@ def op_call(run: Run, ins: Instr) -> None:
         args[name] = run.render(value) if isinstance(value, str) else value
     overlay = {**frame.env, **refs.injected_env(frame.args),
                **{k: run.render(v) for k, v in spec.env.items()}}
-    frame.calls.append(CallFrame(site=frame.pc - 1, results=frame.results, args=frame.args,
-                                 env=frame.env, last_step=frame.last_step, cost=frame.cost))
+    frame.calls.append(frames.CallFrame(site=frame.pc - 1, results=frame.results,
+                                        args=frame.args, env=frame.env,
+                                        last_step=frame.last_step, cost=frame.cost))
     frame.results, frame.args, frame.env, frame.last_step = {}, args, overlay, None
     frame.cost = Ledger()  # its own cost_limit, if it has one, is its first instruction
     frame.pc = ins.c
@@ -124,8 +128,8 @@ def op_return(run: Run, ins: Instr) -> None:
 
 def op_try(run: Run, ins: Instr) -> None:
     frame = run.frame
-    run.push_try(TryFrame(site=frame.pc - 1, loops=len(frame.loops), calls=len(frame.calls)),
-                 run.K[ins.b])
+    entry = frames.TryFrame(site=frame.pc - 1, loops=len(frame.loops), calls=len(frame.calls))
+    run.push_try(entry, run.K[ins.b])
 
 
 def op_end_try(run: Run, ins: Instr) -> None:

@@ -17,10 +17,11 @@ from vm.engine.outcome import Failed, Finished
 from vm.host.commands import CommandError, Context
 from vm.host.commands.base import timed_out
 from vm.isa import cost
-from vm.isa.frame import CallFrame, Frame, LoopFrame, TryFrame
+from vm.isa.frame import Frame
 from vm.isa.program import Program
 
-if TYPE_CHECKING:  # workflow records, built on first use (vm.isa.ops)
+if TYPE_CHECKING:  # workflow records, built on first use (vm.isa.ops, vm.isa.frame)
+    from vm.isa.frame import CallFrame, LoopFrame, TryFrame
     from vm.isa.ops import Loop, Policy, Retry
 
 

@@ -35,7 +35,7 @@ from vm.core.json_write import without_undefined
 from vm.isa import frame as frames
 from vm.isa import ops
 from vm.isa.cost import Charge, CostLimit, Ledger
-from vm.isa.frame import FRAME_FORMAT, CallFrame, Frame, LoopFrame, Pending, TryFrame
+from vm.isa.frame import FRAME_FORMAT, Frame, Pending
 from vm.isa.program import FORMAT_VERSION, MAGIC, Header, Instr, Program, StepInfo
 
 MAX_BLOB = 64 * 1024 * 1024
@@ -54,9 +54,9 @@ class LoadError(Exception):
 # functions, on first use: a run, a halt and a resume never import cattrs (its import alone
 # cost more than the rest of the codec; tests/machine/test_import_budget.py).
 class _Table(dict):
-    """A table of the records' functions. The workflow records (vm.isa.ops WORKFLOW_RECORDS,
-    vm.isa.frame STEP_WAITS) are built on their first use, and registered here the first time
-    one of them is looked up."""
+    """A table of the records' functions. The workflow records (WORKFLOW_RECORDS of vm.isa.ops
+    and vm.isa.frame) are built on their first use, and registered here the first time one of
+    them is looked up."""
 
     def __missing__(self, key: Any) -> Any:
         _register_workflow_records()
@@ -70,7 +70,8 @@ _UNSTRUCTURE: dict[type, Callable[[Any], Any]] = _Table()
 _WORKFLOW_REGISTERED: list[bool] = []
 _REGISTERING = threading.Lock()
 # the records built on first use, by name: where each is defined
-_LATER = {**dict.fromkeys(ops.WORKFLOW_RECORDS, ops), **dict.fromkeys(frames.STEP_WAITS, frames)}
+_LATER = {**dict.fromkeys(ops.WORKFLOW_RECORDS, ops),
+          **dict.fromkeys(frames.WORKFLOW_RECORDS, frames)}
 
 
 def _register_workflow_records() -> None:
@@ -139,6 +140,9 @@ def _shape(tp: Any) -> Callable[[Any], Any]:
     what the annotation calls for (lists to tuples, maps to records)."""
     if tp is Any:
         return lambda v: v
+    if type(tp) is str:  # a workflow record named in an annotation: built when a value needs it
+        module = _LATER[tp]
+        return lambda v: _STRUCTURE[getattr(module, tp)](v)
     if tp is bool or tp is str:
         return lambda v: v if type(v) is tp else _bad(tp.__name__, v)
     if tp is int:
@@ -164,8 +168,9 @@ def _shape(tp: Any) -> Callable[[Any], Any]:
 
 
 def _register_record(cls: type) -> None:
-    # vm/isa/ops.py and vm/isa/frame.py keep their annotations as objects (no `from __future__ import
-    # annotations`), so no string is evaluated here
+    # the records keep their annotations as objects (no `from __future__ import annotations`):
+    # no string is evaluated here; a bare string is the name of a workflow record, built when
+    # a value needs it (Frame's `list["LoopFrame"]`: an empty list never builds it)
     required = {f.name for f in attrs.fields(cls) if f.default is attrs.NOTHING}
     shapes: dict[str, Callable[[Any], Any]] = {}
 
@@ -198,6 +203,8 @@ def _plainer(tp: Any) -> Callable[[Any], Any] | None:
     """How a field annotated `tp` is written as plain data, chosen from the annotation as
     `_shape` reads it back: a record (or a list or tuple of records) unstructured by its own
     table, None for a field that is plain data already (msgpack refuses anything else)."""
+    if type(tp) is str and tp in _LATER:  # a workflow record named in an annotation
+        return lambda v: _UNSTRUCTURE[type(v)](v)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (list, tuple) and args and _plainer(args[0]) is not None:
         each = _plainer(args[0])
@@ -237,8 +244,7 @@ def _register_variants(base: type, module: Any, names: tuple[str, ...]) -> None:
 
 _own(Instr, lambda v: Instr(*v) if type(v) is list else _bad("array", v),
      lambda i: [i.op, i.a, i.b, i.c])
-for _cls in (ops.Stage, ops.Exec, LoopFrame, CallFrame, TryFrame, Ledger, CostLimit, Charge,
-             StepInfo, Header):
+for _cls in (ops.Stage, ops.Exec, Ledger, CostLimit, Charge, StepInfo, Header):
     _register_record(_cls)
 _PAYLOADS.update(Stage=ops.Stage, Exec=ops.Exec)
 _register_variants(ops.HaltSite, ops, ops.HALT_SITE_NAMES)

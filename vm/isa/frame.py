@@ -73,41 +73,10 @@ class PipelineAskWait(Pending):
 # the four variants, by name (the codec's `$type`); `PENDING_KINDS` holds the classes
 # themselves (the two of workflow steps are built on first use, below)
 PENDING_NAMES = ("PipelineApproveWait", "PipelineAskWait", "StepApprovalWait", "StepInputWait")
-STEP_WAITS = ("StepApprovalWait", "StepInputWait")  # only a workflow's steps wait on these
-
-
-@define
-class LoopFrame:
-    """A running for_each; its names and sub-steps are the Loop payload of LOOP_BEGIN `site`."""
-
-    site: int  # pc of the LOOP_BEGIN
-    items: list[Any]
-    index: int = 0
-    outputs: list[Any] = field(factory=list)
-    shadow: dict[str, Any] = field(factory=dict)  # results the iteration's names hid
-
-
-@define
-class CallFrame:
-    """The caller's scope while a sub-workflow runs; it resumes at `site` + 1."""
-
-    site: int  # pc of the CALL
-    results: dict[str, Any]
-    args: dict[str, Any]
-    env: dict[str, str]
-    last_step: str | None = None
-    cost: Ledger = field(factory=Ledger)  # the caller's; its `workflow:` step takes the spend
-
-
-@define
-class TryFrame:
-    """A policy in force over the block after TRY `site`."""
-
-    site: int  # pc of the TRY
-    attempt: int = 1
-    remaining_ms: float | None = None  # the step's time left; None: no timeout
-    loops: int = 0  # depth of the loop stack when the policy began
-    calls: int = 0  # depth of the call stack when the policy began
+# The records only a workflow's frame holds: built on their first use, not at import (attrs
+# builds each class as it is defined, about 0.3 ms a class). Frame names the stack records in
+# its annotations (`list["LoopFrame"]`), which the codec resolves when a frame holds one.
+WORKFLOW_RECORDS = ("LoopFrame", "CallFrame", "TryFrame", "StepApprovalWait", "StepInputWait")
 
 
 @define
@@ -127,9 +96,9 @@ class Frame:
     source_dir: str = ""  # the main file's directory (vm.core.source.file_name form), from
     # which Program.files are named; "" for an inline pipeline (and in frames saved before it)
     pending: Pending | None = None
-    loops: list[LoopFrame] = field(factory=list)  # innermost last
-    calls: list[CallFrame] = field(factory=list)  # innermost last
-    tries: list[TryFrame] = field(factory=list)  # innermost last
+    loops: list["LoopFrame"] = field(factory=list)  # innermost last
+    calls: list["CallFrame"] = field(factory=list)  # innermost last
+    tries: list["TryFrame"] = field(factory=list)  # innermost last
     last_step: str | None = None  # the last completed step: the workflow's output
     capture: list[str] | None = None  # renderer output of the running pipeline step
     stage_env: dict[str, str] | None = None  # env and cwd of the running pipeline step
@@ -156,10 +125,42 @@ class Frame:
         self.results.update(results)
 
 
-def _step_waits() -> tuple[type, ...]:
-    """StepApprovalWait and StepInputWait, built on their first use (as vm/isa/ops.py builds
-    the workflow records): a pipeline never parks on them."""
+def _workflow_records() -> tuple[type, ...]:
+    """The records only a workflow's frame holds, built on their first use (as vm/isa/ops.py
+    builds its workflow records): a pipeline's frame has no loop, call or policy and never
+    parks on a step."""
     from vm.isa.ops import ApproverRules  # a workflow record too
+
+    @define
+    class LoopFrame:
+        """A running for_each; its names and sub-steps are the Loop payload of LOOP_BEGIN `site`."""
+
+        site: int  # pc of the LOOP_BEGIN
+        items: list[Any]
+        index: int = 0
+        outputs: list[Any] = field(factory=list)
+        shadow: dict[str, Any] = field(factory=dict)  # results the iteration's names hid
+
+    @define
+    class CallFrame:
+        """The caller's scope while a sub-workflow runs; it resumes at `site` + 1."""
+
+        site: int  # pc of the CALL
+        results: dict[str, Any]
+        args: dict[str, Any]
+        env: dict[str, str]
+        last_step: str | None = None
+        cost: Ledger = field(factory=Ledger)  # the caller's; its `workflow:` step takes the spend
+
+    @define
+    class TryFrame:
+        """A policy in force over the block after TRY `site`."""
+
+        site: int  # pc of the TRY
+        attempt: int = 1
+        remaining_ms: float | None = None  # the step's time left; None: no timeout
+        loops: int = 0  # depth of the loop stack when the policy began
+        calls: int = 0  # depth of the call stack when the policy began
 
     @define
     class StepApprovalWait(Pending):
@@ -188,7 +189,7 @@ def _step_waits() -> tuple[type, ...]:
         defaults: Any = None
         has_defaults: bool = False
 
-    return StepApprovalWait, StepInputWait
+    return LoopFrame, CallFrame, TryFrame, StepApprovalWait, StepInputWait
 
 
 def _kinds() -> None:
@@ -204,5 +205,6 @@ def is_wait(pending: Pending | None, name: str) -> bool:
     return variant is not None and isinstance(pending, variant)
 
 
-# the workflow steps' waits and `PENDING_KINDS`, built on first use
-__getattr__ = built_on_first_use(globals(), (*STEP_WAITS, "PENDING_KINDS"), _step_waits, _kinds)
+# the workflow records and `PENDING_KINDS`, built on first use
+__getattr__ = built_on_first_use(globals(), (*WORKFLOW_RECORDS, "PENDING_KINDS"),
+                                 _workflow_records, _kinds)
