@@ -1,7 +1,9 @@
-"""vm.core.digest: the run path's SHA-256 and HMAC-SHA256 are the standard library's."""
+"""vm.core.digest: the run path's SHA-256, HMAC-SHA256 and base64url are the standard
+library's."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 
@@ -31,3 +33,30 @@ def test_keys_at_and_past_the_block_size():
 
 def test_equal_compares_bytes():
     assert digest.equal(b"abc", b"abc") and not digest.equal(b"abc", b"abd")
+
+
+@given(st.binary(max_size=300))
+def test_b64url_is_base64s_without_padding(data):
+    assert digest.b64url(data) == base64.urlsafe_b64encode(data).decode().rstrip("=")
+    assert digest.from_b64url(digest.b64url(data)) == data
+
+
+def _stdlib_decode(text: str):
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except ValueError as exc:
+        return type(exc)
+
+
+@given(st.one_of(st.text(max_size=40),
+                 st.text(alphabet="ABCabc0189-_+/=*. \n", max_size=40)))
+def test_from_b64url_reads_any_text_as_base64_does(text):
+    """Tokens and claim file names are untrusted: every text decodes to what the standard
+    library gives, or fails with a ValueError where it fails."""
+    expected = _stdlib_decode(text)
+    try:
+        got = digest.from_b64url(text)
+    except ValueError:
+        assert isinstance(expected, type) and issubclass(expected, ValueError)
+    else:
+        assert got == expected

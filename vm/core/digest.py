@@ -1,14 +1,17 @@
-"""SHA-256 and HMAC-SHA256 for the run path, without loading OpenSSL.
+"""SHA-256, HMAC-SHA256 and base64url for the run path, without loading OpenSSL or `base64`.
 
 `hashlib` and `hmac` import `_hashlib`, which loads OpenSSL's libcrypto: about 3 ms of a cold
 `lobster` start that needs one or two digests (the compile-cache key, a program's hash, a
 checkpoint's MAC). CPython also ships its own SHA-256 (`_sha2` from 3.12, `_sha256` before),
 which loads in a tenth of that; `hashlib.sha256` is the fallback where a build leaves it out.
 HMAC is RFC 2104 over that digest (tests/machine/test_digest.py holds it to `hmac.new`).
+The unpadded base64url of tokens and claim names is binascii's base64 with two letters
+swapped, as `base64` makes it (importing `base64` cost 2 million instructions of a cold start).
 """
 
 from __future__ import annotations
 
+import binascii
 from functools import lru_cache
 
 try:
@@ -24,7 +27,7 @@ try:
 except ImportError:  # pragma: no cover
     from hmac import compare_digest as equal
 
-__all__ = ["equal", "hmac_sha256", "sha256"]
+__all__ = ["b64url", "equal", "from_b64url", "hmac_sha256", "sha256"]
 
 _BLOCK = 64  # SHA-256's block size in bytes
 _INNER = bytes(byte ^ 0x36 for byte in range(256))
@@ -49,3 +52,20 @@ def hmac_sha256(key: bytes, *parts: bytes) -> bytes:
     outer = outer_start.copy()
     outer.update(inner.digest())
     return outer.digest()
+
+
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+_FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
+
+
+def b64url(raw: bytes) -> str:
+    """`raw` in base64url without padding: `base64.urlsafe_b64encode(raw)` less its `=`."""
+    return binascii.b2a_base64(raw, newline=False).translate(_TO_URLSAFE).rstrip(b"=").decode()
+
+
+def from_b64url(text: str) -> bytes:
+    """The bytes of base64url `text`, its padding optional: what `base64.urlsafe_b64decode`
+    gives for it padded, and the same ValueError where that raises one (a text that is not
+    ASCII, a length no padding mends)."""
+    data = text.encode("ascii")
+    return binascii.a2b_base64((data + b"=" * (-len(data) % 4)).translate(_FROM_URLSAFE))

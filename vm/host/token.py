@@ -7,13 +7,12 @@ store's key). The token carries no state: it is useless without the store that i
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 from collections.abc import Sequence
 
 from vm.core import json_write
-from vm.core.digest import equal, hmac_sha256
+from vm.core.digest import b64url, equal, from_b64url, hmac_sha256
 from vm.core.patterns import compiled
 from vm.core.records import frozen
 
@@ -59,14 +58,14 @@ class Token:
 
 def _sign(kind: str, state_key: str, key: bytes) -> str:
     mac = hmac_sha256(key, f"1\x001\x00{kind}\x00{state_key}".encode())
-    return base64.urlsafe_b64encode(mac[:18]).decode().rstrip("=")
+    return b64url(mac[:18])
 
 
 def issue(kind: str, state_key: str, key: bytes) -> str:
     body = {"protocolVersion": 1, "v": 1, "kind": kind, "stateKey": state_key,
             "sig": _sign(kind, state_key, key)}
     raw = json_write.plain_dumps(body).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return b64url(raw)
 
 
 def _is_one(value) -> bool:
@@ -77,8 +76,7 @@ def _is_one(value) -> bool:
 def decode(text: str) -> Token:
     """Parse a token's shape (errors worded as the reference words them); no signature check."""
     try:
-        padded = text + "=" * (-len(text) % 4)
-        data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8"))
+        data = json.loads(from_b64url(text).decode("utf-8"))
     except (ValueError, UnicodeError, RecursionError):  # (nesting: a crafted token)
         raise TokenError("Invalid token") from None
     if not isinstance(data, dict):

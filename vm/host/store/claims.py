@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 
 from attrs import field
 
 from vm.core import json_write
+from vm.core.digest import b64url, from_b64url
 from vm.core.records import frozen
 from vm.host.store.base import process_identity
 
@@ -66,7 +66,7 @@ _NAME_MAX = 255
 
 def _b64(data: dict) -> str:
     text = json_write.plain_dumps(data)
-    return base64.urlsafe_b64encode(text.encode("ascii")).decode("ascii").rstrip("=")
+    return b64url(text.encode("ascii"))
 
 
 def claim_file_name(state_key: str, claimant: Claimant, claimed_at: float) -> str:
@@ -93,7 +93,7 @@ def parse_claim_file_name(name: str) -> tuple[str, ClaimRecord | None] | None:
     if not dot:
         return state_key, None
     try:
-        data = json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+        data = json.loads(from_b64url(encoded))
         return state_key, ClaimRecord(state_key, float(data["claimedAt"]),
                                       Claimant.from_json(data.get("claimant")))
     except (ValueError, TypeError, KeyError):
