@@ -1,4 +1,5 @@
-"""vm.core.records: the shared repr, == and hash behave as the ones attrs generates."""
+"""vm.core.records: the shared repr, == and hash behave as the ones attrs generates, and
+`named_tuple` as typing.NamedTuple."""
 
 from __future__ import annotations
 
@@ -92,3 +93,35 @@ def test_a_field_compared_by_a_key_function_is_refused():
         @records.frozen
         class Named:
             name: str = attrs.field(eq=str.lower)
+
+
+def test_named_tuple_behaves_as_typing_namedtuple_does():
+    """`named_tuple` against typing.NamedTuple itself, with the same class body (string
+    annotations, as a module with `from __future__ import annotations` has them)."""
+    import pickle
+    from typing import NamedTuple
+
+    from vm.host.store.base import Parked
+
+    class Typed(NamedTuple):
+        state_key: str
+        blob: bytes
+        created_at: float
+        expires_at: float | None = None
+        mac: bytes | None = None
+
+    ours, theirs = Parked("k", b"b", 1.0), Typed("k", b"b", 1.0)
+    assert tuple(ours) == tuple(theirs) == ("k", b"b", 1.0, None, None)
+    assert Parked._fields == Typed._fields and ours._asdict() == theirs._asdict()
+    assert repr(ours) == repr(theirs).replace("Typed", "Parked")
+    assert ours == theirs and hash(ours) == hash(theirs)  # tuples, as typing's are
+    assert ours._replace(mac=b"m").mac == b"m" and Parked._make(tuple(theirs)) == ours
+    assert pickle.loads(pickle.dumps(ours)) == ours and Parked.__doc__.startswith("A parked")
+    assert ours.authentic(None) is False  # the class's own methods are kept
+    with pytest.raises(AttributeError):
+        ours.other = 1  # no instance dict, as typing's
+    with pytest.raises(TypeError, match="without a default follows"):
+        @records.named_tuple
+        class Bad:
+            a: int = 1
+            b: int

@@ -7,11 +7,12 @@ import json
 import os
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from vm.core import js, json_write
 from vm.core.digest import equal, hmac_sha256
 from vm.core.patterns import compiled
+from vm.core.records import named_tuple
 
 if TYPE_CHECKING:
     from vm.host.store.claims import Claimant, ClaimRecord
@@ -68,7 +69,8 @@ def lost_key_error(location: str, where: str, checkpoints: int) -> SigningKeyErr
         "`lobster key rotate` starts a new key", "T451")
 
 
-class KeyInfo(NamedTuple):
+@named_tuple
+class KeyInfo:
     """One key of a store's key set, as `key_set` lists it (never the secret)."""
 
     number: int  # 1 for the first key; each rotation adds the next number
@@ -144,7 +146,8 @@ def cache_name(kind: str, key: str) -> tuple[str, str]:
     return kind, key
 
 
-class Parked(NamedTuple):
+@named_tuple
+class Parked:
     """A parked frame as the store holds it: its bytes, when it was parked and when it expires
     (unix seconds; None: never), and the MAC the store wrote with it (None: a frame from a
     version that wrote none)."""
@@ -174,7 +177,8 @@ def frame_mac(key: bytes, state_key: str, blob: bytes) -> bytes:
     return hmac_sha256(key, b"lobster-frame\x001\x00", state_key.encode("utf-8") + b"\x00", blob)
 
 
-class CacheEntry(NamedTuple):
+@named_tuple
+class CacheEntry:
     """One cache entry as `list_cache` gives it."""
 
     kind: str

@@ -31,10 +31,11 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from vm.core import json_write
 from vm.core.digest import sha256
+from vm.core.records import named_tuple
 from vm.host.store.base import StateStore, StoreError, process_identity
 from vm.isa.frame import is_wait
 
@@ -103,7 +104,8 @@ def decode_record(blob: bytes | None, state_key: str) -> dict | None:
 
 
 # the state of one checkpoint ----------------------------------------------------------------
-class Status(NamedTuple):
+@named_tuple
+class Status:
     """Where a checkpoint is now: `state` (WAITING ... GONE), its record (None while waiting
     or when it never existed), its parked frame (waiting, expired) and its claim."""
 
