@@ -44,10 +44,9 @@ RUN_PATH = frozenset("""
 """.split())
 HALT_ONLY = frozenset("vm.service.protocol.park vm.host.token vm.host.store.lifecycle "
                       "vm.host.store.claims".split())  # what only a program that can halt needs
-STAGE_ONLY = frozenset("vm.host.commands.registry "
-                       "vm.host.commands.data".split())  # what only a run that runs a stage needs
-CHILD_ONLY = frozenset("vm.host.process "
-                       "vm.host.commands.exec_cmd".split())  # what only a run that starts a child needs
+# what only a run that runs a stage needs, and what only one that starts a child needs
+STAGE_ONLY = frozenset("vm.host.commands.registry vm.host.commands.data".split())
+CHILD_ONLY = frozenset("vm.host.process vm.host.commands.exec_cmd".split())
 HELP_PATH = frozenset("lobsterc lobsterc.frontend vm vm.cli vm.cli.help vm.cli.main "
                       "vm.cli.flags vm.cli.specs".split())  # specs: the flag tables
 THIRD_PARTY = frozenset({"attr", "attrs", "msgpack",

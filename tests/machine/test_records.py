@@ -125,3 +125,20 @@ def test_named_tuple_behaves_as_typing_namedtuple_does():
         class Bad:
             a: int = 1
             b: int
+    with pytest.raises(TypeError, match="super"):
+        @records.named_tuple
+        class Calls:
+            a: int
+
+            def __repr__(self) -> str:
+                return super().__repr__()
+    with pytest.raises(TypeError, match="no other class"):
+        @records.named_tuple
+        class Derived(Exception):
+            a: int
+
+    @records.named_tuple
+    class Undocumented:
+        a: int
+
+    assert Undocumented.__doc__ == "Undocumented(a,)"  # namedtuple's, as typing's keeps

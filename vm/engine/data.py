@@ -17,6 +17,19 @@ if TYPE_CHECKING:
     from vm.host.commands.registry import Command
 
 
+_commands: dict[str, Command] | None = None  # the registry, once a stage has run
+
+
+def _load_commands() -> dict[str, Command]:
+    """The command registry, imported at a process's first stage: a resume past its last
+    stage never imports it."""
+    global _commands
+    from vm.host.commands.registry import COMMANDS
+
+    _commands = COMMANDS
+    return COMMANDS
+
+
 def op_nop(run: Run, ins: Instr) -> None:
     pass
 
@@ -43,21 +56,9 @@ def op_stage(run: Run, ins: Instr) -> None:
         flags = {k: run.render(v) if isinstance(v, str) else v for k, v in flags.items()}
         positionals = tuple(run.render(p) for p in positionals)
     # a workflow pipeline step's stages see its env and cwd (LOBSTER_MAX_* included)
-    command = (_commands or _load_commands())[stage.command]
+    commands = _load_commands() if _commands is None else _commands
+    command = commands[stage.command]
     R[ins.a] = command.run(Args(flags, positionals), R[ins.c], run.stage_context(run.ctx))
-
-
-_commands: dict[str, Command] | None = None  # the registry, once a stage has run
-
-
-def _load_commands() -> dict[str, Command]:
-    """The command registry, imported at a process's first stage: a resume past its last
-    stage never imports it."""
-    global _commands
-    from vm.host.commands.registry import COMMANDS
-
-    _commands = COMMANDS
-    return COMMANDS
 
 
 def op_exec(run: Run, ins: Instr) -> None:

@@ -5,7 +5,7 @@
                  constants: [Const], code: [[op, a, b, c]], steps: [StepInfo],
                  halts: [Gate], source_map: [[file, line, col, end_line, end_col] | nil],
                  registers: int, files: [str], checkpoint_ttl_ms: int | nil}
-  Gate   := {"$type": <halt site class name>, field: value, ...}   (vm/isa/ops.py HALT_SITE_NAMES)
+  Gate   := {"$type": <halt site class name>, field: value, ...}   (ops.py HALT_SITE_NAMES)
   Const  := Value | {"$type": <payload class name>, field: value, ...}
           | {"$type": "json", "value": map}        (a plain map that has a "$type" key)
   frame  := map {format, program_hash, pc, registers: [Value], results: {str: Value},
@@ -72,6 +72,7 @@ _REGISTERING = threading.Lock()
 # the records built on first use, by name: where each is defined
 _LATER = {**dict.fromkeys(ops.WORKFLOW_RECORDS, ops),
           **dict.fromkeys(frames.WORKFLOW_RECORDS, frames)}
+assert len(_LATER) == len(ops.WORKFLOW_RECORDS) + len(frames.WORKFLOW_RECORDS), "a name twice"
 
 
 def _register_workflow_records() -> None:
@@ -141,6 +142,8 @@ def _shape(tp: Any) -> Callable[[Any], Any]:
     if tp is Any:
         return lambda v: v
     if type(tp) is str:  # a workflow record named in an annotation: built when a value needs it
+        if tp not in _LATER:
+            raise TypeError(f"no shape for {tp!r}")
         module = _LATER[tp]
         return lambda v: _STRUCTURE[getattr(module, tp)](v)
     if tp is bool or tp is str:
@@ -168,6 +171,11 @@ def _shape(tp: Any) -> Callable[[Any], Any]:
 
 
 def _register_record(cls: type) -> None:
+    _own(cls, *_record_functions(cls))
+
+
+def _record_functions(cls: type) -> tuple[Callable[[Any], Any], Callable[[Any], dict]]:
+    """The structure and unstructure functions of a record class."""
     # the records keep their annotations as objects (no `from __future__ import annotations`):
     # no string is evaluated here; a bare string is the name of a workflow record, built when
     # a value needs it (Frame's `list["LoopFrame"]`: an empty list never builds it)
@@ -196,14 +204,16 @@ def _register_record(cls: type) -> None:
                 del plain_data[name]
         return plain_data
 
-    _own(cls, structure, unstructure)
+    return structure, unstructure
 
 
 def _plainer(tp: Any) -> Callable[[Any], Any] | None:
     """How a field annotated `tp` is written as plain data, chosen from the annotation as
     `_shape` reads it back: a record (or a list or tuple of records) unstructured by its own
     table, None for a field that is plain data already (msgpack refuses anything else)."""
-    if type(tp) is str and tp in _LATER:  # a workflow record named in an annotation
+    if type(tp) is str:  # a workflow record named in an annotation
+        if tp not in _LATER:
+            raise TypeError(f"no shape for {tp!r}")
         return lambda v: _UNSTRUCTURE[type(v)](v)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (list, tuple) and args and _plainer(args[0]) is not None:
@@ -219,10 +229,12 @@ def _plainer(tp: Any) -> Callable[[Any], Any] | None:
 
 
 def _register_variant(cls: type) -> None:
-    """A variant of a tagged field: its record, written with its class name under `$type`."""
-    _register_record(cls)
-    plain = _UNSTRUCTURE[cls]
-    _own(cls, _STRUCTURE[cls], lambda value: {TAG: type(value).__name__, **plain(value)})
+    """A variant of a tagged field: its record, written with its class name under `$type`.
+    Both functions are published at once, the writer already tagged: another thread that
+    finds one (a variant built on first use is registered while other runs go on) never
+    writes the record without its tag."""
+    structure, plain = _record_functions(cls)
+    _own(cls, structure, lambda value: {TAG: type(value).__name__, **plain(value)})
 
 
 def _register_variants(base: type, module: Any, names: tuple[str, ...]) -> None:

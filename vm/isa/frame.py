@@ -70,8 +70,8 @@ class PipelineAskWait(Pending):
     subject: Any = None  # {"text": ...} when the site attaches the items and there are some
 
 
-# the four variants, by name (the codec's `$type`); `PENDING_KINDS` holds the classes
-# themselves (the two of workflow steps are built on first use, below)
+# the four variants, by name (the codec's `$type`; the two of workflow steps are built on
+# first use, below)
 PENDING_NAMES = ("PipelineApproveWait", "PipelineAskWait", "StepApprovalWait", "StepInputWait")
 # The records only a workflow's frame holds: built on their first use, not at import (attrs
 # builds each class as it is defined, about 0.3 ms a class). Frame names the stack records in
@@ -81,6 +81,11 @@ WORKFLOW_RECORDS = ("LoopFrame", "CallFrame", "TryFrame", "StepApprovalWait", "S
 
 @define
 class Frame:
+    """A paused run (the module's docstring). Its loop, call and policy records are named in
+    its annotations, not referenced, so that a pipeline never builds them: resolving the
+    annotations (typing.get_type_hints) needs them built first (reading `frame.LoopFrame`
+    builds them)."""
+
     format: int
     program_hash: str
     run_id: str
@@ -192,10 +197,6 @@ def _workflow_records() -> tuple[type, ...]:
     return LoopFrame, CallFrame, TryFrame, StepApprovalWait, StepInputWait
 
 
-def _kinds() -> None:
-    globals()["PENDING_KINDS"] = tuple(globals()[name] for name in PENDING_NAMES)
-
-
 def is_wait(pending: Pending | None, name: str) -> bool:
     """`isinstance(pending, <the variant called name>)`, without building a variant that was
     not built yet (none of its instances can exist then)."""
@@ -205,6 +206,5 @@ def is_wait(pending: Pending | None, name: str) -> bool:
     return variant is not None and isinstance(pending, variant)
 
 
-# the workflow records and `PENDING_KINDS`, built on first use
-__getattr__ = built_on_first_use(globals(), (*WORKFLOW_RECORDS, "PENDING_KINDS"),
-                                 _workflow_records, _kinds)
+# the workflow records, built on first use
+__getattr__ = built_on_first_use(globals(), WORKFLOW_RECORDS, _workflow_records)

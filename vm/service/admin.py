@@ -289,8 +289,9 @@ def gc(options: Options, *, dry_run: bool = False, now: float | None = None,
     - programs no parked frame refers to and none saved in the last `recent_s` (a halt saves
       its program just before its frame, so a run halting now keeps its program); the window
       is at least twice the store's `program_touch_s` (the directory store moves a program's
-      mtime at most once a minute, so a program saved a moment ago may look a minute old:
-      gc never takes one a halt is about to park a frame on, however short `recent_s`);
+      mtime, and a PostgreSQL park its used_at, at most once a minute, so a program saved a
+      moment ago may look a minute old: gc never takes one a halt is about to park a frame
+      on, however short `recent_s`);
     - cache entries older than `cache_age_s`, and compile cache entries whose program is gone;
     - temporary files of interrupted writes, and approval ids without a frame, older than
       `temp_age_s`;

@@ -185,32 +185,38 @@ class PostgresStore:
         mac = frame_mac(key or self.key(), state_key, blob)
         self._one(self._SAVE_FRAME + " RETURNING 1", (state_key, blob, expires_at, mac))
 
-    # the program of a park: inserted when new; when stored, its row is updated (and locked)
-    # only when its bytes differ (damaged: mended) or its used_at is program_touch_s old. An
-    # INSERT ... DO NOTHING takes no lock, nor does an UPDATE whose WHERE a row fails: parks of
-    # one program from many processes commit side by side, where an upsert that always updated
-    # made each wait for the last one's durable commit.
-    _SAVE_PROGRAM = ("given (hash, body) AS (VALUES (%s::text, %s::bytea)),"
+    # The program of a park. A stored row is updated, and so locked until the park commits,
+    # only when its bytes differ (damaged: mended) or its used_at is program_touch_s old: parks
+    # of one program from many processes commit side by side, where an upsert that always
+    # updated made each wait for the previous one's durable commit. The update comes first and
+    # the insert only when it updated nothing: a stale row that gc deletes meanwhile is either
+    # locked by the update first (gc's DELETE then waits, and finds it fresh) or found gone
+    # (and inserted again); a fresh row is one gc never deletes (it widens its window by
+    # program_touch_s). An INSERT ... DO NOTHING takes no lock on a committed row.
+    _SAVE_PROGRAM = ("given (hash, body, touch_s) AS (VALUES (%s::text, %s::bytea, %s::float8)),"
+                     " touched AS (UPDATE lobster_programs p SET used_at = now(),"
+                     " body = CASE WHEN p.body = g.body THEN p.body ELSE g.body END"
+                     " FROM given g WHERE p.hash = g.hash AND (p.body <> g.body"
+                     " OR p.used_at < now() - make_interval(secs => g.touch_s)) RETURNING 1),"
                      " program AS (INSERT INTO lobster_programs (hash, body) SELECT hash, body"
-                     " FROM given ON CONFLICT (hash) DO NOTHING RETURNING 1),"
-                     " touched AS (UPDATE lobster_programs p SET used_at = now(), body = g.body"
-                     " FROM given g WHERE p.hash = g.hash AND (p.body <> g.body OR p.used_at"
-                     f" < now() - interval '{PROGRAM_TOUCH_S:g} seconds') RETURNING 1)")
+                     " FROM given WHERE NOT EXISTS (SELECT 1 FROM touched)"
+                     " ON CONFLICT (hash) DO NOTHING RETURNING 1)")
 
     def park(self, state_key: str, blob: bytes, expires_at: float | None, key: bytes,
              program_hash: str, encode: Callable[[], bytes],
              approval_id: str | None = None) -> None:
         """The program, the approval id (if given: drawn by new_approval_id(deferred=True))
         and the frame in one statement (one round trip, one durable commit). The program is
-        sent each time: a stored one is touched once a program_touch_s, its bytes kept when they
-        are the same (a damaged one is replaced, as `save_program` does). An approval id another checkpoint
-        has parks nothing: ApprovalIdTaken."""
+        sent each time: a stored one is touched at most once a program_touch_s, its bytes kept
+        when they are the same (a damaged one is replaced, as `save_program` does). An approval
+        id another checkpoint has parks nothing: ApprovalIdTaken."""
         mac = frame_mac(key, state_key, blob)
         self._drawn.discard(approval_id)
         if approval_id is None:
             self._one(f"WITH {self._SAVE_PROGRAM} " + self._SAVE_FRAME
                       + " RETURNING (SELECT count(*) FROM program)",
-                      (program_hash, encode(), state_key, blob, expires_at, mac))
+                      (program_hash, encode(), self.program_touch_s, state_key, blob,
+                       expires_at, mac))
             return
         # an id this checkpoint has already (published by new_approval_id) passes too
         row = self._one("WITH approval AS (INSERT INTO lobster_approvals AS a"
@@ -221,8 +227,8 @@ class PostgresStore:
                         " INSERT INTO lobster_frames (state_key, body, expires_at, mac)"
                         " SELECT %s, %s, to_timestamp(%s), %s FROM approval"
                         + self._FRAME_OVER + " RETURNING (SELECT count(*) FROM program)",
-                        (approval_id, state_key, program_hash, encode(), state_key, blob,
-                         expires_at, mac))
+                        (approval_id, state_key, program_hash, encode(), self.program_touch_s,
+                         state_key, blob, expires_at, mac))
         if row is None:
             raise ApprovalIdTaken(f"the approval id {approval_id} is another checkpoint's")
 
