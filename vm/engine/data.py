@@ -3,31 +3,16 @@ workflow shell and pipeline steps, stdin references, args and the cost limit."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vm.engine import steps
 from vm.engine.outcome import Finished
 from vm.engine.run import Run, child_cap
+from vm.host import commands
 from vm.host.commands import Args, CommandError, Context
 from vm.isa.cost import CostLimit
 from vm.isa.opcodes import Op
 from vm.isa.program import Instr
-
-if TYPE_CHECKING:
-    from vm.host.commands.registry import Command
-
-
-_commands: dict[str, Command] | None = None  # the registry, once a stage has run
-
-
-def _load_commands() -> dict[str, Command]:
-    """The command registry, imported at a process's first stage: a resume past its last
-    stage never imports it."""
-    global _commands
-    from vm.host.commands.registry import COMMANDS
-
-    _commands = COMMANDS
-    return COMMANDS
 
 
 def op_nop(run: Run, ins: Instr) -> None:
@@ -55,9 +40,9 @@ def op_stage(run: Run, ins: Instr) -> None:
     if stage.templated:
         flags = {k: run.render(v) if isinstance(v, str) else v for k, v in flags.items()}
         positionals = tuple(run.render(p) for p in positionals)
-    # a workflow pipeline step's stages see its env and cwd (LOBSTER_MAX_* included)
-    commands = _load_commands() if _commands is None else _commands
-    command = commands[stage.command]
+    # a workflow pipeline step's stages see its env and cwd (LOBSTER_MAX_* included); the
+    # registry is loaded by the first stage of a process (vm.host.commands names it lazily)
+    command = commands.COMMANDS[stage.command]
     R[ins.a] = command.run(Args(flags, positionals), R[ins.c], run.stage_context(run.ctx))
 
 

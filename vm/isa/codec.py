@@ -90,6 +90,13 @@ def _register_workflow_records() -> None:
             _WORKFLOW_REGISTERED.append(True)
 
 
+def _named(name: str) -> Any:
+    """The module that builds the workflow record an annotation names (a bare string)."""
+    if name not in _LATER:
+        raise TypeError(f"no shape for {name!r}")
+    return _LATER[name]
+
+
 def _registered(tp: Any) -> bool:
     """Whether `tp` is a record of the tables (registering the workflow records if it is one)."""
     if tp not in _STRUCTURE and isinstance(tp, type) and tp.__name__ in _LATER:
@@ -142,9 +149,7 @@ def _shape(tp: Any) -> Callable[[Any], Any]:
     if tp is Any:
         return lambda v: v
     if type(tp) is str:  # a workflow record named in an annotation: built when a value needs it
-        if tp not in _LATER:
-            raise TypeError(f"no shape for {tp!r}")
-        module = _LATER[tp]
+        module = _named(tp)
         return lambda v: _STRUCTURE[getattr(module, tp)](v)
     if tp is bool or tp is str:
         return lambda v: v if type(v) is tp else _bad(tp.__name__, v)
@@ -212,8 +217,7 @@ def _plainer(tp: Any) -> Callable[[Any], Any] | None:
     `_shape` reads it back: a record (or a list or tuple of records) unstructured by its own
     table, None for a field that is plain data already (msgpack refuses anything else)."""
     if type(tp) is str:  # a workflow record named in an annotation
-        if tp not in _LATER:
-            raise TypeError(f"no shape for {tp!r}")
+        _named(tp)
         return lambda v: _UNSTRUCTURE[type(v)](v)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (list, tuple) and args and _plainer(args[0]) is not None:
