@@ -28,6 +28,8 @@ try:
     import psycopg_pool
 except ImportError:  # the optional extra is not installed
     psycopg = None  # type: ignore[assignment]
+else:
+    _IDLE = psycopg.pq.TransactionStatus.IDLE
 
 POOL_MAX = 8
 HELD_S = 60.0  # the connection kept between statements goes back to the pool after this
@@ -75,6 +77,7 @@ class Backend:
         # pool's minimum of one connection would be).
         self._held: Any = None
         self._held_lock = threading.Lock()
+        self._taking = 0  # threads in pool.getconn now (under _held_lock): the held one waits
 
     def getconn(self) -> Any:
         """The connection kept from the last statement, else a pooled one, either not stale:
@@ -86,17 +89,25 @@ class Backend:
                 return held
             held.close()
             self.pool.putconn(held)  # discarded there (a closed pool says so)
+        with self._held_lock:
+            self._taking += 1
+        try:
+            conn = self._from_pool()
+        finally:
+            with self._held_lock:
+                self._taking -= 1
+        conn._lobster_taken = time.monotonic()
+        return conn
+
+    def _from_pool(self) -> Any:
         pool = self.pool
         for _ in range(POOL_MAX):
             conn = pool.getconn()
             if not _stale(conn):
-                break
+                return conn
             conn.close()
             pool.putconn(conn)
-        else:
-            conn = pool.getconn()
-        conn._lobster_taken = time.monotonic()
-        return conn
+        return pool.getconn()
 
     def _take_held(self) -> Any:
         with self._held_lock:
@@ -106,14 +117,14 @@ class Backend:
     def putconn(self, conn: Any) -> None:
         """Done with `conn`: kept for the next statement when it is sound, idle (no transaction
         open), left the pool less than HELD_S ago, none is kept yet, the pool is open and no
-        thread waits for a connection; else back to the pool (which discards a broken one)."""
+        other thread is taking one from the pool (it may be waiting for this one); else back to
+        the pool (which discards a broken one)."""
         pool = self.pool
         if not (conn.closed or conn.broken or pool.closed) \
-                and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE \
-                and time.monotonic() - getattr(conn, "_lobster_taken", 0.0) < HELD_S \
-                and not pool.get_stats()["requests_waiting"]:
+                and conn.pgconn.transaction_status == _IDLE \
+                and time.monotonic() - getattr(conn, "_lobster_taken", 0.0) < HELD_S:
             with self._held_lock:
-                if self._held is None:
+                if self._held is None and not self._taking:
                     self._held = conn
                     return
         pool.putconn(conn)
@@ -195,14 +206,18 @@ def _cursor(conn: Any) -> Any:
 def _stale(conn: Any) -> bool:
     """Whether a connection just taken from the pool is unusable, without a round trip: an
     idle connection has nothing to read, so a readable socket means it was closed (or the
-    server sent its parting FATAL)."""
+    server sent its parting FATAL). Its socket is polled with a poll object kept with it."""
     if conn.closed or conn.broken:
         return True
+    poller = getattr(conn, "_lobster_poll", None)
     try:
-        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        if poller is None:
+            poller = select.poll()
+            poller.register(conn.fileno(), select.POLLIN)
+            conn._lobster_poll = poller
+        return bool(poller.poll(0))
     except (OSError, ValueError):
         return True
-    return bool(readable)
 
 
 _BACKENDS: dict[tuple[int, str], Backend] = {}
