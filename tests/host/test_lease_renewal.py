@@ -78,25 +78,59 @@ def _switches(thread: threading.Thread) -> int | None:
     return None
 
 
-def test_claims_that_end_at_once_do_not_wake_the_scheduler_once_each(tmp_path):
-    """A steady stream of short resumes (a gateway at work): the scheduler looks over the held
-    claims every sixth of the lease, not once per claim that came due (it used to wake for
-    each, and take the GIL from the resumes each time)."""
-    store = Store(str(tmp_path / "state"))
-    lease_s = 0.6  # a look every 0.1 s; each claim is due 0.2 s after it was made
-    keys = [f"pipeline_resume_wake{n:05d}" for n in range(400)]
-    for key in keys:
-        store.save_frame(key, b"\x80")
-    lifecycle.claim(store, store.read_parked(keys[0]), None, decision="approve",
-                    lease_s=lease_s).finish("ok")
-    (scheduler,) = [t for t in threading.enumerate() if t.name == "lobster-lease-scheduler"]
+def _scheduler() -> threading.Thread:
+    (found,) = [t for t in threading.enumerate() if t.name == "lobster-lease-scheduler"]
+    return found
+
+
+def _stream(store, prefix: str, count: int, lease_s: float) -> None:
+    """`count` claims of `lease_s`, one after another, each ending at once (short resumes)."""
+    for n in range(count):
+        store.save_frame(f"pipeline_resume_{prefix}{n:05d}", b"\x80")
+        parked = store.read_parked(f"pipeline_resume_{prefix}{n:05d}")
+        lifecycle.claim(store, parked, None, decision="approve", lease_s=lease_s).finish("ok")
+
+
+def _looks(run) -> tuple[int, float]:
+    """How often the scheduler woke while `run()` ran and half a second after it (every claim
+    made has come due by then), and how long that took."""
+    scheduler = _scheduler()
     before, start = _switches(scheduler), time.monotonic()
     if before is None:
         pytest.skip("needs Linux's /proc/self/task")
-    for key in keys[1:]:
-        lifecycle.claim(store, store.read_parked(key), None, decision="approve",
-                        lease_s=lease_s).finish("ok")
-    time.sleep(0.5)  # every claim made has come due by now
-    looks = _switches(scheduler) - before
-    elapsed = time.monotonic() - start
-    assert looks <= elapsed / (lease_s / 6) + 10, (looks, elapsed)
+    run()
+    time.sleep(0.5)
+    return _switches(scheduler) - before, time.monotonic() - start
+
+
+def test_claims_that_end_at_once_do_not_wake_the_scheduler_once_each(tmp_path):
+    """A steady stream of short resumes (a gateway at work): the scheduler looks over the held
+    claims every half of the lease, not once per claim that came due (it used to wake for
+    each, and take the GIL from the resumes each time)."""
+    store = Store(str(tmp_path / "state"))
+    _stream(store, "first", 1, 0.6)  # the scheduler runs
+    looks, elapsed = _looks(lambda: _stream(store, "wake", 400, 0.6))
+    assert looks <= elapsed / 0.3 + 10, (looks, elapsed)
+
+
+def test_a_long_claim_held_beside_short_ones_does_not_wake_it_once_each(tmp_path):
+    """One resume holds a claim of a long lease (a gc sweep's, a slow step's) while short
+    ones come and go: the long one's deadline is far, the short ones' leases set the pace."""
+    store = Store(str(tmp_path / "state"))
+    store.save_frame("pipeline_resume_longheld01", b"\x80")
+    held = lifecycle.claim(store, store.read_parked("pipeline_resume_longheld01"), None,
+                           decision="cancel", lease_s=30.0)
+    try:
+        looks, elapsed = _looks(lambda: _stream(store, "mixed", 300, 1.2))
+    finally:
+        held.finish("ok")
+    assert looks <= elapsed / 0.6 + 10, (looks, elapsed)
+
+
+def test_the_pace_of_one_short_lease_does_not_outlast_it(tmp_path):
+    """A claim of a very short lease, then a stream of 30 s ones: the scheduler's pace goes
+    back to theirs (it stayed at the short one's for as long as claims kept coming)."""
+    store = Store(str(tmp_path / "state"))
+    _stream(store, "short", 1, 0.06)
+    looks, elapsed = _looks(lambda: _stream(store, "long", 300, 30.0))
+    assert looks <= 10, (looks, elapsed)

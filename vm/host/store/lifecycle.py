@@ -24,6 +24,7 @@ claims directly.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -233,56 +234,67 @@ class _Renewals:
     """Starts a claim's lease renewer only when the claim has been held for a third of its
     lease, the time of its first renewal: most resumes end long before, and then no thread is
     started for them (starting one per resume was a measurable share of a cycle). One
-    scheduler thread per process looks over the claims it holds (`_HELD`) every sixth of the
-    shortest lease among them, so each renewer starts between a third and half of its lease,
-    with half the lease still to run. It keeps looking while claims come (a whole lease since
-    the last one), then sleeps until the next: a process that resumes a thousand checkpoints a
-    second wakes it a few times a lease, not once a claim (a wake-up per claim, and the GIL
-    handed over with it, was about 7% of a cycle's CPU). It does no I/O, so a store that is
-    slow to answer one renewal never delays another claim's (each has its own renewer)."""
+    scheduler thread per process looks over the claims it holds (`_HELD`, which a claim leaves
+    as it ends) and starts the renewer of each one due; each is looked at by half its lease at
+    the latest (its *deadline*), with half the lease still to run.
+
+    It wakes at the earliest deadline of the claims it saw waiting, and, while claims keep
+    coming, at least every half of the shortest lease among recent claims (`_floor`; recent:
+    the latest of that lease came less than that lease ago). A claim made since its last look
+    has a deadline no earlier than that wake, unless its lease is shorter than any recent one,
+    so `add` wakes it only then, or when it sleeps (no claim for a `_floor`, none waiting). A
+    process that resumes a thousand checkpoints a second, whatever the mix of leases, wakes
+    it a few times a lease, not once a claim (once a claim, and the GIL handed over with it,
+    was about 7% of a cycle's CPU). It does no I/O, so a store that is slow to answer one
+    renewal never delays another claim's (each has its own renewer)."""
 
     def __init__(self) -> None:
         self._lock = threading.Condition()
-        self._tick: float | None = None  # the scheduler's pause between looks; None: asleep
-        self._last_claim = 0.0  # time.monotonic() of the latest claim
+        self._wake_at: float | None = None  # when the scheduler looks next; None: asleep
+        self._floor: float | None = None  # the shortest lease among recent claims
+        self._floor_at = 0.0  # when the latest claim of that lease came (time.monotonic)
+        self._last_claim = 0.0
         self._thread: threading.Thread | None = None
 
     def add(self, claim: Claim) -> None:
-        tick = claim.lease_s / 6
+        lease, since = claim.lease_s, claim.since
         with self._lock:
-            self._last_claim = claim.since
+            self._last_claim = max(self._last_claim, since)
+            if self._floor is None or lease <= self._floor \
+                    or since - self._floor_at > self._floor:  # shorter, or that one is stale
+                self._floor, self._floor_at = lease, since
             if self._thread is None or not self._thread.is_alive():  # first, or forked since
-                self._tick = tick
                 self._thread = threading.Thread(target=self._run, daemon=True,
                                                 name="lobster-lease-scheduler")
                 self._thread.start()
-            elif self._tick is None or tick < self._tick:  # asleep, or a shorter lease
-                self._tick = tick
+            elif self._wake_at is None or since + lease / 2 < self._wake_at:
                 self._lock.notify()
 
     def _run(self) -> None:
         with self._lock:
             while True:
                 now = time.monotonic()
-                shortest = None
+                wake = math.inf
                 for claim in list(_HELD.values()):
                     if claim.ended or claim.renewing:
                         continue
-                    if claim.since + claim.lease_s / 3 <= now:
-                        claim.start_renewing()
+                    if claim.since + claim.lease_s / 3 <= now:  # due
+                        try:
+                            claim.start_renewing()
+                        except RuntimeError:  # no thread to be had now: try again soon
+                            wake = min(wake, now + claim.lease_s / 12)
                     else:
-                        shortest = min(shortest or claim.lease_s, claim.lease_s)
-                if shortest is not None:
-                    self._tick = shortest / 6
-                elif self._tick is not None and now - self._last_claim > 6 * self._tick:
-                    self._tick = None  # no claim for a whole lease: until the next one
-                self._lock.wait(self._tick)
+                        wake = min(wake, claim.since + claim.lease_s / 2)  # its deadline
+                if self._floor is not None and now - self._last_claim <= self._floor:
+                    wake = min(wake, now + self._floor / 2)  # claims keep coming
+                self._wake_at = None if wake == math.inf else wake
+                self._lock.wait(None if self._wake_at is None else max(wake - now, 0.0))
 
     def after_fork(self) -> None:
         """In a forked child: no scheduler runs, and the parent's claims are not this one's."""
         self._lock = threading.Condition()
-        self._tick = None
-        self._thread = None
+        self._wake_at = self._floor = self._thread = None
+        self._floor_at = self._last_claim = 0.0
         _HELD.clear()
 
 
@@ -320,8 +332,12 @@ class Claim:
         self._stop = threading.Event()
         if self.ended:
             return
-        threading.Thread(target=self._renew, args=(self._stop,), daemon=True,
-                         name=f"lobster-lease-{self.state_key[-8:]}").start()
+        try:
+            threading.Thread(target=self._renew, args=(self._stop,), daemon=True,
+                             name=f"lobster-lease-{self.state_key[-8:]}").start()
+        except RuntimeError:  # no thread could be started: not renewing, tried again later
+            self._stop = None
+            raise
 
     def _stopped(self) -> None:
         self.ended = True

@@ -77,21 +77,21 @@ class Backend:
         # pool's minimum of one connection would be).
         self._held: Any = None
         self._held_lock = threading.Lock()
-        self._taking = 0  # threads in pool.getconn now (under _held_lock): the held one waits
+        self._taking = 0  # threads in getconn now (under _held_lock): none is kept then
 
     def getconn(self) -> Any:
         """The connection kept from the last statement, else a pooled one, either not stale:
         each stale one is closed, so that the pool discards it (the pool's own check would
         back off for seconds between them)."""
-        held = self._take_held()
-        if held is not None:
-            if not _stale(held) and not self.pool.closed:
-                return held
-            held.close()
-            self.pool.putconn(held)  # discarded there (a closed pool says so)
-        with self._held_lock:
+        with self._held_lock:  # one step: a putconn now either left one here or sees us
+            held, self._held = self._held, None
             self._taking += 1
         try:
+            if held is not None:
+                if not _stale(held) and not self.pool.closed:
+                    return held
+                held.close()
+                self.pool.putconn(held)  # discarded there (a closed pool says so)
             conn = self._from_pool()
         finally:
             with self._held_lock:
