@@ -34,7 +34,7 @@ RUN_PATH = frozenset("""
     vm.host.commands.registry
     vm.host.store vm.host.store.base vm.host.store.claims vm.host.store.directory
     vm.host.store.directory_checkpoints vm.host.store.directory_keys vm.host.store.files
-    vm.host.store.lifecycle
+    vm.host.store.leases vm.host.store.lifecycle
     vm.engine vm.engine.control vm.engine.data vm.engine.gates vm.engine.interp
     vm.engine.machine vm.engine.outcome vm.engine.parallel vm.engine.refs vm.engine.run
     vm.engine.steps
@@ -43,7 +43,7 @@ RUN_PATH = frozenset("""
     vm.service.protocol.request vm.service.protocol.resuming vm.service.protocol.running
 """.split())
 HALT_ONLY = frozenset("vm.service.protocol.park vm.host.token vm.host.store.lifecycle "
-                      "vm.host.store.claims".split())  # what only a program that can halt needs
+                      "vm.host.store.leases vm.host.store.claims".split())  # what only a program that can halt needs
 # what only a run that runs a stage needs, and what only one that starts a child needs
 STAGE_ONLY = frozenset("vm.host.commands.registry vm.host.commands.data".split())
 CHILD_ONLY = frozenset("vm.host.process vm.host.commands.exec_cmd".split())

@@ -24,8 +24,6 @@ claims directly.
 from __future__ import annotations
 
 import json
-import math
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from vm.core import json_write
 from vm.core.digest import sha256
 from vm.core.records import named_tuple
+from vm.host.store import leases
 from vm.host.store.base import StateStore, StoreError, process_identity
 from vm.isa.frame import is_wait
 
@@ -220,91 +219,17 @@ def _key(status: Status) -> str:
 
 
 # transitions --------------------------------------------------------------------------------
-_HELD: dict[str, Claim] = {}  # the claims this process holds now (for `abandon_all`)
-
-
 def abandon_all(reason: str) -> None:
     """The process is about to die (a signal): every claim it holds is left in doubt now, with
     `reason` and the step each had reached, rather than when its lease runs out."""
-    for held in list(_HELD.values()):
+    for held in list(leases.HELD.values()):
         held.doubt(reason, held.progress())
-
-
-class _Renewals:
-    """Starts a claim's lease renewer only when the claim has been held for a third of its
-    lease, the time of its first renewal: most resumes end long before, and then no thread is
-    started for them (starting one per resume was a measurable share of a cycle). One
-    scheduler thread per process looks over the claims it holds (`_HELD`, which a claim leaves
-    as it ends) and starts the renewer of each one due; each is looked at by half its lease at
-    the latest (its *deadline*), with half the lease still to run.
-
-    It wakes at the earliest deadline of the claims it saw waiting, and, while claims keep
-    coming, at least every half of the shortest lease among recent claims (`_floor`; recent:
-    the latest of that lease came less than that lease ago). A claim made since its last look
-    has a deadline no earlier than that wake, unless its lease is shorter than any recent one,
-    so `add` wakes it only then, or when it sleeps (no claim for a `_floor`, none waiting). A
-    process that resumes a thousand checkpoints a second, whatever the mix of leases, wakes
-    it a few times a lease, not once a claim (once a claim, and the GIL handed over with it,
-    was about 7% of a cycle's CPU). It does no I/O, so a store that is slow to answer one
-    renewal never delays another claim's (each has its own renewer)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Condition()
-        self._wake_at: float | None = None  # when the scheduler looks next; None: asleep
-        self._floor: float | None = None  # the shortest lease among recent claims
-        self._floor_at = 0.0  # when the latest claim of that lease came (time.monotonic)
-        self._last_claim = 0.0
-        self._thread: threading.Thread | None = None
-
-    def add(self, claim: Claim) -> None:
-        lease, since = claim.lease_s, claim.since
-        with self._lock:
-            self._last_claim = max(self._last_claim, since)
-            if self._floor is None or lease <= self._floor \
-                    or since - self._floor_at > self._floor:  # shorter, or that one is stale
-                self._floor, self._floor_at = lease, since
-            if self._thread is None or not self._thread.is_alive():  # first, or forked since
-                self._thread = threading.Thread(target=self._run, daemon=True,
-                                                name="lobster-lease-scheduler")
-                self._thread.start()
-            elif self._wake_at is None or since + lease / 2 < self._wake_at:
-                self._lock.notify()
-
-    def _run(self) -> None:
-        with self._lock:
-            while True:
-                now = time.monotonic()
-                wake = math.inf
-                for claim in list(_HELD.values()):
-                    if claim.ended or claim.renewing:
-                        continue
-                    if claim.since + claim.lease_s / 3 <= now:  # due
-                        try:
-                            claim.start_renewing()
-                        except RuntimeError:  # no thread to be had now: try again soon
-                            wake = min(wake, now + claim.lease_s / 12)
-                    else:
-                        wake = min(wake, claim.since + claim.lease_s / 2)  # its deadline
-                if self._floor is not None and now - self._last_claim <= self._floor:
-                    wake = min(wake, now + self._floor / 2)  # claims keep coming
-                self._wake_at = None if wake == math.inf else wake
-                self._lock.wait(None if self._wake_at is None else max(wake - now, 0.0))
-
-    def after_fork(self) -> None:
-        """In a forked child: no scheduler runs, and the parent's claims are not this one's."""
-        self._lock = threading.Condition()
-        self._wake_at = self._floor = self._thread = None
-        self._floor_at = self._last_claim = 0.0
-        _HELD.clear()
-
-
-_RENEWALS = _Renewals()
-os.register_at_fork(after_in_child=_RENEWALS.after_fork)
 
 
 class Claim:
     """A claimed checkpoint, held by this process while its resume runs. Its lease is renewed
-    by a daemon thread (started once the claim has lived a third of its lease: _Renewals)
+    by a daemon thread (started once the claim has lived a third of its lease:
+    vm/host/store/leases.py)
     until `finish`, `doubt` or `release`; exactly one of them ends it. `progress` (set by the
     resume) says which step the run is in."""
 
@@ -317,8 +242,8 @@ class Claim:
         self.progress: Callable[[], str | None] = lambda: None
         self.since = time.monotonic()
         self._stop: threading.Event | None = None  # made by the renewer: most claims have none
-        _HELD[state_key] = self
-        _RENEWALS.add(self)
+        leases.HELD[state_key] = self
+        leases.SCHEDULER.add(self)
 
     @property
     def renewing(self) -> bool:
@@ -357,7 +282,7 @@ class Claim:
         if self.ended:
             return
         self._stopped()
-        _HELD.pop(self.state_key, None)
+        leases.HELD.pop(self.state_key, None)
         self.record["events"].append(event)
         self.record["state"] = state
         try:
@@ -397,7 +322,7 @@ class Claim:
         e.g. `{"event": "migrated", "from": ..., "to": ...}`), signed with `key` (default: the
         signing key): back to waiting, the claim and its history kept in the record."""
         self._stopped()
-        _HELD.pop(self.state_key, None)
+        leases.HELD.pop(self.state_key, None)
         self.record["events"].append({**event, "at": time.time()})
         self.record["state"] = WAITING
         try:
