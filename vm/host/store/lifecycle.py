@@ -228,10 +228,9 @@ def abandon_all(reason: str) -> None:
 
 class Claim:
     """A claimed checkpoint, held by this process while its resume runs. Its lease is renewed
-    by a daemon thread (started once the claim has lived a third of its lease:
-    vm/host/store/leases.py)
-    until `finish`, `doubt` or `release`; exactly one of them ends it. `progress` (set by the
-    resume) says which step the run is in."""
+    by a daemon thread, started once the claim has lived a third of its lease
+    (vm/host/store/leases.py), until `finish`, `doubt` or `release`; exactly one of them ends
+    it. `progress` (set by the resume) says which step the run is in."""
 
     def __init__(self, store: StateStore, state_key: str, record: dict, lease_s: float) -> None:
         self.store = store
