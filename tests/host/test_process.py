@@ -159,6 +159,18 @@ def test_env_is_passed_exactly():
     assert set(got) - {"LC_CTYPE"} == set(env)
 
 
+
+def test_our_own_environment_is_passed_as_it_stands_now(monkeypatch):
+    # os.environ itself is not copied: the child inherits it, with what was set or removed
+    # since this process started
+    monkeypatch.setenv("LOBSTER_TEST_LATE", "set after start")
+    monkeypatch.delenv("HOME", raising=False)
+    r = run(py("import os, json; print(json.dumps(dict(os.environ)))"), env=os.environ)
+    got = json.loads(r.stdout)
+    assert got["LOBSTER_TEST_LATE"] == "set after start"
+    assert "HOME" not in got
+    assert set(got) - {"LC_CTYPE"} == set(os.environ)
+
 def test_cwd_is_passed(tmp_path):
     (tmp_path / "marker.txt").write_text("here")
     r = run(py("import os; print(os.getcwd()); print(open('marker.txt').read())"), cwd=tmp_path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,8 @@ __all__ = [
 DEFAULT_SHELL = "/bin/sh"
 _READ_CHUNK = 1 << 18  # 256 KiB per os.read
 _WRITE_CHUNK = 1 << 20  # at most 1 MiB handed to os.write at once
-_PIPE_SIZE = 1 << 20  # try to enlarge pipes to 1 MiB (Linux F_SETPIPE_SZ)
+_PIPE_SIZE = 1 << 20  # try to enlarge pipes to 1 MiB (Linux F_SETPIPE_SZ)...
+_PIPE_DEFAULT = 1 << 16  # ...once more than a pipe's default capacity goes through one
 _F_SETPIPE_SZ = 1031
 EOF_GRACE_S = 0.5  # after the child exits, how long its background processes may hold output
 _POLL_S = 0.05  # how often the child's exit is polled where pidfd_open is missing
@@ -141,7 +143,7 @@ def _spawn(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
-            env=_entries(env),
+            env=None if env is os.environ else _entries(env),  # inherited as it stands
             start_new_session=True,
             close_fds=True,
             pass_fds=() if marker is None else (marker,),
@@ -319,6 +321,8 @@ def _communicate(
     names = {out_fd: "stdout", err_fd: "stderr"}
     chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
     sizes = {out_fd: 0, err_fd: 0}
+    reading = {out_fd, err_fd}  # outputs not yet at EOF
+    enlarged: set[int] = set()
 
     in_fd = -1
     view = memoryview(stdin) if stdin is not None else memoryview(b"")
@@ -327,94 +331,95 @@ def _communicate(
     exit_fd = _pidfd(proc.pid)  # readable once the child has exited (Linux); else polled
     exited_at: float | None = None  # when the child itself was seen to have exited
 
-    import selectors
-
-    with selectors.DefaultSelector() as sel:
-        for fd in (out_fd, err_fd):
-            _enlarge_pipe(fd)
-            sel.register(fd, selectors.EVENT_READ)
-        if exit_fd is not None:
-            sel.register(exit_fd, selectors.EVENT_READ)
-        if proc.stdin is not None:
-            in_fd = proc.stdin.fileno()
-            if len(view) == 0:
-                proc.stdin.close()
-                in_fd = -1
-            else:
-                _enlarge_pipe(in_fd)
-                os.set_blocking(in_fd, False)
-                sel.register(in_fd, selectors.EVENT_WRITE)
-
-        def close_stdin() -> None:
-            nonlocal in_fd
-            sel.unregister(in_fd)
-            assert proc.stdin is not None
-            try:
-                proc.stdin.close()
-            except OSError:  # EPIPE on flush of nothing buffered; harmless
-                pass
+    # one poll object, no epoll instance: a step's child has at most four descriptors
+    poller = select.poll()
+    for fd in (out_fd, err_fd):
+        poller.register(fd, select.POLLIN)
+    if exit_fd is not None:
+        poller.register(exit_fd, select.POLLIN)
+    if proc.stdin is not None:
+        in_fd = proc.stdin.fileno()
+        if len(view) == 0:
+            proc.stdin.close()
             in_fd = -1
+        else:
+            if len(view) > _PIPE_DEFAULT:
+                _enlarge_pipe(in_fd)
+            os.set_blocking(in_fd, False)
+            poller.register(in_fd, select.POLLOUT)
 
-        def open_outputs() -> bool:  # or stdin still being fed
-            return any(fd != exit_fd for fd in sel.get_map())
-
+    def close_stdin() -> None:
+        nonlocal in_fd
+        poller.unregister(in_fd)
+        assert proc.stdin is not None
         try:
-            while open_outputs():
-                if child.cancelled:
-                    raise Cancelled()
-                now = time.monotonic()
-                if exited_at is None and exit_fd is None and proc.poll() is not None:
-                    exited_at = now
-                if exited_at is not None and now - exited_at >= EOF_GRACE_S:
-                    kill_child(child)  # what it left behind holds the pipes: the step is over
-                    break
-                timeout = None
-                if deadline is not None:
-                    timeout = deadline - now
-                    if timeout <= 0:
-                        raise ProcessTimeout()
-                if exited_at is not None:
-                    grace = exited_at + EOF_GRACE_S - now
-                    timeout = grace if timeout is None else min(timeout, grace)
-                elif exit_fd is None:
-                    timeout = _POLL_S if timeout is None else min(timeout, _POLL_S)
-                events = sel.select(None if timeout is None else min(timeout, 86400.0))
-                for key, _ in events:
-                    fd = key.fd
-                    if fd == exit_fd:
-                        sel.unregister(fd)
-                        exited_at = time.monotonic()
+            proc.stdin.close()
+        except OSError:  # EPIPE on flush of nothing buffered; harmless
+            pass
+        in_fd = -1
+
+    try:
+        while reading or in_fd >= 0:
+            if child.cancelled:
+                raise Cancelled()
+            now = time.monotonic()
+            if exited_at is None and exit_fd is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at >= EOF_GRACE_S:
+                kill_child(child)  # what it left behind holds the pipes: the step is over
+                break
+            timeout = None
+            if deadline is not None:
+                timeout = deadline - now
+                if timeout <= 0:
+                    raise ProcessTimeout()
+            if exited_at is not None:
+                grace = exited_at + EOF_GRACE_S - now
+                timeout = grace if timeout is None else min(timeout, grace)
+            elif exit_fd is None:
+                timeout = _POLL_S if timeout is None else min(timeout, _POLL_S)
+            events = poller.poll(None if timeout is None else min(timeout, 86400.0) * 1000.0)
+            for fd, _ in events:
+                if fd == exit_fd:
+                    poller.unregister(fd)
+                    exited_at = time.monotonic()
+                    continue
+                if fd == in_fd:
+                    try:
+                        written = os.write(fd, view[offset : offset + _WRITE_CHUNK])
+                    except BlockingIOError:
                         continue
-                    if fd == in_fd:
-                        try:
-                            written = os.write(fd, view[offset : offset + _WRITE_CHUNK])
-                        except BlockingIOError:
-                            continue
-                        except (BrokenPipeError, ConnectionResetError):
-                            close_stdin()  # the child stopped reading: not an error
-                            continue
-                        offset += written
-                        if offset >= len(view):
-                            close_stdin()
+                    except (BrokenPipeError, ConnectionResetError):
+                        close_stdin()  # the child stopped reading: not an error
                         continue
-                    data = os.read(fd, _READ_CHUNK)
-                    if not data:
-                        sel.unregister(fd)
-                        if lines is not None and fd == err_fd:
-                            lines.flush()
-                        continue
-                    sizes[fd] += len(data)
-                    if limit is not None and sizes[fd] > limit:
-                        kill_child(child)
-                        raise OutputLimitExceeded(names[fd])
-                    chunks[fd].append(data)
+                    offset += written
+                    if offset >= len(view):
+                        close_stdin()
+                    continue
+                if fd not in reading:
+                    continue
+                data = os.read(fd, _READ_CHUNK)
+                if not data:
+                    poller.unregister(fd)
+                    reading.discard(fd)
                     if lines is not None and fd == err_fd:
-                        lines.feed(data)
-        finally:
-            if exit_fd is not None:
-                os.close(exit_fd)
-        if child.cancelled:
-            raise Cancelled()
+                        lines.flush()
+                    continue
+                if len(data) >= _PIPE_DEFAULT and fd not in enlarged:
+                    enlarged.add(fd)  # a full pipe: a large output, read in larger bites
+                    _enlarge_pipe(fd)
+                sizes[fd] += len(data)
+                if limit is not None and sizes[fd] > limit:
+                    kill_child(child)
+                    raise OutputLimitExceeded(names[fd])
+                chunks[fd].append(data)
+                if lines is not None and fd == err_fd:
+                    lines.feed(data)
+    finally:
+        if exit_fd is not None:
+            os.close(exit_fd)
+    if child.cancelled:
+        raise Cancelled()
     return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
 
 
