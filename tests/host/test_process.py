@@ -160,16 +160,25 @@ def test_env_is_passed_exactly():
 
 
 
-def test_our_own_environment_is_passed_as_it_stands_now(monkeypatch):
-    # os.environ itself is not copied: the child inherits it, with what was set or removed
-    # since this process started
+def test_our_own_environment_is_passed_as_os_environ_holds_it(monkeypatch):
+    # os.environ as it stands now, and not the C library's environment: a variable set there
+    # alone (by os.putenv, or by C code such as readline's COLUMNS) stays out, and one removed
+    # there alone stays in
     monkeypatch.setenv("LOBSTER_TEST_LATE", "set after start")
+    monkeypatch.setenv("LOBSTER_TEST_UNSET_IN_C", "kept")
     monkeypatch.delenv("HOME", raising=False)
-    r = run(py("import os, json; print(json.dumps(dict(os.environ)))"), env=os.environ)
+    os.putenv("LOBSTER_TEST_C_ONLY", "not ours")
+    os.unsetenv("LOBSTER_TEST_UNSET_IN_C")
+    try:
+        r = run(py("import os, json; print(json.dumps(dict(os.environ)))"), env=os.environ)
+    finally:
+        os.unsetenv("LOBSTER_TEST_C_ONLY")
     got = json.loads(r.stdout)
     assert got["LOBSTER_TEST_LATE"] == "set after start"
-    assert "HOME" not in got
+    assert got["LOBSTER_TEST_UNSET_IN_C"] == "kept"
+    assert "LOBSTER_TEST_C_ONLY" not in got and "HOME" not in got
     assert set(got) - {"LC_CTYPE"} == set(os.environ)
+
 
 def test_cwd_is_passed(tmp_path):
     (tmp_path / "marker.txt").write_text("here")
