@@ -258,6 +258,28 @@ def test_frames_of_the_first_format_are_read_but_never_authentic(tmp_path):
     assert not a.authentic(store.key()) and not b.authentic(store.key())
 
 
+def test_a_frame_of_megabytes_is_written_and_read_as_a_small_one_is(tmp_path):
+    # past a megabyte a frame's head and body are written one after the other and read apart
+    # (never copied into one), and its MAC comes from OpenSSL: the same file, the same values
+    store = Store(str(tmp_path))
+    body = b"\x81" + os.urandom(3 << 20)
+    store.save_frame("k", body, expires_at=5.0)
+    raw = (tmp_path / "runs" / "k.frame").read_bytes()
+    assert raw[:4] == b"LBXA" and raw[44:] == body and len(raw) == 44 + len(body)
+    parked = store.read_parked("k")
+    assert (parked.blob, parked.expires_at, parked.mac) == (body, 5.0, raw[4:36])
+    assert parked.authentic(store.key()) and not parked.authentic(b"another key")
+    (tmp_path / "runs" / "k.frame").write_bytes(raw[:-1] + b"F")  # its last byte edited
+    assert not store.read_parked("k").authentic(store.key())
+    # the older formats, that large: read as split_frame_file reads them, never authentic
+    (tmp_path / "runs" / "a.frame").write_bytes(body)
+    (tmp_path / "runs" / "b.frame").write_bytes(b"LBXP" + struct.pack(">d", 2.0) + body)
+    a, b = store.read_parked("a"), store.read_parked("b")
+    assert (a.blob, a.expires_at, a.mac) == (body, None, None)
+    assert (b.blob, b.expires_at, b.mac) == (body, 2.0, None)
+    assert not a.authentic(store.key()) and not b.authentic(store.key())
+
+
 def test_a_claim_whose_lease_is_live_reads_as_not_found_being_resumed(tmp_path):
     """A claim whose lease (the claim file's mtime) has not run out is being resumed: a second
     resume is told `not found`, as any loser of a concurrent resume, with T435; once the lease

@@ -24,6 +24,27 @@ def test_hmac_sha256_is_hmac_new_s(key, parts):
     assert digest.hmac_sha256(key, *parts) == expected
 
 
+@given(st.sampled_from([0, 1, 4096]), st.integers(min_value=-2, max_value=2))
+def test_inputs_around_large_give_the_same_digests_either_way(extra, offset):
+    # at digest.LARGE bytes and past it, the digests come from OpenSSL (hashlib, hmac): the
+    # same values as below it
+    size = digest.LARGE + extra + offset
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    assert digest.sha256_of(data).hexdigest() == hashlib.sha256(data).hexdigest()
+    assert digest.sha256_of(data).digest() == digest.sha256(data).digest()
+    key = b"k" * 32
+    parts = (b"head\x00", data[: size // 3], data[size // 3:])
+    expected = hmac.new(key, b"".join(parts), hashlib.sha256).digest()
+    assert digest.hmac_sha256(key, *parts) == expected
+    inner, outer = digest._padded(key)  # the path below LARGE, by hand, over the same parts
+    inner = inner.copy()
+    for part in parts:
+        inner.update(part)
+    outer = outer.copy()
+    outer.update(inner.digest())
+    assert outer.digest() == expected
+
+
 def test_keys_at_and_past_the_block_size():
     for size in (0, 63, 64, 65, 200):
         key = bytes(range(size % 256)) * (size // 256 + 1)

@@ -26,6 +26,7 @@ EXPIRY_MAGIC = b"LBXP"  # a msgpack frame starts with a map byte, never with "L"
 SEALED_MAGIC = b"LBXA"  # format 2: MAC and expiry before the msgpack
 _EXPIRY = struct.Struct(">d")
 _SEALED_HEAD = len(SEALED_MAGIC) + FRAME_MAC_SIZE + _EXPIRY.size
+_LARGE_FRAME = 1 << 20  # a frame file this large is read without slicing its head off
 
 
 def split_frame_file(data: bytes) -> tuple[bytes | None, float | None, bytes]:
@@ -77,7 +78,10 @@ class CheckpointFiles:
             + _EXPIRY.pack(math.nan if expires_at is None else expires_at)
         path = self.frame_path(state_key)
         try:
-            publish(path, head + blob, new_name=True)  # a fresh state key: a new name
+            # a large body written after its head, never copied behind it; a small one in
+            # the same write (new_name: a fresh state key is a new name)
+            publish(path, (head, blob) if len(blob) > _LARGE_FRAME else head + blob,
+                    new_name=True)
         except OSError:
             remove_file(path)
             raise
@@ -102,7 +106,15 @@ class CheckpointFiles:
             return None
         try:
             info = os.fstat(fd)
-            data = read_fd(fd, info)
+            if info.st_size > _LARGE_FRAME:  # its head read apart: the body is never copied
+                head = os.read(fd, _SEALED_HEAD)
+                data = read_fd(fd, info)
+                if head.startswith(SEALED_MAGIC) and len(head) == _SEALED_HEAD:
+                    mac, expires_at, _ = split_frame_file(head)
+                    return Parked(state_key, data, info.st_mtime, expires_at, mac)
+                data = head + data  # an older format
+            else:
+                data = read_fd(fd, info)
         finally:
             os.close(fd)
         if not data:  # a power loss before its one sync (files.publish): never handed out

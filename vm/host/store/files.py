@@ -64,7 +64,8 @@ def make_private_dirs(directory: str) -> None:
         os.chmod(path, PRIVATE_DIR)  # the umask may have taken bits away
 
 
-def atomic_write(path: str, data: bytes, mode: int = PRIVATE_FILE, sync_dir: bool = True,
+def atomic_write(path: str, data: bytes | tuple[bytes, ...], mode: int = PRIVATE_FILE,
+                 sync_dir: bool = True,
                  sync: bool = True, keep_replaced: bool = False) -> None:
     """Write `data` to `path` so that a crash leaves either the old file or the new one.
     The file gets exactly `mode`, whatever the umask. `sync_dir=False` leaves the directory
@@ -97,13 +98,17 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def write_over(fd: int, data: bytes, held: int) -> None:
+def write_over(fd: int, data: bytes | tuple[bytes, ...], held: int) -> None:
     """Make the file of a new `_new_temp`, which holds `held` bytes (a spare holds its last
-    ones), hold exactly `data`: written from its start, then cut to that length if it held
-    more (within a block it held already, this frees nothing)."""
-    write_all(fd, data)
-    if held > len(data):
-        os.ftruncate(fd, len(data))
+    ones), hold exactly `data` (bytes, or a tuple of them written one after the other, so a
+    large body is never copied behind its head): written from its start, then cut to that
+    length if it held more (within a block it held already, this frees nothing)."""
+    size = 0
+    for part in (data,) if isinstance(data, bytes) else data:
+        write_all(fd, part)
+        size += len(part)
+    if held > size:
+        os.ftruncate(fd, size)
 
 
 def _new_temp(path: str, mode: int) -> tuple[str, int, int]:
@@ -406,7 +411,7 @@ def one_sync_publish(directory: str, new_name: bool = False) -> bool:
     return kind in ONE_SYNC_FILESYSTEMS
 
 
-def publish(path: str, data: bytes, new_name: bool = False) -> None:
+def publish(path: str, data: bytes | tuple[bytes, ...], new_name: bool = False) -> None:
     """Write `data` to `path` durably (the file and its name survive a power loss when this
     returns) with as few syncs as the filesystem allows: on those of `one_sync_publish`, the
     temp file is renamed into place and then synced once, which commits the data and the
