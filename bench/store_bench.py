@@ -178,6 +178,11 @@ def _fill(location: str, count: int) -> None:
                          " SELECT substr(md5(%s || g), 1, 8), %s || g"
                          " FROM generate_series(1, %s) g ON CONFLICT DO NOTHING",
                          (prefix, prefix, count))
+            # what autovacuum's analyze does within a minute of such a change: the plans the
+            # cycles' connections cached while the tables were small (a sequential scan of a
+            # page) are made again for their size. Timed before it, the first seconds after a
+            # bulk insert measure those stale plans (docs/fleet.md, "Statistics")
+            conn.execute("ANALYZE lobster_frames, lobster_approvals")
         return
     from vm.host.store import files
 
