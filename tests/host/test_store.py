@@ -280,6 +280,18 @@ def test_a_frame_of_megabytes_is_written_and_read_as_a_small_one_is(tmp_path):
     assert not a.authentic(store.key()) and not b.authentic(store.key())
 
 
+@pytest.mark.parametrize("size", [(1 << 20) - 45, (1 << 20) - 44, (1 << 20) - 43, 1 << 20,
+                                  (1 << 20) + 1])
+def test_frames_around_a_mebibyte_read_back_whichever_way_they_were_written(tmp_path, size):
+    # the write splits a body over 1 MiB from its head, the read a file over 1 MiB: every
+    # combination at the boundary gives the body back, sealed
+    store = Store(str(tmp_path))
+    body = (b"\x81" + bytes(range(256)) * (size // 256 + 1))[:size]
+    store.save_frame("k", body)
+    parked = store.read_parked("k")
+    assert parked.blob == body and type(parked.blob) is bytes and parked.authentic(store.key())
+
+
 def test_a_claim_whose_lease_is_live_reads_as_not_found_being_resumed(tmp_path):
     """A claim whose lease (the claim file's mtime) has not run out is being resumed: a second
     resume is told `not found`, as any loser of a concurrent resume, with T435; once the lease

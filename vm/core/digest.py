@@ -64,7 +64,7 @@ def hmac_sha256(key: bytes, *parts: bytes) -> bytes:
     if sum(map(len, parts)) >= LARGE:
         import hmac
 
-        mac = hmac.new(key, digestmod="sha256")
+        mac = hmac.new(bytes(key), digestmod="sha256")  # any bytes-like key, as below
         for part in parts:
             mac.update(part)
         return mac.digest()

@@ -104,7 +104,7 @@ def write_over(fd: int, data: bytes | tuple[bytes, ...], held: int) -> None:
     large body is never copied behind its head): written from its start, then cut to that
     length if it held more (within a block it held already, this frees nothing)."""
     size = 0
-    for part in (data,) if isinstance(data, bytes) else data:
+    for part in data if isinstance(data, tuple) else (data,):
         write_all(fd, part)
         size += len(part)
     if held > size:
