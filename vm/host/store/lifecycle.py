@@ -264,7 +264,9 @@ class Claim:
             raise
 
     def _stopped(self) -> None:
+        """Ended: it leaves the table of held claims, and its renewer (if any) stops."""
         self.ended = True
+        leases.HELD.pop(self.state_key, None)
         if self._stop is not None:
             self._stop.set()
 
@@ -281,7 +283,6 @@ class Claim:
         if self.ended:
             return
         self._stopped()
-        leases.HELD.pop(self.state_key, None)
         self.record["events"].append(event)
         self.record["state"] = state
         try:
@@ -321,7 +322,6 @@ class Claim:
         e.g. `{"event": "migrated", "from": ..., "to": ...}`), signed with `key` (default: the
         signing key): back to waiting, the claim and its history kept in the record."""
         self._stopped()
-        leases.HELD.pop(self.state_key, None)
         self.record["events"].append({**event, "at": time.time()})
         self.record["state"] = WAITING
         try:
