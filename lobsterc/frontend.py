@@ -160,14 +160,22 @@ def lobster(argv: Sequence[str] | None = None) -> int:
     so a cached run or a resume starts as fast as the VM alone. Called by the script (no
     `argv`), it also ends the process (`vm.cli.main.leave`); called with `argv`, it returns."""
     import lobsterc.frontend
+
+    if argv is not None:
+        from vm.cli.main import main
+
+        return main(argv, frontend=lobsterc.frontend)
+    import sys
+
+    from vm.core import module_cache
+
+    module_cache.install()  # our modules' bytecode from one file, from here on
     from vm.cli.main import leave, main, one_process
 
-    if argv is None:
-        import sys
-
-        one_process(sys.argv[1:])
-    code = main(argv, frontend=lobsterc.frontend)
-    return code if argv is not None else leave(code)
+    one_process(sys.argv[1:])
+    code = main(None, frontend=lobsterc.frontend)
+    module_cache.save()
+    return leave(code)
 
 
 def _invoke_shim(name: str, argv: Sequence[str] | None) -> int:

@@ -24,7 +24,8 @@ RUN_PATH = frozenset("""
     vm vm.cli vm.cli.common vm.cli.main vm.cli.run vm.cli.resume
     vm.cli.flags vm.cli.specs vm.cli.frontdoor
     vm.core vm.core.bounds vm.core.codes vm.core.condition vm.core.digest vm.core.js
-    vm.core.json_read vm.core.json_write vm.core.method_cache vm.core.patterns vm.core.records
+    vm.core.json_read vm.core.json_write vm.core.method_cache vm.core.module_cache
+    vm.core.patterns vm.core.records
     vm.core.schema vm.core.schema_compile vm.core.schema_refs
     vm.core.source
     vm.isa vm.isa.codec vm.isa.cost vm.isa.frame vm.isa.opcodes vm.isa.ops vm.isa.program
@@ -48,7 +49,8 @@ HALT_ONLY = frozenset("vm.service.protocol.park vm.host.token vm.host.store.life
 STAGE_ONLY = frozenset("vm.host.commands.registry vm.host.commands.data".split())
 CHILD_ONLY = frozenset("vm.host.process vm.host.commands.exec_cmd".split())
 HELP_PATH = frozenset("lobsterc lobsterc.frontend vm vm.cli vm.cli.help vm.cli.main "
-                      "vm.cli.flags vm.cli.specs".split())  # specs: the flag tables
+                      "vm.cli.flags vm.cli.specs vm.core vm.core.module_cache".split())
+# (specs: the flag tables; module_cache: the script's loader of the rest)
 THIRD_PARTY = frozenset({"attr", "attrs", "msgpack",
                          "cython_runtime"})  # msgpack's compiled extension registers it
 HELP_THIRD_PARTY: frozenset[str] = frozenset()  # help is text: not even attrs
@@ -63,11 +65,15 @@ NEVER = frozenset({
 })
 # -------------------------------------------------------------------------------------------
 
+# the console script's own path (`lobster()` with no argv: its module cache, its exit), kept
+# from ending the process at once by an exit callback, so that sys.modules can be read
 DRIVER = """\
-import json, sys
+import atexit, json, sys
 from lobsterc.frontend import lobster
+atexit.register(lambda: None)
+sys.argv[0] = "lobster"
 try:
-    lobster(sys.argv[1:])
+    lobster()
 finally:
     sys.stdout.flush()
     sys.stderr.write("\\n@@modules " + json.dumps(sorted(sys.modules)) + "\\n")

@@ -40,20 +40,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from vm.core.module_cache import cache_dir
+
 MAX_BYTES = 1 << 20  # a file over this is started again (entries of older attrs versions)
 PACKAGES = ("vm", "lobsterc")  # whose classes are kept
-
-
-def _cache_dir() -> str:
-    """Where our bytecode goes: vm/__pycache__, or its place under sys.pycache_prefix."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # vm/
-    if sys.pycache_prefix:
-        return os.path.join(sys.pycache_prefix, package.lstrip(os.sep))
-    return os.path.join(package, "__pycache__")
-
-
-_PATH = os.path.join(_cache_dir(), f"record-methods.{sys.implementation.cache_tag}."
-                                   f"{MAGIC_NUMBER[:2].hex()}.marshal")
+_PATH = os.path.join(cache_dir(), f"record-methods.{sys.implementation.cache_tag}."
+                                  f"{MAGIC_NUMBER[:2].hex()}.marshal")
 _ENTRY = struct.Struct("<III")  # an entry: its key's and code's marshalled lengths, their CRC-32
 _FUTURES = 0  # the compile flags of every __future__ feature (attrs' module may hold some)
 for _name in __future__.all_feature_names:
