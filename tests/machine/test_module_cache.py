@@ -1,16 +1,17 @@
 """vm.core.module_cache: the `lobster` script loads our modules' bytecode from one file, and
-only while each module's source is the one the file was written from.
+only while the ordinary import would load the same code from the same place.
 
 Each test works on a copy of our two packages in its own folder (so that sources can be
-edited and removed, and the file lands in the copy's vm/__pycache__), and imports through the
-finder in fresh interpreters. A module loaded from the file has `module_cache`'s loader; one
-imported the ordinary way has importlib's SourceFileLoader.
+edited, added and removed, and the file lands in the copy's vm/__pycache__), and imports
+through the finder in fresh interpreters. A module loaded from the file has `module_cache`'s
+loader; one imported the ordinary way has importlib's SourceFileLoader.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import py_compile
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from vm.core import module_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = """\
-import json, sys, types
+import json, os, sys, types
 from vm.core import module_cache
 module_cache.install()
 seen = {}
@@ -40,6 +41,10 @@ for name in sys.argv[1:]:
                   "package": m.__package__, "origin": m.__spec__.origin,
                   "marker": getattr(m, "MARKER", None),
                   "co_filename": own[0].__code__.co_filename if own else None}
+edit = os.environ.get("EDIT_BEFORE_SAVE")
+if edit:  # a source changed between its import and save()
+    with open(edit, "a") as file:
+        file.write("# edited\\n")
 module_cache.save()
 print(json.dumps(seen))
 """
@@ -56,24 +61,50 @@ def copy_of_ours(dest: Path) -> Path:
 
 
 def env(**extra: str) -> dict[str, str]:
-    drop = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX", "PYTHONPATH")
+    drop = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX", "PYTHONPATH", "PYTHONOPTIMIZE")
     return {**{k: v for k, v in os.environ.items() if k not in drop}, **extra}
 
 
-def imports(tree: Path, *names: str, **extra: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", DRIVER, *names], check=False, cwd=tree,
+def run(tree: Path, code: str, *args: str, flags: tuple[str, ...] = (), **extra: str) -> str:
+    proc = subprocess.run([sys.executable, *flags, "-c", code, *args], check=False, cwd=tree,
                           env=env(PYTHONPATH=str(tree), **extra), capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    return proc.stdout
 
 
-def the_file(tree: Path) -> Path:
-    return tree / "vm" / "__pycache__" / os.path.basename(module_cache.PATH)
+def imports(tree: Path, *names: str, flags: tuple[str, ...] = (), **extra: str) -> dict:
+    return json.loads(run(tree, DRIVER, *names, flags=flags, **extra))
+
+
+def the_file(tree: Path, optimize: int = 0) -> Path:
+    name = os.path.basename(module_cache.PATH)
+    if optimize:
+        tag = sys.implementation.cache_tag
+        name = name.replace(f".{tag}.", f".{tag}.opt-{optimize}.")
+    return tree / "vm" / "__pycache__" / name
+
+
+def index_names(tree: Path, optimize: int = 0) -> set[str]:
+    return {name for _, name in module_cache.read(str(the_file(tree, optimize)))[0]}
 
 
 def loaders(seen: dict) -> dict[str, str]:
     return {name: found.get("loader", found.get("error")) for name, found in seen.items()}
+
+
+def write_module(tree: Path, relative: str, text: str) -> Path:
+    path = tree / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def compile_pyc(source: Path, **options) -> None:
+    """Compile `source` into the .pyc the copy's interpreters read (not under this
+    process's pycache prefix, which the suite may set)."""
+    cfile = source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
+    py_compile.compile(str(source), cfile=str(cfile), doraise=True, **options)
 
 
 @pytest.fixture
@@ -85,8 +116,8 @@ def test_a_second_process_loads_our_modules_from_the_file_as_python_would(tree):
     first = imports(tree, *NAMES)
     assert set(loaders(first).values()) == {ORDINARY}
     index, _ = module_cache.read(str(the_file(tree)))
-    assert set(NAMES) <= set(index) and "vm.isa.frame" in index  # and what they import
-    assert all(origin.startswith(str(tree)) for origin, *_ in index.values())
+    assert set(NAMES) | {"vm.isa.frame"} <= {name for _, name in index}  # and their imports
+    assert all(folder.startswith(str(tree)) for folder, _ in index)
     second = imports(tree, *NAMES)
     assert set(loaders(second).values()) == {SERVED}
     for name in NAMES:  # __file__, __cached__, __path__, __package__, functions' file names
@@ -116,42 +147,108 @@ def test_an_edited_module_comes_from_its_source_and_then_from_the_file_again(tre
     assert again["vm.engine.run"]["marker"] == 41
 
 
-def test_a_source_with_a_new_mtime_and_the_same_size_is_not_served(tree):
-    imports(tree, *NAMES)
-    source = tree / "vm" / "cli" / "main.py"
+@pytest.mark.parametrize("change", ["mtime", "size"])
+def test_a_source_with_a_new_mtime_or_size_alone_is_not_served(tree, change):
+    source = write_module(tree, "vm/probe_one.py", "MARKER = 1\n")
+    imports(tree, "vm.probe_one")
     st = source.stat()
-    os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000))
-    assert loaders(imports(tree, *NAMES))["vm.cli.main"] == ORDINARY
+    if change == "mtime":
+        os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000))
+    else:  # another text under the same mtime
+        source.write_text("MARKER = 22\n")
+        os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns))
+    seen = imports(tree, "vm.probe_one")["vm.probe_one"]
+    assert seen["loader"] == ORDINARY
+    assert seen["marker"] == (1 if change == "mtime" else 22)
+
+
+@pytest.mark.parametrize("pyc", ["timestamp", "checked-hash"])
+def test_a_source_edited_before_the_save_is_not_written_with_its_old_code(tree, pyc):
+    source = write_module(tree, "vm/probe_two.py", "MARKER = 1\n")
+    if pyc == "checked-hash":
+        compile_pyc(source, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    imports(tree, "vm.probe_two", "vm.cli.main", EDIT_BEFORE_SAVE=str(source))
+    assert "vm.probe_two" not in index_names(tree)  # its .pyc is of the text before the edit
+    assert "vm.cli.main" in index_names(tree)
 
 
 def test_a_removed_module_is_not_found_though_the_file_holds_it(tree):
-    extra = tree / "vm" / "extra_for_test.py"
-    extra.write_text("MARKER = 7\n")
-    imports(tree, "vm.extra_for_test")
-    assert imports(tree, "vm.extra_for_test")["vm.extra_for_test"]["marker"] == 7  # served
-    assert "vm.extra_for_test" in module_cache.read(str(the_file(tree)))[0]
+    extra = write_module(tree, "vm/probe_three.py", "MARKER = 7\n")
+    imports(tree, "vm.probe_three")
+    assert imports(tree, "vm.probe_three")["vm.probe_three"]["marker"] == 7  # served
+    assert "vm.probe_three" in index_names(tree)
     extra.unlink()
-    assert loaders(imports(tree, "vm.extra_for_test")) == {
-        "vm.extra_for_test": "ModuleNotFoundError"}
+    assert loaders(imports(tree, "vm.probe_three")) == {"vm.probe_three": "ModuleNotFoundError"}
 
 
-@pytest.mark.parametrize("damage", ["index", "head", "cut"])
+def test_a_package_added_beside_a_module_of_the_same_name_wins_as_in_python(tree):
+    write_module(tree, "vm/shadowed.py", "MARKER = 'module'\n")
+    imports(tree, "vm.shadowed")
+    assert loaders(imports(tree, "vm.shadowed")) == {"vm.shadowed": SERVED}
+    write_module(tree, "vm/shadowed/__init__.py", "MARKER = 'package'\n")
+    assert imports(tree, "vm.shadowed")["vm.shadowed"]["marker"] == "package"
+
+
+def test_an_extension_module_added_beside_a_module_is_what_python_tries(tree):
+    """Python prefers an extension module to a source of the same name: this one is not a
+    real library, so the ordinary import fails on it, and so must ours."""
+    write_module(tree, "vm/extended.py", "MARKER = 'source'\n")
+    imports(tree, "vm.extended")
+    assert loaders(imports(tree, "vm.extended")) == {"vm.extended": SERVED}
+    suffix = next(s for s in __import__("importlib.machinery").machinery.EXTENSION_SUFFIXES)
+    write_module(tree, f"vm/extended{suffix}", "not a library")
+    assert loaders(imports(tree, "vm.extended")) == {"vm.extended": "ImportError"}
+
+
+def test_a_module_that_stands_in_for_another_is_not_written_under_its_name(tree):
+    write_module(tree, "vm/probe_real.py", "MARKER = 'real'\n")
+    write_module(tree, "vm/probe_alias.py",
+                 "import sys, vm.probe_real\nsys.modules[__name__] = vm.probe_real\n")
+    code = ("import sys\nfrom vm.core import module_cache\nmodule_cache.install()\n"
+            "import vm.probe_alias, vm.probe_real\nmodule_cache.save()\n"
+            "print(sys.modules['vm.probe_alias'] is sys.modules['vm.probe_real'])\n")
+    assert run(tree, code).strip() == "True"
+    assert "vm.probe_alias" not in index_names(tree) and "vm.probe_real" in index_names(tree)
+    assert run(tree, code).strip() == "True"
+
+
+def test_the_loader_of_a_served_module_does_what_importlib_s_does(tree):
+    write_module(tree, "vm/probe_data/__init__.py", "MARKER = 3\n")
+    write_module(tree, "vm/probe_data/table.txt", "a table\n")
+    code = """\
+import importlib, importlib.resources, importlib.util, inspect, pkgutil, sys
+from vm.core import module_cache
+module_cache.install()
+import vm.probe_data as m
+again = importlib.util.module_from_spec(m.__spec__)
+m.__spec__.loader.exec_module(again)
+print(type(m.__loader__).__name__, again.MARKER,
+      m.__loader__.get_source("vm.probe_data").strip(),
+      importlib.resources.files("vm.probe_data").joinpath("table.txt").read_text().strip(),
+      pkgutil.get_data("vm.probe_data", "table.txt").decode().strip(),
+      importlib.reload(m).MARKER, inspect.getsource(m).strip(), sep="|")
+module_cache.save()
+"""
+    run(tree, code)
+    assert run(tree, code).strip().split("|") == [
+        SERVED, "3", "MARKER = 3", "a table", "a table", "3", "MARKER = 3"]
+
+
+@pytest.mark.parametrize("damage", ["head", "cut", "grown", "index"])
 def test_a_damaged_file_is_ignored_and_written_again(tree, damage):
     imports(tree, *NAMES)
     path = the_file(tree)
     data = bytearray(path.read_bytes())
-    if damage == "index":
-        data[40] ^= 0xFF
-    elif damage == "head":
+    if damage == "head":
         data[:8] = b"NOTOURS\0"
-    else:
-        del data[len(data) // 3:]  # the index checks out; code is missing behind it
+    elif damage == "cut":
+        del data[len(data) // 3:]
+    elif damage == "grown":
+        data += b"\0"
+    else:  # the index is no longer marshal data
+        data[16:24] = b"\xff" * 8
     path.write_bytes(bytes(data))
-    found = imports(tree, *NAMES)
-    if damage == "cut":  # what is cut off is imported the ordinary way: one name at least
-        assert ORDINARY in loaders(found).values()
-    else:
-        assert set(loaders(found).values()) == {ORDINARY}
+    assert set(loaders(imports(tree, *NAMES)).values()) == {ORDINARY}
     assert set(loaders(imports(tree, *NAMES)).values()) == {SERVED}
 
 
@@ -164,6 +261,36 @@ def test_another_checkout_with_a_copy_of_the_file_imports_its_own_sources(tree, 
     assert all(found["file"].startswith(str(other)) for found in seen.values())
 
 
+def test_optimization_levels_keep_files_of_their_own(tree):
+    write_module(tree, "vm/probe_opt.py", "def check():\n    try:\n        assert False\n"
+                 "    except AssertionError:\n        return 'ran'\n    return 'stripped'\n"
+                 "MARKER = check()\n")
+    imports(tree, "vm.probe_opt", flags=("-O",))
+    optimized = imports(tree, "vm.probe_opt", flags=("-O",))["vm.probe_opt"]
+    assert (optimized["loader"], optimized["marker"]) == (SERVED, "stripped")
+    assert the_file(tree, 1).exists() and not the_file(tree).exists()
+    plain = imports(tree, "vm.probe_opt")["vm.probe_opt"]
+    assert (plain["loader"], plain["marker"]) == (ORDINARY, "ran")
+
+
+def test_a_hash_based_pyc_is_taken_when_it_is_of_the_source(tree):
+    source = write_module(tree, "vm/probe_hash.py", "def f():\n    return 1\nMARKER = f()\n")
+    compile_pyc(source, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    imports(tree, "vm.probe_hash")
+    assert imports(tree, "vm.probe_hash")["vm.probe_hash"]["loader"] == SERVED
+
+
+def test_code_compiled_under_another_name_gets_the_source_s_path(tree):
+    """A .pyc compiled elsewhere (a package built in a build root) names the source it was
+    compiled from; importlib gives its code the path it is loaded from, and so must we."""
+    source = write_module(tree, "vm/probe_moved.py", "def f():\n    return 1\n")
+    compile_pyc(source, dfile="/build/root/vm/probe_moved.py")
+    ordinary = imports(tree, "vm.probe_moved")["vm.probe_moved"]
+    served = imports(tree, "vm.probe_moved")["vm.probe_moved"]
+    assert served["loader"] == SERVED
+    assert served["co_filename"] == ordinary["co_filename"] == str(source)
+
+
 def test_nothing_is_written_when_python_writes_no_bytecode(tree):
     imports(tree, *NAMES, PYTHONDONTWRITEBYTECODE="1")
     assert not the_file(tree).exists()
@@ -172,16 +299,9 @@ def test_nothing_is_written_when_python_writes_no_bytecode(tree):
 def test_the_lobster_script_writes_the_file_and_then_needs_nothing_more(tree):
     script = ("import sys; sys.argv = ['lobster', 'version']\n"
               "from lobsterc.frontend import lobster\nlobster()\n")
-
-    def version() -> str:
-        return subprocess.run([sys.executable, "-c", script], cwd=tree,
-                              env=env(PYTHONPATH=str(tree)), capture_output=True, text=True,
-                              timeout=60, check=True).stdout
-
-    out = version()
-    index, _ = module_cache.read(str(the_file(tree)))
-    assert "vm.cli.main" in index and out.strip()
+    out = run(tree, script)
+    assert "vm.cli.main" in index_names(tree) and out.strip()
     before = the_file(tree).stat()
-    assert version() == out
+    assert run(tree, script) == out
     after = the_file(tree).stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
