@@ -1,20 +1,24 @@
 """vm.core.module_cache: the `lobster` script loads our modules' bytecode from one file, and
 only while the ordinary import would load the same code from the same place.
 
-Each test works on a copy of our two packages in its own folder (so that sources can be
-edited, added and removed, and the file lands in the copy's vm/__pycache__), and imports
-through the finder in fresh interpreters. A module loaded from the file has `module_cache`'s
-loader; one imported the ordinary way has importlib's SourceFileLoader.
+Each test works on a copy of our two packages in its own folder, byte-compiled as an install
+leaves them (so that sources can be edited, added and removed, and the file lands in the
+copy's vm/__pycache__), and imports through the finder in fresh interpreters. A module loaded
+from the file has `module_cache`'s loader; one imported the ordinary way has importlib's
+SourceFileLoader. A source a test writes is dated a minute back, as one written before the
+run: a `.pyc` made within RACY_NS of its source's mtime is not taken as it is.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import py_compile
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -45,6 +49,11 @@ edit = os.environ.get("EDIT_BEFORE_SAVE")
 if edit:  # a source changed between its import and save()
     with open(edit, "a") as file:
         file.write("# edited\\n")
+make = os.environ.get("MAKE_BEFORE_SAVE")
+if make:  # a file made beside the modules between their import and save()
+    os.makedirs(os.path.dirname(make), exist_ok=True)
+    with open(make, "w") as file:
+        file.write("MARKER = 'made'\\n")
 module_cache.save()
 print(json.dumps(seen))
 """
@@ -58,6 +67,13 @@ def copy_of_ours(dest: Path) -> Path:
         shutil.copytree(ROOT / package, dest / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
     return dest
+
+
+def backdate(path: Path, seconds: float = 60) -> Path:
+    """Date `path` `seconds` back: a source written before the run, not within RACY_NS."""
+    at = time.time_ns() - int(seconds * 1e9)
+    os.utime(path, ns=(at, at))
+    return path
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -97,7 +113,7 @@ def write_module(tree: Path, relative: str, text: str) -> Path:
     path = tree / relative
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    return path
+    return backdate(path)
 
 
 def compile_pyc(source: Path, **options) -> None:
@@ -107,9 +123,22 @@ def compile_pyc(source: Path, **options) -> None:
     py_compile.compile(str(source), cfile=str(cfile), doraise=True, **options)
 
 
+@pytest.fixture(scope="session")
+def compiled_copy(tmp_path_factory) -> Path:
+    """Our packages, their sources dated an hour back, byte-compiled by an interpreter of
+    their own (not under this process's pycache prefix)."""
+    template = copy_of_ours(tmp_path_factory.mktemp("template"))
+    for source in template.rglob("*.py"):
+        backdate(source, 3600)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "vm", "lobsterc"], cwd=template,
+                   env=env(), check=True, capture_output=True)
+    return template
+
+
 @pytest.fixture
-def tree(tmp_path: Path) -> Path:
-    return copy_of_ours(tmp_path / "one")
+def tree(tmp_path: Path, compiled_copy: Path) -> Path:
+    shutil.copytree(compiled_copy, tmp_path / "one")  # mtimes kept: the .pyc files hold
+    return tmp_path / "one"
 
 
 def test_a_second_process_loads_our_modules_from_the_file_as_python_would(tree):
@@ -138,6 +167,7 @@ def test_an_edited_module_comes_from_its_source_and_then_from_the_file_again(tre
     imports(tree, *NAMES)
     source = tree / "vm" / "engine" / "run.py"
     source.write_text(source.read_text() + "\nMARKER = 41\n")
+    backdate(source, 30)
     edited = imports(tree, *NAMES)
     assert loaders(edited) == {"vm.cli.main": SERVED, "vm.engine.run": ORDINARY,
                                "vm.host.store": SERVED}
@@ -151,6 +181,7 @@ def test_an_edited_module_comes_from_its_source_and_then_from_the_file_again(tre
 def test_a_source_with_a_new_mtime_or_size_alone_is_not_served(tree, change):
     source = write_module(tree, "vm/probe_one.py", "MARKER = 1\n")
     imports(tree, "vm.probe_one")
+    assert imports(tree, "vm.probe_one")["vm.probe_one"]["loader"] == SERVED
     st = source.stat()
     if change == "mtime":
         os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000))
@@ -305,3 +336,112 @@ def test_the_lobster_script_writes_the_file_and_then_needs_nothing_more(tree):
     assert run(tree, script) == out
     after = the_file(tree).stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_an_extension_init_added_inside_a_package_is_what_python_tries(tree):
+    write_module(tree, "vm/probe_pkg/__init__.py", "MARKER = 'source'\n")
+    imports(tree, "vm.probe_pkg")
+    assert loaders(imports(tree, "vm.probe_pkg")) == {"vm.probe_pkg": SERVED}
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    write_module(tree, f"vm/probe_pkg/__init__{suffix}", "not a library")
+    assert loaders(imports(tree, "vm.probe_pkg")) == {"vm.probe_pkg": "ImportError"}
+
+
+def test_a_hash_based_module_edited_to_the_same_size_and_mtime_is_not_served(tree):
+    """Python checks a checked-hash .pyc against the source's hash at every import; so does
+    the file, which an unchanged size and mtime do not satisfy."""
+    source = write_module(tree, "vm/probe_hashed.py", "MARKER = 1\n")
+    compile_pyc(source, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    imports(tree, "vm.probe_hashed")
+    assert imports(tree, "vm.probe_hashed")["vm.probe_hashed"]["loader"] == SERVED
+    st = source.stat()
+    source.write_text("MARKER = 2\n")
+    os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert imports(tree, "vm.probe_hashed")["vm.probe_hashed"]["marker"] == 2
+
+
+def test_a_package_made_beside_a_module_before_the_save_is_not_hidden_by_it(tree):
+    write_module(tree, "vm/probe_late.py", "MARKER = 'module'\n")
+    first = imports(tree, "vm.probe_late", MAKE_BEFORE_SAVE=str(tree / "vm/probe_late/__init__.py"))
+    assert first["vm.probe_late"]["marker"] == "module"  # what this process had imported
+    assert imports(tree, "vm.probe_late")["vm.probe_late"]["marker"] == "made"
+
+
+def test_a_package_made_while_a_process_runs_is_found_by_its_later_imports(tree):
+    write_module(tree, "vm/probe_other.py", "MARKER = 0\n")
+    write_module(tree, "vm/probe_later.py", "MARKER = 'module'\n")
+    imports(tree, "vm.probe_other", "vm.probe_later")
+    code = """\
+import importlib, os, sys
+from vm.core import module_cache
+module_cache.install()
+import vm.probe_other
+os.makedirs("vm/probe_later")
+with open("vm/probe_later/__init__.py", "w") as file:
+    file.write("MARKER = 'package'\\n")
+importlib.invalidate_caches()
+import vm.probe_later
+print(type(vm.probe_other.__loader__).__name__, vm.probe_later.MARKER)
+"""
+    assert run(tree, code).split() == [SERVED, "package"]
+
+
+def test_a_finder_put_ahead_of_python_s_own_still_sees_our_modules_first(tree):
+    write_module(tree, "vm/probe_hooked.py", "MARKER = 'ours'\n")
+    imports(tree, "vm.probe_hooked", "vm.cli.main")
+    code = """\
+import importlib.util, sys
+class Instrument:  # as a sitecustomize hook would: first on sys.meta_path, before the script
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "vm.probe_hooked":
+            return None
+        spec = importlib.util.spec_from_loader(name, loader=None)
+        spec.loader = Instrument
+        return spec
+    @staticmethod
+    def create_module(spec):
+        return None
+    @staticmethod
+    def exec_module(module):
+        module.MARKER = "instrumented"
+sys.meta_path.insert(0, Instrument)
+from vm.core import module_cache
+module_cache.install()
+import vm.probe_hooked, vm.cli.main
+print(vm.probe_hooked.MARKER, type(sys.modules["vm.cli.main"].__loader__).__name__)
+"""
+    assert run(tree, code).split() == ["instrumented", SERVED]
+
+
+def test_a_stale_pyc_python_would_take_is_not_kept_in_the_file(tree):
+    """A source edited to the same size within the second its .pyc was written: Python
+    takes the stale .pyc (it keeps whole seconds); the file keeps the source's own code, so
+    removing the .pyc files (the usual cure) is not undone by it."""
+    at = (time.time_ns() // 10**9 - 100) * 10**9  # a whole second, 100 s back
+    source = write_module(tree, "vm/probe_racy.py", "MARKER = 1\n")
+    os.utime(source, ns=(at + 100_000_000, at + 100_000_000))
+    compile_pyc(source)  # its .pyc, written within the second
+    pyc = source.parent / "__pycache__" / f"probe_racy.{sys.implementation.cache_tag}.pyc"
+    os.utime(pyc, ns=(at + 500_000_000, at + 500_000_000))
+    source.write_text("MARKER = 2\n")  # the same size, in the same second
+    os.utime(source, ns=(at + 300_000_000, at + 300_000_000))
+    assert imports(tree, "vm.probe_racy")["vm.probe_racy"]["marker"] == 1  # as Python does
+    served = imports(tree, "vm.probe_racy")["vm.probe_racy"]
+    assert (served["loader"], served["marker"]) == (SERVED, 2)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "too large"])
+def test_a_file_that_is_no_cache_file_is_not_read(tree, kind):
+    path = the_file(tree)
+    path.parent.mkdir(exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)  # reading it would wait for a writer forever
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        with open(path, "wb") as file:
+            file.truncate(module_cache.MAX_BYTES + 1)
+    assert set(loaders(imports(tree, *NAMES)).values()) == {ORDINARY}
+    if kind != "directory":  # replaced by the save
+        assert set(loaders(imports(tree, *NAMES)).values()) == {SERVED}
