@@ -340,6 +340,7 @@ def test_the_lobster_script_writes_the_file_and_then_needs_nothing_more(tree):
 
 def test_an_extension_init_added_inside_a_package_is_what_python_tries(tree):
     write_module(tree, "vm/probe_pkg/__init__.py", "MARKER = 'source'\n")
+    imports(tree, "vm.probe_pkg")  # makes vm/probe_pkg/__pycache__: a change of its folder
     imports(tree, "vm.probe_pkg")
     assert loaders(imports(tree, "vm.probe_pkg")) == {"vm.probe_pkg": SERVED}
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]

@@ -96,8 +96,8 @@ _REGULAR = 0o100000  # stat.S_IFREG
 _index: dict[tuple[str, str], tuple] | None = None
 _data = memoryview(b"")  # the file after its index
 _folders: dict[str, int | None] = {}  # a folder's mtime_ns, stat'ed once until invalidated
-_noted: dict[str, int | None] = {}  # our modules imported without the file: their folder's
-# mtime_ns when the finder was asked
+_noted: dict[str, tuple] = {}  # our modules imported without the file: the mtime_ns of their
+# folder and of the folder a package of theirs would be, when the finder was asked
 _hooks: list | None = None  # sys.path_hooks as install() found them, when they were Python's
 
 
@@ -160,7 +160,8 @@ class Finder:
         entry = _index.get((folder, name))
         code = None if entry is None else _code(entry)
         if code is None:
-            _noted[name] = _folder_mtime(folder)
+            _noted[name] = (_folder_mtime(folder),
+                            _mtime(os.path.join(folder, name.rpartition(".")[2])))
             return None
         origin, package, cached = entry[0], entry[1], entry[5]
         spec = ModuleSpec(name, _Loader(name, origin, code), origin=origin, is_package=package)
@@ -253,12 +254,12 @@ def save() -> None:
         pass  # done never fails on it
 
 
-def _save(noted: list[tuple[str, int | None]]) -> None:
+def _save(noted: list[tuple[str, tuple]]) -> None:
     folder = os.path.dirname(PATH)
     if not os.access(folder if os.path.isdir(folder) else os.path.dirname(folder), os.W_OK):
         return  # a read-only install: no bytecode of ours is written either
     _folders.clear()  # as the folders are now
-    found = [entry for entry in (_entry(name, stamp) for name, stamp in noted) if entry]
+    found = [entry for entry in (_entry(name, *stamps) for name, stamps in noted) if entry]
     if not found:
         return
     entries = {}
@@ -286,10 +287,11 @@ def _save(noted: list[tuple[str, int | None]]) -> None:
         raise
 
 
-def _entry(name: str, folder_mtime_ns: int | None) -> tuple[tuple[str, str], tuple] | None:
+def _entry(name: str, folder_mtime_ns: int | None, own_mtime_ns: int | None
+           ) -> tuple[tuple[str, str], tuple] | None:
     """The key and entry of a module of ours imported the ordinary way from its source, if
-    its folder is as it was when it was found; None for anything else (a module that was not
-    found, an alias of another, one without a usable `.pyc`)."""
+    its folders are as they were when it was found; None for anything else (a module that was
+    not found, an alias of another, one without a usable `.pyc`)."""
     module = sys.modules.get(name)
     spec = getattr(module, "__spec__", None)
     if spec is None or spec.name != name or getattr(module, "__name__", None) != name \
@@ -301,9 +303,8 @@ def _entry(name: str, folder_mtime_ns: int | None) -> tuple[tuple[str, str], tup
     folder = os.path.dirname(os.path.dirname(origin) if package else origin)
     folders = ((folder, folder_mtime_ns),)
     if package:
-        folders += ((os.path.dirname(origin), _mtime(os.path.dirname(origin))),)
-    if folder_mtime_ns is None or _mtime(folder) != folder_mtime_ns \
-            or any(mtime_ns is None for _, mtime_ns in folders):
+        folders += ((os.path.dirname(origin), own_mtime_ns),)
+    if any(mtime_ns is None or _mtime(path) != mtime_ns for path, mtime_ns in folders):
         return None  # changed while this process ran: noted again by the next one
     try:
         st = os.stat(origin)
