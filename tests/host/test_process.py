@@ -294,6 +294,39 @@ def test_timeout_while_writing_stdin():
         run(["sleep", "30"], stdin=b"x" * (10 * 1024 * 1024), deadline=time.monotonic() + 0.3)
 
 
+def test_a_child_that_closes_its_output_is_still_waited_for():
+    # both outputs reach EOF at once; the step's status is the one the process exits with later
+    code = "import os, time; os.close(1); os.close(2); time.sleep(0.3); os._exit(7)"
+    start = time.monotonic()
+    result = run(py(code), deadline=start + 30)
+    assert result.code == 7 and time.monotonic() - start >= 0.3
+    assert live_groups() == []
+
+
+def test_timeout_after_the_output_closed_kills_the_child(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    code = (f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); "
+            "os.close(1); os.close(2); time.sleep(30)")
+    with pytest.raises(ProcessTimeout):
+        run(py(code), deadline=time.monotonic() + 1.0)
+    assert wait_dead(read_pid(pidfile))
+    assert live_groups() == []
+
+
+def test_kill_all_while_waiting_for_the_exit_cancels(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    code = (f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); "
+            "os.close(1); os.close(2); time.sleep(30)")
+    killer = threading.Thread(target=lambda: (read_pid(pidfile, 5.0), kill_all()))
+    killer.start()
+    try:
+        with pytest.raises(Cancelled):
+            run(py(code), deadline=time.monotonic() + 30)
+    finally:
+        killer.join()
+    assert live_groups() == []
+
+
 def test_timeout_custom_message():
     assert ProcessTimeout("step s1 timed out").message == "step s1 timed out"
 

@@ -231,19 +231,21 @@ def run_process(
         raise Cancelled()
     proc, child = started
     finished = False
+    exit_fd = _pidfd(proc.pid)  # readable once the child has exited (Linux); else polled
     try:
         if child.cancelled:
             kill_child(child)
             raise Cancelled()
         try:
-            stdout, stderr = _communicate(proc, child, stdin, deadline, max_output_bytes,
+            stdout, stderr = _communicate(proc, child, exit_fd, stdin, deadline,
+                                          max_output_bytes,
                                           None if listener is None else _LineSplitter(listener))
         except OutputLimitExceeded as exc:
             if env_cap is not None and max_output_bytes == env_cap:  # the variable's cap hit
                 message = f"Process output exceeded {env_cap} bytes"
                 raise OutputLimitExceeded(exc.stream, message) from None
             raise
-        returncode = _wait(proc, child, deadline)
+        returncode = _wait(proc, child, exit_fd, deadline)
         finished = True
         if child.cancelled:
             raise Cancelled()
@@ -252,6 +254,8 @@ def run_process(
             _tell(listener.exited, result.code, len(stdout), len(stderr))
         return result
     finally:
+        if exit_fd is not None:
+            os.close(exit_fd)
         if not finished:
             kill_child(child)
             _close_pipes(proc)
@@ -302,9 +306,23 @@ def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
                 pass
 
 
-def _wait(proc: subprocess.Popen[bytes], child: Child, deadline: float | None) -> int:
+def _wait(
+    proc: subprocess.Popen[bytes], child: Child, exit_fd: int | None, deadline: float | None,
+) -> int:
+    """The child's exit status, once it has exited (its output may reach EOF just before)."""
     if deadline is None:
         return proc.wait()
+    if exit_fd is not None:
+        # the pidfd turns readable at the exit: a blocking wait then returns at once, where
+        # Popen.wait(timeout) would poll waitpid with sleeps from 0.5 ms up (a millisecond
+        # added to every step whose output closed a moment before its process ended)
+        poller = select.poll()
+        poller.register(exit_fd, select.POLLIN)
+        if poller.poll(max(0.0, min(deadline - time.monotonic(), 86400.0)) * 1000.0):
+            return proc.wait()
+        if child.cancelled:
+            raise Cancelled()
+        raise ProcessTimeout()
     import subprocess
 
     try:
@@ -318,6 +336,7 @@ def _wait(proc: subprocess.Popen[bytes], child: Child, deadline: float | None) -
 def _communicate(
     proc: subprocess.Popen[bytes],
     child: Child,
+    exit_fd: int | None,
     stdin: bytes | None,
     deadline: float | None,
     limit: int | None,
@@ -336,7 +355,6 @@ def _communicate(
     view = memoryview(stdin) if stdin is not None else memoryview(b"")
     offset = 0
 
-    exit_fd = _pidfd(proc.pid)  # readable once the child has exited (Linux); else polled
     exited_at: float | None = None  # when the child itself was seen to have exited
 
     # one poll object, no epoll instance: a step's child has at most four descriptors
@@ -366,66 +384,62 @@ def _communicate(
             pass
         in_fd = -1
 
-    try:
-        while reading or in_fd >= 0:
-            if child.cancelled:
-                raise Cancelled()
-            now = time.monotonic()
-            if exited_at is None and exit_fd is None and proc.poll() is not None:
-                exited_at = now
-            if exited_at is not None and now - exited_at >= EOF_GRACE_S:
-                kill_child(child)  # what it left behind holds the pipes: the step is over
-                break
-            timeout = None
-            if deadline is not None:
-                timeout = deadline - now
-                if timeout <= 0:
-                    raise ProcessTimeout()
-            if exited_at is not None:
-                grace = exited_at + EOF_GRACE_S - now
-                timeout = grace if timeout is None else min(timeout, grace)
-            elif exit_fd is None:
-                timeout = _POLL_S if timeout is None else min(timeout, _POLL_S)
-            events = poller.poll(None if timeout is None else min(timeout, 86400.0) * 1000.0)
-            for fd, _ in events:
-                if fd == exit_fd:
-                    poller.unregister(fd)
-                    exited_at = time.monotonic()
+    while reading or in_fd >= 0:
+        if child.cancelled:
+            raise Cancelled()
+        now = time.monotonic()
+        if exited_at is None and exit_fd is None and proc.poll() is not None:
+            exited_at = now
+        if exited_at is not None and now - exited_at >= EOF_GRACE_S:
+            kill_child(child)  # what it left behind holds the pipes: the step is over
+            break
+        timeout = None
+        if deadline is not None:
+            timeout = deadline - now
+            if timeout <= 0:
+                raise ProcessTimeout()
+        if exited_at is not None:
+            grace = exited_at + EOF_GRACE_S - now
+            timeout = grace if timeout is None else min(timeout, grace)
+        elif exit_fd is None:
+            timeout = _POLL_S if timeout is None else min(timeout, _POLL_S)
+        events = poller.poll(None if timeout is None else min(timeout, 86400.0) * 1000.0)
+        for fd, _ in events:
+            if fd == exit_fd:
+                poller.unregister(fd)
+                exited_at = time.monotonic()
+                continue
+            if fd == in_fd:
+                try:
+                    written = os.write(fd, view[offset : offset + _WRITE_CHUNK])
+                except BlockingIOError:
                     continue
-                if fd == in_fd:
-                    try:
-                        written = os.write(fd, view[offset : offset + _WRITE_CHUNK])
-                    except BlockingIOError:
-                        continue
-                    except (BrokenPipeError, ConnectionResetError):
-                        close_stdin()  # the child stopped reading: not an error
-                        continue
-                    offset += written
-                    if offset >= len(view):
-                        close_stdin()
+                except (BrokenPipeError, ConnectionResetError):
+                    close_stdin()  # the child stopped reading: not an error
                     continue
-                if fd not in reading:
-                    continue
-                data = os.read(fd, _READ_CHUNK)
-                if not data:
-                    poller.unregister(fd)
-                    reading.discard(fd)
-                    if lines is not None and fd == err_fd:
-                        lines.flush()
-                    continue
-                if len(data) >= _PIPE_DEFAULT and fd not in enlarged:
-                    enlarged.add(fd)  # a full pipe: a large output, read in larger bites
-                    _enlarge_pipe(fd)
-                sizes[fd] += len(data)
-                if limit is not None and sizes[fd] > limit:
-                    kill_child(child)
-                    raise OutputLimitExceeded(names[fd])
-                chunks[fd].append(data)
+                offset += written
+                if offset >= len(view):
+                    close_stdin()
+                continue
+            if fd not in reading:
+                continue
+            data = os.read(fd, _READ_CHUNK)
+            if not data:
+                poller.unregister(fd)
+                reading.discard(fd)
                 if lines is not None and fd == err_fd:
-                    lines.feed(data)
-    finally:
-        if exit_fd is not None:
-            os.close(exit_fd)
+                    lines.flush()
+                continue
+            if len(data) >= _PIPE_DEFAULT and fd not in enlarged:
+                enlarged.add(fd)  # a full pipe: a large output, read in larger bites
+                _enlarge_pipe(fd)
+            sizes[fd] += len(data)
+            if limit is not None and sizes[fd] > limit:
+                kill_child(child)
+                raise OutputLimitExceeded(names[fd])
+            chunks[fd].append(data)
+            if lines is not None and fd == err_fd:
+                lines.feed(data)
     if child.cancelled:
         raise Cancelled()
     return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
