@@ -27,7 +27,7 @@ from vm.core import module_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = """\
-import json, os, sys, types
+import json, os, sys, time, types
 from vm.core import module_cache
 module_cache.install()
 seen = {}
@@ -49,6 +49,10 @@ edit = os.environ.get("EDIT_BEFORE_SAVE")
 if edit:  # a source changed between its import and save()
     with open(edit, "a") as file:
         file.write("# edited\\n")
+    back = os.environ.get("EDIT_DATED_BACK")
+    if back:  # and dated back, as an edit copied in with its old mtime is
+        at = time.time_ns() - int(float(back) * 1e9)
+        os.utime(edit, ns=(at, at))
 make = os.environ.get("MAKE_BEFORE_SAVE")
 if make:  # a file made beside the modules between their import and save()
     os.makedirs(os.path.dirname(make), exist_ok=True)
@@ -193,12 +197,15 @@ def test_a_source_with_a_new_mtime_or_size_alone_is_not_served(tree, change):
     assert seen["marker"] == (1 if change == "mtime" else 22)
 
 
-@pytest.mark.parametrize("pyc", ["timestamp", "checked-hash"])
+@pytest.mark.parametrize("pyc", ["timestamp", "timestamp, edit dated back", "checked-hash"])
 def test_a_source_edited_before_the_save_is_not_written_with_its_old_code(tree, pyc):
     source = write_module(tree, "vm/probe_two.py", "MARKER = 1\n")
     if pyc == "checked-hash":
         compile_pyc(source, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
-    imports(tree, "vm.probe_two", "vm.cli.main", EDIT_BEFORE_SAVE=str(source))
+    # dated back, the edit is not too recent to tell: only the .pyc's header (its source's
+    # mtime and size) says that the .pyc is not of the text now there
+    back = {"EDIT_DATED_BACK": "30"} if "dated back" in pyc else {}
+    imports(tree, "vm.probe_two", "vm.cli.main", EDIT_BEFORE_SAVE=str(source), **back)
     assert "vm.probe_two" not in index_names(tree)  # its .pyc is of the text before the edit
     assert "vm.cli.main" in index_names(tree)
 
