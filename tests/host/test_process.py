@@ -14,6 +14,7 @@ import pytest
 
 from vm.host.children import Scope, kill_all, live_groups
 from vm.host.process import (
+    EOF_GRACE_S,
     Cancelled,
     CommandNotFound,
     OutputLimitExceeded,
@@ -294,7 +295,18 @@ def test_timeout_while_writing_stdin():
         run(["sleep", "30"], stdin=b"x" * (10 * 1024 * 1024), deadline=time.monotonic() + 0.3)
 
 
-def test_a_child_that_closes_its_output_is_still_waited_for():
+@pytest.fixture(params=["pidfd", "no pidfd"])
+def exit_watch(request, monkeypatch):
+    """Each exit-wait test twice: with the child's pidfd watched (Linux 5.3 and later), and
+    as on a system without os.pidfd_open, where the exit is polled."""
+    if request.param == "no pidfd":
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    elif not hasattr(os, "pidfd_open"):
+        pytest.skip("no os.pidfd_open here")
+    return request.param
+
+
+def test_a_child_that_closes_its_output_is_still_waited_for(exit_watch):
     # both outputs reach EOF at once; the step's status is the one the process exits with later
     code = "import os, time; os.close(1); os.close(2); time.sleep(0.3); os._exit(7)"
     start = time.monotonic()
@@ -303,7 +315,7 @@ def test_a_child_that_closes_its_output_is_still_waited_for():
     assert live_groups() == []
 
 
-def test_timeout_after_the_output_closed_kills_the_child(tmp_path):
+def test_timeout_after_the_output_closed_kills_the_child(exit_watch, tmp_path):
     pidfile = tmp_path / "child.pid"
     code = (f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); "
             "os.close(1); os.close(2); time.sleep(30)")
@@ -313,7 +325,7 @@ def test_timeout_after_the_output_closed_kills_the_child(tmp_path):
     assert live_groups() == []
 
 
-def test_kill_all_while_waiting_for_the_exit_cancels(tmp_path):
+def test_kill_all_while_waiting_for_the_exit_cancels(exit_watch, tmp_path):
     pidfile = tmp_path / "child.pid"
     code = (f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); "
             "os.close(1); os.close(2); time.sleep(30)")
@@ -324,6 +336,18 @@ def test_kill_all_while_waiting_for_the_exit_cancels(tmp_path):
             run(py(code), deadline=time.monotonic() + 30)
     finally:
         killer.join()
+    assert live_groups() == []
+
+
+def test_a_process_left_holding_the_output_gets_the_grace_then_is_killed(exit_watch, tmp_path):
+    # the child exits at once; what it left in the background holds stdout open
+    pidfile = tmp_path / "bg.pid"
+    start = time.monotonic()
+    result = run(["sh", "-c", f"sleep 30 & echo $! > {pidfile}; echo done; exit 3"],
+                 deadline=start + 30)
+    assert result.code == 3 and result.stdout == b"done\n"
+    assert EOF_GRACE_S <= time.monotonic() - start < 10
+    assert wait_dead(read_pid(pidfile))
     assert live_groups() == []
 
 
