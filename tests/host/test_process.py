@@ -351,6 +351,35 @@ def test_a_process_left_holding_the_output_gets_the_grace_then_is_killed(exit_wa
     assert live_groups() == []
 
 
+def test_a_deadline_beyond_one_poll_s_longest_wait_is_kept(exit_watch, monkeypatch):
+    # a timeout of days is waited for in several polls (the longest made 0.2 s here): the
+    # step ends when its process does, not when the first poll runs out
+    import vm.host.process as process
+
+    monkeypatch.setattr(process, "_POLL_MAX_S", 0.2)
+    code = "import os, time; os.close(1); os.close(2); time.sleep(0.7); os._exit(5)"
+    assert run(py(code), deadline=time.monotonic() + 30).code == 5
+
+
+def test_no_descriptor_is_left_open_whatever_ends_the_step(exit_watch):
+    def open_fds() -> set[str]:
+        return set(os.listdir("/proc/self/fd"))
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("no /proc/self/fd here")
+    before = open_fds()
+    run(["true"], deadline=time.monotonic() + 30)
+    run(["cat"], stdin=b"x" * 200_000, deadline=time.monotonic() + 30)
+    with pytest.raises(ProcessTimeout):
+        run(["sleep", "30"], deadline=time.monotonic() + 0.3)
+    with pytest.raises(OutputLimitExceeded):
+        run(py("import sys\nwhile True: sys.stdout.write('x' * 4096)"), max_output_bytes=10_000,
+            deadline=time.monotonic() + 30)
+    with pytest.raises(CommandNotFound):
+        run(["/nonexistent/command"], deadline=time.monotonic() + 30)
+    assert open_fds() - before == set()
+
+
 def test_timeout_custom_message():
     assert ProcessTimeout("step s1 timed out").message == "step s1 timed out"
 

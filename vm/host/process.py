@@ -42,6 +42,7 @@ _PIPE_DEFAULT = 1 << 16  # ...once more than a pipe's default capacity goes thro
 _F_SETPIPE_SZ = 1031
 EOF_GRACE_S = 0.5  # after the child exits, how long its background processes may hold output
 _POLL_S = 0.05  # how often the child's exit is polled where pidfd_open is missing
+_POLL_MAX_S = 86400.0  # the longest one poll() waits (a later deadline takes several)
 
 
 # --------------------------------------------------------------------------- shell lines
@@ -231,8 +232,9 @@ def run_process(
         raise Cancelled()
     proc, child = started
     finished = False
-    exit_fd = _pidfd(proc.pid)  # readable once the child has exited (Linux); else polled
+    exit_fd: int | None = None
     try:
+        exit_fd = _pidfd(proc.pid)  # readable once the child has exited (Linux); else polled
         if child.cancelled:
             kill_child(child)
             raise Cancelled()
@@ -254,18 +256,27 @@ def run_process(
             _tell(listener.exited, result.code, len(stdout), len(stderr))
         return result
     finally:
-        if exit_fd is not None:
-            os.close(exit_fd)
-        if not finished:
-            kill_child(child)
-            _close_pipes(proc)
-            try:
-                proc.wait()
-            except BaseException:  # never mask the error already in flight
-                pass
-        else:
-            _close_pipes(proc)
-        release_child(child, scope)
+        try:
+            if exit_fd is not None:
+                os.close(exit_fd)
+        finally:
+            _end_child(proc, child, scope, finished)
+
+
+def _end_child(proc: subprocess.Popen[bytes], child: Child, scope: Scope | None,
+               finished: bool) -> None:
+    """Whatever ended the step: a child not seen to finish is killed and reaped, its pipes
+    closed, and it leaves the live table."""
+    if not finished:
+        kill_child(child)
+        _close_pipes(proc)
+        try:
+            proc.wait()
+        except BaseException:  # never mask the error already in flight
+            pass
+    else:
+        _close_pipes(proc)
+    release_child(child, scope)
 
 
 def _tell(call: Callable[..., Any], *args: Any) -> None:
@@ -318,11 +329,12 @@ def _wait(
         # added to every step whose output closed a moment before its process ended)
         poller = select.poll()
         poller.register(exit_fd, select.POLLIN)
-        if poller.poll(max(0.0, min(deadline - time.monotonic(), 86400.0)) * 1000.0):
-            return proc.wait()
-        if child.cancelled:
-            raise Cancelled()
-        raise ProcessTimeout()
+        while not poller.poll(max(0.0, min(deadline - time.monotonic(), _POLL_MAX_S)) * 1000.0):
+            if time.monotonic() >= deadline:
+                if child.cancelled:
+                    raise Cancelled()
+                raise ProcessTimeout()
+        return proc.wait()
     import subprocess
 
     try:
@@ -403,7 +415,7 @@ def _communicate(
             timeout = grace if timeout is None else min(timeout, grace)
         elif exit_fd is None:
             timeout = _POLL_S if timeout is None else min(timeout, _POLL_S)
-        events = poller.poll(None if timeout is None else min(timeout, 86400.0) * 1000.0)
+        events = poller.poll(None if timeout is None else min(timeout, _POLL_MAX_S) * 1000.0)
         for fd, _ in events:
             if fd == exit_fd:
                 poller.unregister(fd)
