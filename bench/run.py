@@ -50,7 +50,8 @@ TEN_STEPS = "steps:\n" + "".join(  # each step reads the one before it on stdin
     f"  - id: s{i}\n    run: cat; echo step{i}\n" + (f"    stdin: $s{i - 1}.stdout\n" if i else "")
     for i in range(10))
 PURE = "state.get none | map --wrap v | approve --prompt ok | pick v"
-ONE_EXEC = "exec --json --shell 'echo [1]' | map --wrap v | approve --prompt ok | pick v"
+ONE_EXEC_LINE = "echo [1]"  # the one-exec row's shell line
+ONE_EXEC = f"exec --json --shell '{ONE_EXEC_LINE}' | map --wrap v | approve --prompt ok | pick v"
 EMBEDDED = ROOT / "bench" / "original_embedded.mjs"
 
 
@@ -261,7 +262,9 @@ def spawn_floor(seconds: float) -> float:
     """Seconds a bare `os.posix_spawn` of the one-exec row's shell line takes, its output read
     to EOF and its exit waited for (median of batches): the child's share of that row, below
     which no runtime that starts the child can go on this machine."""
-    argv = shell_argv_of(ONE_EXEC)
+    from vm.host.process import shell_argv
+
+    argv = shell_argv(ONE_EXEC_LINE, {})
     batches: list[float] = []
     end = time.perf_counter() + seconds
     while time.perf_counter() < end or len(batches) < 3:
@@ -277,13 +280,6 @@ def spawn_floor(seconds: float) -> float:
             os.waitpid(pid, 0)
         batches.append((time.perf_counter() - start) / 20)
     return statistics.median(batches)
-
-
-def shell_argv_of(pipeline: str) -> list[str]:
-    """The argv of the one `exec --shell '...'` stage that opens `pipeline`."""
-    from vm.host.process import shell_argv
-
-    return shell_argv(shlex.split(pipeline)[3], {})
 
 
 def in_process_rows(args, scratch: Path) -> None:

@@ -256,27 +256,18 @@ def run_process(
             _tell(listener.exited, result.code, len(stdout), len(stderr))
         return result
     finally:
-        try:
-            if exit_fd is not None:
-                os.close(exit_fd)
-        finally:
-            _end_child(proc, child, scope, finished)
-
-
-def _end_child(proc: subprocess.Popen[bytes], child: Child, scope: Scope | None,
-               finished: bool) -> None:
-    """Whatever ended the step: a child not seen to finish is killed and reaped, its pipes
-    closed, and it leaves the live table."""
-    if not finished:
-        kill_child(child)
-        _close_pipes(proc)
-        try:
-            proc.wait()
-        except BaseException:  # never mask the error already in flight
-            pass
-    else:
-        _close_pipes(proc)
-    release_child(child, scope)
+        if not finished:
+            kill_child(child)
+            _close_pipes(proc)
+            try:
+                proc.wait()
+            except BaseException:  # never mask the error already in flight
+                pass
+        else:
+            _close_pipes(proc)
+        release_child(child, scope)
+        if exit_fd is not None:  # last: the child is ended whatever this does
+            os.close(exit_fd)
 
 
 def _tell(call: Callable[..., Any], *args: Any) -> None:
@@ -320,29 +311,29 @@ def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
 def _wait(
     proc: subprocess.Popen[bytes], child: Child, exit_fd: int | None, deadline: float | None,
 ) -> int:
-    """The child's exit status, once it has exited (its output may reach EOF just before)."""
+    """The child's exit status, once it has exited (its output may reach EOF just before);
+    Cancelled or ProcessTimeout when the deadline comes first."""
     if deadline is None:
         return proc.wait()
-    if exit_fd is not None:
+    if exit_fd is None:
+        import subprocess
+
+        try:
+            return proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    else:
         # the pidfd turns readable at the exit: a blocking wait then returns at once, where
         # Popen.wait(timeout) would poll waitpid with sleeps from 0.5 ms up (a millisecond
         # added to every step whose output closed a moment before its process ended)
         poller = select.poll()
         poller.register(exit_fd, select.POLLIN)
-        while not poller.poll(max(0.0, min(deadline - time.monotonic(), _POLL_MAX_S)) * 1000.0):
+        while True:
+            if poller.poll(max(0.0, min(deadline - time.monotonic(), _POLL_MAX_S)) * 1000.0):
+                return proc.wait()
             if time.monotonic() >= deadline:
-                if child.cancelled:
-                    raise Cancelled()
-                raise ProcessTimeout()
-        return proc.wait()
-    import subprocess
-
-    try:
-        return proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        if child.cancelled:
-            raise Cancelled() from None
-        raise ProcessTimeout() from None
+                break
+    raise Cancelled() if child.cancelled else ProcessTimeout()
 
 
 def _communicate(
