@@ -15,8 +15,9 @@ would recompile and measure something no user runs.
 Floors: a bare interpreter (`python -c pass`), the design's floor (the interpreter importing
 attrs, msgpack, json and subprocess, which a run cannot avoid), and the disk's sync rate (a
 durable-replace probe in the state dir: create, write, fsync, rename, fsync the directory), and
-the one-exec row's child alone (a bare posix_spawn of its shell line, output read, exit waited),
-beside the whole cycle that row's goal allows.
+for the one-exec row, beside the whole cycle its goal allows: its child alone (a bare
+posix_spawn of its shell line, output read, exit waited), and that child followed at once by
+our pure-data cycle (the row's cycle with nothing of ours spent on the child).
 In-process rows: run+halt+resume cycles per second through `vm.service.protocol`, ours on
 tmpfs and on disk, against the original's embedded runtime (its `core` export) on tmpfs; the
 PostgreSQL store from 4 processes; a cycle's cost with 10 and with --pending checkpoints
@@ -258,28 +259,65 @@ def ours_in_process(pipeline: str, state: Path, seconds: float) -> float:
     return cycles_for(seconds)
 
 
-def spawn_floor(seconds: float) -> float:
-    """Seconds a bare `os.posix_spawn` of the one-exec row's shell line takes, its output read
-    to EOF and its exit waited for (median of batches): the child's share of that row, below
-    which no runtime that starts the child can go on this machine."""
+def _bare_child() -> None:
+    """The one-exec row's shell line run by a bare `os.posix_spawn`, its output read to EOF and
+    its exit waited for: what no runtime that starts the child can skip."""
     from vm.host.process import shell_argv
 
     argv = shell_argv(ONE_EXEC_LINE, {})
+    read, write = os.pipe()
+    pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=[
+        (os.POSIX_SPAWN_DUP2, write, 1), (os.POSIX_SPAWN_CLOSE, read)])
+    os.close(write)
+    while os.read(read, 65536):
+        pass
+    os.close(read)
+    os.waitpid(pid, 0)
+
+
+def _seconds_each(work, seconds: float, batch: int = 20) -> float:
+    """Seconds one call of `work` takes: the median of batches of `batch` calls."""
     batches: list[float] = []
     end = time.perf_counter() + seconds
     while time.perf_counter() < end or len(batches) < 3:
         start = time.perf_counter()
-        for _ in range(20):
-            read, write = os.pipe()
-            pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=[
-                (os.POSIX_SPAWN_DUP2, write, 1), (os.POSIX_SPAWN_CLOSE, read)])
-            os.close(write)
-            while os.read(read, 65536):
-                pass
-            os.close(read)
-            os.waitpid(pid, 0)
-        batches.append((time.perf_counter() - start) / 20)
+        for _ in range(batch):
+            work()
+        batches.append((time.perf_counter() - start) / batch)
     return statistics.median(batches)
+
+
+def spawn_floor(seconds: float) -> float:
+    """Seconds the one-exec row's child alone takes (`_bare_child`, median of batches): the
+    child's share of that row, below which no runtime that starts the child can go here."""
+    return _seconds_each(_bare_child, seconds)
+
+
+def child_then_pure(seconds: float, state: Path) -> tuple[float, float]:
+    """(seconds of `_bare_child` followed at once by our pure-data cycle, seconds of that cycle
+    alone), each the median of batches, alternating: the one-exec row's cycle with nothing of
+    ours spent on the child. It is more than the two apart: CPU work right after the process
+    slept through the child's run (here, a virtual machine's idle core) is slower than the same
+    work back to back (docs/benchmarks.md, "A child's share of the one-exec row")."""
+    from vm.service.protocol import Decision, Options, handle, resume
+
+    options = Options(cwd=str(state.parent), state_dir=str(state))
+
+    def pure() -> None:
+        token = handle({"action": "run", "pipeline": PURE},
+                       options)["requiresApproval"]["resumeToken"]
+        resume(options, Decision(approve=True), token=token)
+
+    def both() -> None:
+        _bare_child()
+        pure()
+
+    _seconds_each(pure, warm_up())  # compiled, and the key set settled (see warm_up)
+    together, alone = [], []
+    for _ in range(3):
+        together.append(_seconds_each(both, seconds / 6))
+        alone.append(_seconds_each(pure, seconds / 6))
+    return statistics.median(together), statistics.median(alone)
 
 
 def in_process_rows(args, scratch: Path) -> None:
@@ -320,6 +358,10 @@ def in_process_rows(args, scratch: Path) -> None:
                 label = "  floor: its child alone (bare posix_spawn, read, waited)"
                 print(f"{label:<64}{child * 1e6:8.0f}us {budget * 1e6:8.0f}us  "
                       f"(the goal's whole cycle)", flush=True)
+                together, alone = child_then_pure(args.seconds, tmpfs / "child-then-pure")
+                label = "  that child, then our pure cycle, back to back"
+                print(f"{label:<64}{together * 1e6:8.0f}us   (pure alone {alone * 1e6:.0f}us; "
+                      f"ours with the exec: {1e6 / ours_rate:.0f}us)", flush=True)
     finally:
         shutil.rmtree(tmpfs, ignore_errors=True)
     disk = scratch / "durable"
