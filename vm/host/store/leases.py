@@ -42,6 +42,7 @@ class Scheduler:
         self._floor_at = 0.0  # when the latest claim of that lease came (time.monotonic)
         self._last_claim = 0.0
         self._thread: threading.Thread | None = None
+        self.looks = 0  # how often it has looked over the held claims (its pace, for tests)
 
     def add(self, claim: Claim) -> None:
         lease, since = claim.lease_s, claim.since
@@ -60,6 +61,7 @@ class Scheduler:
     def _run(self) -> None:
         with self._lock:
             while True:
+                self.looks += 1
                 now = time.monotonic()
                 wake = math.inf
                 for claim in list(HELD.values()):
