@@ -18,6 +18,9 @@ class Diagnostic:
     span: Span | None = None
     help: str | None = None  # e.g. "did you mean 'where'?"
     severity: str = "error"  # error | warning
+    # (line, column) where a run meets this problem, when that is not where it is written: a
+    # step's condition is decided before the step's other fields are read
+    order: tuple[int, int] | None = None
 
     @property
     def kind(self) -> str:
@@ -26,18 +29,23 @@ class Diagnostic:
 
 
 class CompileError(Exception):
-    """All diagnostics of a failed compile, sorted by position; `str` is the first one."""
+    """All diagnostics of a failed compile, in the order a run meets them (by position, or
+    `order`); `str` is the first one, the one the original would stop at."""
 
     def __init__(self, diagnostics: Iterable[Diagnostic], source: Source | None = None) -> None:
-        self.diagnostics = sorted(
-            diagnostics, key=lambda d: (d.span.line, d.span.col) if d.span else (0, 0)
-        )
+        self.diagnostics = sorted(diagnostics, key=_met_at)
         self.source = source
         super().__init__(self.diagnostics[0].message if self.diagnostics else "compile error")
 
     @property
     def first(self) -> Diagnostic:
         return self.diagnostics[0]
+
+
+def _met_at(d: Diagnostic) -> tuple[int, int]:
+    if d.order is not None:
+        return d.order
+    return (d.span.line, d.span.col) if d.span else (0, 0)
 
 
 def render(diag: Diagnostic, source: Source | None = None) -> str:

@@ -13,6 +13,8 @@ from collections import ChainMap
 from collections.abc import Iterator
 from typing import Any
 
+from attrs import evolve
+
 from lobsterc.check.stages import BoundStage, did_you_mean
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.syntax import ast
@@ -107,6 +109,10 @@ def _check_steps(wf: Any, steps: tuple, outer: ChainMap, outer_later: Any,
     for index, step in enumerate(steps):
         later = (steps, index, outer_later)  # made a _Later only for a hint
         kind = step.kind
+        if step.when is not None:  # met where the step begins: it decides whether it runs
+            start = step.loc.span()
+            for diag in _check_when(step.when, scope, later):
+                yield evolve(diag, order=(start.line, start.col))
         if isinstance(step.stdin, str):
             m = WHOLE_REF.match(step.stdin.strip())
             if m and m[1] not in scope:
@@ -116,8 +122,6 @@ def _check_steps(wf: Any, steps: tuple, outer: ChainMap, outer_later: Any,
             if m and m[1] not in scope:
                 yield unknown_ref(m[1], f"{m[1]}{m[2]}", kind.loc.span(), scope, later)
         yield from _check_fields(step, names)
-        if step.when is not None:
-            yield from _check_when(step.when, scope, later)
         if isinstance(kind, ast.PipelineStep):
             yield from check_pipeline_text(step.id, kind.pipeline)
         elif isinstance(kind, ast.Parallel):

@@ -134,6 +134,27 @@ def test_a_later_step_or_a_branch_reference(tmp_path):
     assert diag.help == "'b' is a later step; a step can only read the steps before it"
 
 
+def test_a_steps_condition_is_met_before_its_stdin_or_loop_source(tmp_path):
+    """The original decides whether a step runs before it reads anything else of it: with an
+    unknown reference in the condition and in stdin (or for_each), the compile is refused by
+    the condition's, wherever the fields stand in the step; the file's other errors come in
+    the order a run meets them, every one still listed."""
+    for fields in ("    stdin: $x.json\n    run: cat\n    when: $y.approved\n",
+                   "    for_each: $x.json\n    condition: $y.approved\n    steps: [{id: b, run: cat}]\n",
+                   "    when: $y.approved\n    stdin: $x.json\n    run: cat\n"):
+        path = write(tmp_path, "steps:\n  - id: a\n" + fields + "  - id: c\n    stdin: $z.json\n"
+                               "    run: cat\n")
+        with pytest.raises(CompileError) as info:
+            compile_workflow(path)
+        assert [d.message for d in info.value.diagnostics] == [
+            "Unknown step reference: y.approved", "Unknown step reference: x.json",
+            "Unknown step reference: z.json"], fields
+        # each keeps where it is written
+        lines = [d.span.line for d in info.value.diagnostics]
+        assert lines[0] == 3 + fields.split("\n").index(
+            next(line for line in fields.split("\n") if "$y" in line))
+
+
 # sub-workflows ------------------------------------------------------------------------------
 
 def test_errors_inside_a_sub_workflow_point_into_it(tmp_path):
