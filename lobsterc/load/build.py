@@ -252,8 +252,8 @@ class _Builder:
     def approval(self, sid: str, value: Any, at: tuple) -> ast.Approval:
         config: dict[str, Any] = {}
         written = None
-        if isinstance(value, str):
-            written = None if value.strip() in ("", "required") else value
+        if isinstance(value, str):  # only the exact word `required` asks for the default
+            written = None if value == "required" or not value.strip() else value
         elif isinstance(value, dict):
             written = _str_or_none(value.get("prompt"))
             for key in ("items", "preview"):
@@ -267,7 +267,8 @@ class _Builder:
                     chosen = value.get(snake)
                 if chosen is not None:
                     config[camel] = chosen
-        return ast.Approval(written=written, prompt=written or f"Approve {sid}?", config=config,
+        return ast.Approval(written=written,
+                            prompt=f"Approve {sid}?" if written is None else written, config=config,
                             loc=self.loc(*at, "approval"))
 
     def policy(self, step: dict) -> ast.Policy | None:

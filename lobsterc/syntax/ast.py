@@ -193,7 +193,7 @@ class Approval:
     """A step's own approval gate, asked after the step has run."""
 
     written: str | None  # the prompt as the file gives it, None when it gives none
-    prompt: str  # the text shown: `written`, or a default when that is None or empty
+    prompt: str  # the text shown: `written` (even empty), or a default when that is None
     config: Mapping[str, Any]  # items, preview and the identity rules (camelCase keys)
     loc: Loc  # at the `approval` value
 

@@ -85,6 +85,13 @@ def test_approval_lines_cut_long_items_to_the_terminal():
     assert all(len(line) <= 30 for line in lines)
 
 
+def test_approval_lines_take_items_a_step_printed_that_are_no_list():
+    """A workflow step that prints its own request passes its items on as printed."""
+    assert terminal.approval_lines({"items": 5}, 80) == ["1 item:", "  5"]
+    assert terminal.approval_lines({"items": "abc", "preview": 7}, 80) == ["1 item:", "  abc"]
+    assert terminal.approval_lines({"items": [], "preview": 7}, 80) == []
+
+
 def test_approval_lines_fall_back_to_the_preview():
     preview = "\n".join(f"line {i}" for i in range(7))
     assert terminal.approval_lines({"items": [], "preview": preview}, 80) == [

@@ -4,6 +4,7 @@ holds only its own fields, survives its bytes, and takes its decision; the facts
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -114,6 +115,39 @@ def test_each_pending_record_is_tagged_and_survives_its_bytes(tmp_path, source):
     assert codec.load_frame(codec.dump_frame(frame), program) == frame
     (site,) = codec.load_program(codec.dump_program(program)).halts
     assert site == program.halts[0]
+
+
+@pytest.mark.parametrize(("approval", "prompt"), [
+    ("{prompt: ''}", ""), ("' required '", " required "), ("required", "Approve a?"),
+    ("{}", "Approve a?"), ("true", "Approve a?")])
+def test_a_step_approval_prompt_is_kept_as_written(tmp_path, approval, prompt):
+    """Only a missing prompt, or the exact word `required`, gives the default, as the
+    original's: an empty one is kept."""
+    program = workflow(tmp_path, f"steps:\n  - id: a\n    approval: {approval}\n")
+    assert park(tmp_path, program).pending.prompt == prompt
+
+
+@pytest.mark.parametrize(("printed", "prompt", "items", "preview"), [
+    ({"requiresApproval": {"prompt": "p", "items": 5, "preview": ["a"]}}, "p", 5, ["a"]),
+    ({"prompt": 5, "preview": 7}, 5, [], 7),
+    ({"prompt": [], "items": "x"}, [], "x", None),
+    ({"requiresApproval": {"prompt": ""}, "prompt": "p2"}, "p2", [], None),
+    ({"prompt": 0, "items": [1]}, "cfg", [{"prompt": 0, "items": [1]}],
+     '{"prompt": 0, "items": [1]}'),  # not a request: the gate's own, its preview the output
+])
+def test_a_request_a_step_prints_is_taken_as_printed_and_parks(tmp_path, printed, prompt,
+                                                                items, preview):
+    """A step that prints its own approval request: taken when its prompt is truthy as
+    JavaScript has it, its prompt, items and preview kept whatever their JSON types (a number
+    prompt, a string of items), and the frame saved with them loads again (a preview that is
+    not a string made a checkpoint no resume could read)."""
+    (tmp_path / "out.json").write_text(json.dumps(printed))
+    program = workflow(tmp_path, "steps:\n  - id: a\n    run: cat out.json\n"
+                                 "    approval: {prompt: cfg}\n")
+    frame = park(tmp_path, program)
+    pending = frame.pending
+    assert (pending.prompt, pending.items, pending.preview) == (prompt, items, preview)
+    assert codec.load_frame(codec.dump_frame(frame), program) == frame
 
 
 def test_a_gated_step_value_says_so(tmp_path):

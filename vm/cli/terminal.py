@@ -61,6 +61,8 @@ def approval_lines(request: dict, width: int) -> list[str]:
     """What an approval waits on, before its `[y/N]`: the items, one line each (strings as
     they are, other values as compact JSON), else the preview's lines."""
     items = request.get("items") or []
+    if not isinstance(items, list):  # a workflow step printed its own request with these
+        items = [items]
     if items:
         noun = "item" if len(items) == 1 else "items"
         return [f"{len(items)} {noun}:",

@@ -78,8 +78,10 @@ def step_approval_pending(run: Run, site: StepApproval, halt: int) -> StepApprov
 
     result = run.frame.results.get(site.step)
     request = steps.approval_request(result, site.prompt, _gate_config(site))
+    items = request["items"]  # a list, unless the step printed a request with other items
     return StepApprovalWait(halt=halt, prompt=request["prompt"], step=site.step,
-                            items=list(request["items"]), preview=request.get("preview"),
+                            items=list(items) if isinstance(items, list) else items,
+                            preview=request.get("preview"),
                             approvers=_approvers(site.approvers, run.host.ctx.env))
 
 

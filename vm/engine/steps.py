@@ -121,14 +121,20 @@ def _forwarded_request(source: dict) -> dict:
             **({"preview": preview} if js.truthy(preview) else {})}
 
 
+def _prompted(source: dict) -> bool:
+    return js.truthy(source.get("prompt", js.UNDEFINED))
+
+
 def approval_request(result: dict | None, site_prompt: str, config: dict) -> dict:
-    """Prompt, items and preview of a workflow approval gate, from its step's result."""
+    """Prompt, items and preview of a workflow approval gate, from its step's result: a request
+    the step printed counts when its prompt is truthy (as JavaScript has it: a number or an
+    object counts, "" and 0 do not), and is taken as printed, whatever its values' types."""
     result = result or {}
     value = result.get("json", js.UNDEFINED)
     if isinstance(value, dict) and isinstance(value.get("requiresApproval"), dict) \
-            and isinstance(value["requiresApproval"].get("prompt"), str):
+            and _prompted(value["requiresApproval"]):
         return _forwarded_request(value["requiresApproval"])
-    if isinstance(value, dict) and isinstance(value.get("prompt"), str):
+    if isinstance(value, dict) and _prompted(value):
         return _forwarded_request(value)
     if "items" in config:
         items = config["items"]

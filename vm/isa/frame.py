@@ -173,10 +173,12 @@ def _workflow_records() -> tuple[type, ...]:
 
         kind: ClassVar[str] = "approval"
         halt: int
-        prompt: str
+        # prompt a string, items a list, preview a string or None; a request the step printed
+        # is kept as printed (vm.engine.steps.approval_request): then any JSON value
+        prompt: Any
         step: str
-        items: list[Any] = field(factory=list)
-        preview: str | None = None
+        items: Any = field(factory=list)
+        preview: Any = None
         approvers: ApproverRules = field(factory=ApproverRules)  # resolved when the gate halted
         approval_id: str | None = None
 

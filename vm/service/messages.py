@@ -55,10 +55,13 @@ class ApprovalRequest(TypedDict):
     """What an approval halt asks (`requiresApproval`)."""
 
     type: Literal["approval_request"]
-    prompt: str
-    items: list[Any]
-    """The items waiting for the decision (the approve step's input)."""
-    preview: NotRequired[str]
+    prompt: Any
+    """A string; a workflow step that printed its own request passes on its prompt as printed
+    (any truthy JSON value), and its items and preview too."""
+    items: Any
+    """The items waiting for the decision (the approve step's input): a list, unless a step
+    printed other items."""
+    preview: NotRequired[Any]
     """The items as text, when the gate asked for a preview."""
     requiredApprover: NotRequired[str]
     requireDifferentApprover: NotRequired[bool]
