@@ -293,31 +293,41 @@ def spawn_floor(seconds: float) -> float:
     return _seconds_each(_bare_child, seconds)
 
 
-def child_then_pure(seconds: float, state: Path) -> tuple[float, float]:
-    """(seconds of `_bare_child` followed at once by our pure-data cycle, seconds of that cycle
-    alone), each the median of batches, alternating: the one-exec row's cycle with nothing of
-    ours spent on the child. It is more than the two apart: CPU work right after the process
-    slept through the child's run (here, a virtual machine's idle core) is slower than the same
-    work back to back (docs/benchmarks.md, "A child's share of the one-exec row")."""
+def child_then_pure(seconds: float, state: Path) -> tuple[float, float, float]:
+    """Seconds of (`_bare_child` followed at once by our pure-data cycle, that cycle alone, our
+    one-exec cycle), each the median of batches, the three taken in turn: the first is the
+    one-exec row's cycle with nothing of ours spent on the child, and the third less the first
+    is what our exec step costs beyond a bare spawn. The first is more than the child and the
+    cycle apart: CPU work right after the process slept through the child's run (here, a
+    virtual machine's idle core) is slower than the same work back to back
+    (docs/benchmarks.md, "A child's share of the one-exec row")."""
     from vm.service.protocol import Decision, Options, handle, resume
 
     options = Options(cwd=str(state.parent), state_dir=str(state))
 
-    def pure() -> None:
-        token = handle({"action": "run", "pipeline": PURE},
+    def cycle(pipeline: str) -> None:
+        token = handle({"action": "run", "pipeline": pipeline},
                        options)["requiresApproval"]["resumeToken"]
         resume(options, Decision(approve=True), token=token)
 
+    def pure() -> None:
+        cycle(PURE)
+
     def both() -> None:
         _bare_child()
-        pure()
+        cycle(PURE)
 
+    def exec_cycle() -> None:
+        cycle(ONE_EXEC)
+
+    _seconds_each(exec_cycle, 0.5)
     _seconds_each(pure, warm_up())  # compiled, and the key set settled (see warm_up)
-    together, alone = [], []
+    rounds: list[tuple[float, float, float]] = []
     for _ in range(3):
-        together.append(_seconds_each(both, seconds / 6))
-        alone.append(_seconds_each(pure, seconds / 6))
-    return statistics.median(together), statistics.median(alone)
+        rounds.append((_seconds_each(both, seconds / 9), _seconds_each(pure, seconds / 9),
+                       _seconds_each(exec_cycle, seconds / 9)))
+    together, alone, ours = (statistics.median(r[k] for r in rounds) for k in range(3))
+    return together, alone, ours
 
 
 def in_process_rows(args, scratch: Path) -> None:
@@ -358,10 +368,12 @@ def in_process_rows(args, scratch: Path) -> None:
                 label = "  floor: its child alone (bare posix_spawn, read, waited)"
                 print(f"{label:<64}{child * 1e6:8.0f}us {budget * 1e6:8.0f}us  "
                       f"(the goal's whole cycle)", flush=True)
-                together, alone = child_then_pure(args.seconds, tmpfs / "child-then-pure")
+                together, alone, ours_exec = child_then_pure(args.seconds,
+                                                             tmpfs / "child-then-pure")
                 label = "  that child, then our pure cycle, back to back"
-                print(f"{label:<64}{together * 1e6:8.0f}us   (pure alone {alone * 1e6:.0f}us; "
-                      f"ours with the exec: {1e6 / ours_rate:.0f}us)", flush=True)
+                print(f"{label:<64}{together * 1e6:8.0f}us   (in turn: the pure cycle alone "
+                      f"{alone * 1e6:.0f}us, our one-exec cycle {ours_exec * 1e6:.0f}us)",
+                      flush=True)
     finally:
         shutil.rmtree(tmpfs, ignore_errors=True)
     disk = scratch / "durable"
