@@ -220,7 +220,9 @@ class _Compiler:
         block (LOOP_NEXT and what follows) begins."""
         em = self.em
         S = em.const(step.id)
-        loop = Loop(kind.source, kind.item_var, kind.index_var, kind.batch_size, kind.pause_ms,
+        batch_size, pause_ms = (default(STEP, name) if value is ABSENT else value for name, value
+                                in (("batch_size", kind.batch_size), ("pause_ms", kind.pause_ms)))
+        loop = Loop(kind.source, kind.item_var, kind.index_var, batch_size, pause_ms,
                     tuple(sub.id for sub in kind.steps))
         span = kind.loc.span()
         begin = em.emit(Op.LOOP_BEGIN, S, em.const(loop), 0, span=span)

@@ -179,8 +179,8 @@ class _Builder:
             return ast.ForEach(
                 source=step["for_each"], item_var=_field(step, STEP, "item_var"),
                 index_var=_field(step, STEP, "index_var"),
-                batch_size=_field(step, STEP, "batch_size"),
-                pause_ms=_field(step, STEP, "pause_ms"),
+                batch_size=step.get("batch_size", ast.ABSENT),
+                pause_ms=step.get("pause_ms", ast.ABSENT),
                 steps=self.steps(_get(step, "steps", []), (*at, "steps")),
                 loc=self.loc(*at, "for_each"))
         if kind == "input":

@@ -165,8 +165,8 @@ class ForEach:
     source: str
     item_var: str
     index_var: str
-    batch_size: Number
-    pause_ms: Number
+    batch_size: Number  # as written, ABSENT when not given (the plan shows what was given)
+    pause_ms: Number  # as written, ABSENT when not given
     steps: tuple[Step, ...]
     loc: Loc  # at the `for_each` value
     tag = "for_each"

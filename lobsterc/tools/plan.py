@@ -13,7 +13,6 @@ from lobsterc.syntax import ast
 from lobsterc.check.checker import halting_stage
 from lobsterc.check.stages import check_pipeline, check_stage
 from lobsterc.diagnostics import CompileError, Diagnostic
-from lobsterc.load.fields import STEP, default
 from lobsterc.syntax.parse import parse_pipeline
 from lobsterc.tools.plan_refusal import earlier_in_plan, unless_templated
 from vm.core import js
@@ -295,8 +294,9 @@ class _Planner:
         # names a step's stdout or json, whether or not that step ran before (as the original)
         self.lines.append(f"{pad}for_each: {_noted(loop.source)}")
         self.lines.append(f"{pad}item_var: {loop.item_var}, index_var: {loop.index_var}")
-        if loop.batch_size not in (ast.ABSENT, None, default(STEP, "batch_size")):
-            self.lines.append(f"{pad}batch_size: {js.to_string(loop.batch_size)}")
+        for name, value in (("batch_size", loop.batch_size), ("pause_ms", loop.pause_ms)):
+            if value is not ast.ABSENT and js.truthy(value):  # as given (1 too), 0 left out
+                self.lines.append(f"{pad}{name}: {js.to_string(value)}")
         self.lines.append(f"{pad}sub-steps: {len(loop.steps)}")
         scope = {**results, loop.item_var: _Output(), loop.index_var: _Output()}
         for index, sub in enumerate(loop.steps):

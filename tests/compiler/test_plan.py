@@ -254,6 +254,26 @@ PLANS = [
               "       2. off  [skipped — condition: false]",
               "       3. maybe  [pipeline] pipeline: exec --shell 'echo $row.json'"),
         id="for_each"),
+    pytest.param(  # batch_size and pause_ms as given (a batch of 1 too), a pause of 0 left out
+        """
+        steps:
+          - {id: one, for_each: "[1]", batch_size: 1, steps: [{id: s, run: x}]}
+          - {id: paced, for_each: "[1]", pause_ms: 250, steps: [{id: s, run: x}]}
+          - {id: both, for_each: "[1]", batch_size: 3, pause_ms: 0, steps: [{id: s, run: x}]}
+          - {id: plain, for_each: "[1]", steps: [{id: s, run: x}]}
+        """, {},
+        lines("[DRY RUN] Would execute 4 steps:", "",
+              "  1. one  [for_each]", "     for_each: [1]", "     item_var: item, index_var: index",
+              "     batch_size: 1", "     sub-steps: 1", "       1. s  [shell] run: x",
+              "  2. paced  [for_each]", "     for_each: [1]",
+              "     item_var: item, index_var: index", "     pause_ms: 250", "     sub-steps: 1",
+              "       1. s  [shell] run: x",
+              "  3. both  [for_each]", "     for_each: [1]", "     item_var: item, index_var: index",
+              "     batch_size: 3", "     sub-steps: 1", "       1. s  [shell] run: x",
+              "  4. plain  [for_each]", "     for_each: [1]",
+              "     item_var: item, index_var: index", "     sub-steps: 1",
+              "       1. s  [shell] run: x"),
+        id="for_each_batches"),
     pytest.param(  # a for_each source as written: not trimmed, no arg substituted, noted
         # only for a stdout or json reference
         """
