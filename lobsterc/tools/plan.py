@@ -31,15 +31,34 @@ def pipeline_plan(text: str) -> str:
     count = len(bound)
     lines = [f"[DRY RUN] Pipeline ({count} stage{'' if count == 1 else 's'}):"]
     for index, (item, stage) in enumerate(zip(bound, pipeline.stages), start=1):
-        flags = dict(item.args.flags)
-        for word in stage.words:  # a bool flag written `--flag=VALUE` shows its VALUE
-            name, eq, value = word.text[2:].partition("=")  # (the last one written wins)
-            if word.text.startswith("--") and isinstance(item.args.flags.get(name), bool):
-                flags[name] = value if eq else True
-        parts = _stage_args(flags, item.args.positionals)
+        parts = _stage_args(_flags_as_written(item, stage), item.args.positionals)
         detail = f"  args: {', '.join(parts)}" if parts else ""
         lines.append(f"  {index}. {item.command.name}{detail}")
     return "\n".join(lines) + "\n"
+
+
+def _flags_as_written(item, stage) -> dict:
+    """A stage's flags as the original's parser keeps them: under the name each was written
+    with (`--dryRun`, an alias of `dry-run`, shows as dryRun), in the order first written; a
+    bool flag written `--flag=VALUE` shows its VALUE (the last one written wins)."""
+    flags: dict = {}
+    written = set()
+    for word in stage.words:
+        if word.text == "--":
+            break
+        if not word.text.startswith("--"):
+            continue
+        name, eq, value = word.text[2:].partition("=")
+        flag = item.command.flag(name)
+        if flag is None or flag.name not in item.args.flags:
+            continue
+        merged = item.args.flags[flag.name]
+        flags[name] = (value if eq else True) if isinstance(merged, bool) else merged
+        written.add(flag.name)
+    for name, value in item.args.flags.items():  # any the words do not show as written
+        if name not in written:
+            flags[name] = value
+    return flags
 
 
 def _stage_args(flags: dict, positionals) -> list[str]:

@@ -414,6 +414,12 @@ PIPELINES = [
     ("exec --json --shell 'echo 1' | sort | json",
      lines("[DRY RUN] Pipeline (3 stages):", "  1. exec  args: json=true, shell=echo 1",
            "  2. sort", "  3. json")),
+    # a flag shows under the name it was written with (an alias too), first written first
+    ("gog.gmail.send --dryRun", lines("[DRY RUN] Pipeline (1 stage):",
+                                      "  1. gog.gmail.send  args: dryRun=true")),
+    ("clawd.invoke --tool t --sessionKey k --action a --dryRun=no",
+     lines("[DRY RUN] Pipeline (1 stage):",
+           "  1. clawd.invoke  args: tool=t, sessionKey=k, action=a, dryRun=no")),
 ]
 
 
