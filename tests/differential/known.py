@@ -104,20 +104,6 @@ def _args_after_split(case, i, ref, ours) -> bool:
             and ours.get("exitCode") == 0)
 
 
-
-def _id_of_an_ended_last_stage_approve(case, i, ref, ours) -> bool:
-    """An approval id resumed again after its checkpoint ended: the original still finds the id
-    of a pipeline whose `approve` was its last stage and was approved (its state gone:
-    `Pipeline resume state not found`, runtime_error, exit 1); ours answers every ended
-    checkpoint's id alike (`Approval ID "..." not found or expired`, E505, exit 2)."""
-    a, b = ref.get("stdoutJson"), ours.get("stdoutJson")
-    if not (isinstance(a, dict) and isinstance(b, dict)):
-        return False
-    theirs, mine = a.get("error") or {}, b.get("error") or {}
-    return (theirs.get("message") == "Pipeline resume state not found"
-            and mine.get("code") == "E505" and ref.get("exitCode") == 1
-            and ours.get("exitCode") == 2)
-
 ENTRIES: tuple[Entry, ...] = (
     Entry("D35", "help of a subcommand", "candidate deliberate (not in SPEC section 9)",
           "`lobster help run` prints run's help in ours (as `lobster run --help` does); the "
@@ -150,12 +136,6 @@ ENTRIES: tuple[Entry, ...] = (
           "quote`); ours substitutes inside each word after the split, so a value never adds a "
           "quote, stage or flag, and the step runs (`<it's>`). docs/differences.md states ours; "
           "SPEC section 9 does not list it: the lead decides.", _args_after_split),
-    Entry("D48", "the id of an approved last-stage approve, resumed again", "bug (open)",
-          "a pipeline whose `approve` is its last stage, approved: resumed again by its approval "
-          "id, the original still finds the id and answers `Pipeline resume state not found` "
-          "(runtime_error, exit 1); ours answers `Approval ID \"...\" not found or expired` "
-          "(E505, exit 2), as the original does for every other ended checkpoint (a rejection, "
-          "a workflow, an approve with stages after it).", _id_of_an_ended_last_stage_approve),
 )
 
 

@@ -302,7 +302,7 @@ def test_history_refuses_what_names_no_checkpoint_in_one_line(cli):
 
 
 def test_a_tombstone_is_kept_for_its_ttl_then_collected(cli):
-    envelope, _ = cli.pipeline("exec --json --shell 'echo [1]' | approve --prompt Go")
+    envelope, _ = cli.pipeline("exec --json --shell 'echo [1]' | approve --prompt Go | json")
     halt = envelope["requiresApproval"]
     cli.tool("resume", "--id", halt["approvalId"], "--approve", "yes")
     kept, _ = cli.tool("gc", "--format", "json")
@@ -320,6 +320,21 @@ def test_a_tombstone_is_kept_for_its_ttl_then_collected(cli):
     assert gone["tombstones"] == [decode(halt["resumeToken"]).state_key]
     retry, _ = cli.tool("resume", "--token", halt["resumeToken"], "--approve", "yes")
     assert retry["error"]["code"] == "T430"
+
+
+def test_the_id_of_an_approved_last_stage_approve_still_names_its_ended_checkpoint(cli):
+    """As the original: a pipeline whose approve is its last stage, approved, keeps its id (its
+    state is gone: `Pipeline resume state not found`); rejected, or with stages after the
+    approve, its id is spent (E505)."""
+    for pipeline, decision, code in (("approve --prompt Go", "yes", "T436"),
+                                     ("approve --prompt Go", "no", "E505"),
+                                     ("approve --prompt Go | json", "yes", "E505")):
+        envelope, _ = cli.pipeline(f"exec --json --shell 'echo [1]' | {pipeline}")
+        halt = envelope["requiresApproval"]
+        cli.tool("resume", "--id", halt["approvalId"], "--approve", decision)
+        retry, status = cli.tool("resume", "--id", halt["approvalId"], "--approve", "yes")
+        assert (retry["error"]["code"], status) == (code, 1 if code == "T436" else 2), retry
+        assert retry["error"]["checkpoint"]["state"] == "finished"
 
 
 def test_a_bad_claim_lease_is_refused_before_anything_is_claimed(cli):

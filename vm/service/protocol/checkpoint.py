@@ -154,14 +154,37 @@ def unparked(store: StateStore, state_key: str, cancel: bool, not_found: str,
     elif current.state == lifecycle.CLAIMED:
         error = RequestError(not_found, "T435")
     elif current.state in lifecycle.ENDED:
-        if approval_id:  # the original drops an id once its checkpoint ends, by whichever
-            error = unknown_approval_id(approval_id, "E505")  # way it was resumed
+        if approval_id and not _id_kept_by_the_original(store, state_key, current):
+            error = unknown_approval_id(approval_id, "E505")
         else:
             error = RequestError(not_found, "T436")
     else:
         raise RequestError(not_found, "T430")
     error.envelope["error"]["checkpoint"] = {"stateKey": state_key, **current.summary()}
     raise error
+
+
+def _id_kept_by_the_original(store: StateStore, state_key: str, current) -> bool:
+    """Whether the original still finds the approval id of this ended checkpoint: it drops an
+    id once its checkpoint ends, except a pipeline's whose `approve` was its last stage and
+    was approved (its state is gone, its id not: `Pipeline resume state not found`)."""
+    if tokens.origin_of(state_key) != "pipeline":
+        return False
+    halted, claimed = current.event("halted"), current.event("claimed")
+    finished = current.event(lifecycle.FINISHED)
+    if not (halted and claimed and finished) or claimed.get("decision") != "approve" \
+            or finished.get("outcome") != "ok":
+        return False
+    program_hash = halted.get("programHash")
+    program = codec.known_program(program_hash) if isinstance(program_hash, str) else None
+    if program is None and isinstance(program_hash, str):
+        try:
+            blob = store.load_program_bytes(program_hash)
+            program = None if blob is None else codec.load_program(blob)
+        except (LoadError, OSError, StoreError):
+            program = None
+    return program is not None and bool(program.steps) \
+        and program.steps[-1].id == halted.get("step")
 
 
 def store_problem(options: Options) -> str | None:
