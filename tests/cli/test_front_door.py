@@ -142,7 +142,7 @@ def test_resume_by_the_id_pending_shows_at_an_input_gate(in_process_cli):
 
 def test_approval_ids_keep_the_originals_texts(in_process_cli):
     cli = in_process_cli
-    env, _ = cli.tool("run", "--mode", "tool", "exec --json --shell 'echo [1]' | approve")
+    env, _ = cli.tool("run", "--mode", "tool", "exec --json --shell 'echo [1]' | approve | head --n 5")
     ident = env["requiresApproval"]["approvalId"]
     assert [e["approvalId"] for e in _pending(cli)] == [ident]
     assert cli.tool("resume", "--id", ident, "--approve", "yes")[0]["output"] == [1]
@@ -150,6 +150,12 @@ def test_approval_ids_keep_the_originals_texts(in_process_cli):
         env, code = cli.tool("resume", "--id", gone, "--approve", "yes")
         assert code == 2
         assert env["error"]["message"] == f'Approval ID "{gone}" not found or expired'
+    # the one id the original keeps: an approve that was its pipeline's last stage, approved
+    env, _ = cli.tool("run", "--mode", "tool", "exec --json --shell 'echo [1]' | approve")
+    ident = env["requiresApproval"]["approvalId"]
+    assert cli.tool("resume", "--id", ident, "--approve", "yes")[0]["output"] == [1]
+    env, code = cli.tool("resume", "--id", ident, "--approve", "yes")
+    assert (code, env["error"]["message"]) == (1, "Pipeline resume state not found")
 
 
 # help ---------------------------------------------------------------------------------------
