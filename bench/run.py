@@ -266,12 +266,17 @@ def _bare_child() -> None:
 
     argv = shell_argv(ONE_EXEC_LINE, {})
     read, write = os.pipe()
-    pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=[
-        (os.POSIX_SPAWN_DUP2, write, 1), (os.POSIX_SPAWN_CLOSE, read)])
-    os.close(write)
-    while os.read(read, 65536):
-        pass
-    os.close(read)
+    try:
+        pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=[
+            (os.POSIX_SPAWN_DUP2, write, 1), (os.POSIX_SPAWN_CLOSE, read)])
+        os.close(write)
+        write = -1
+        while os.read(read, 65536):
+            pass
+    finally:
+        os.close(read)
+        if write >= 0:
+            os.close(write)
     os.waitpid(pid, 0)
 
 
@@ -297,7 +302,8 @@ def child_then_pure(seconds: float, state: Path) -> tuple[float, float, float]:
     """Seconds of (`_bare_child` followed at once by our pure-data cycle, that cycle alone, our
     one-exec cycle), each the median of batches, the three taken in turn: the first is the
     one-exec row's cycle with nothing of ours spent on the child, and the third less the first
-    is what our exec step costs beyond a bare spawn. The first is more than the child and the
+    is what our exec step costs beyond a bare spawn, less the pure cycle's `state.get` stage
+    it replaces (a lookup of a value file, some 10-20 us). The first is more than the child and the
     cycle apart: CPU work right after the process slept through the child's run (here, a
     virtual machine's idle core) is slower than the same work back to back
     (docs/benchmarks.md, "A child's share of the one-exec row")."""
@@ -308,7 +314,7 @@ def child_then_pure(seconds: float, state: Path) -> tuple[float, float, float]:
     def cycle(pipeline: str) -> None:
         token = handle({"action": "run", "pipeline": pipeline},
                        options)["requiresApproval"]["resumeToken"]
-        resume(options, Decision(approve=True), token=token)
+        assert resume(options, Decision(approve=True), token=token)["status"] == "ok"
 
     def pure() -> None:
         cycle(PURE)

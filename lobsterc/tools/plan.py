@@ -38,22 +38,33 @@ def pipeline_plan(text: str) -> str:
 
 
 def _flags_as_written(item, stage) -> dict:
-    """A stage's flags as the original's parser keeps them: under the name each was written
-    with (`--dryRun`, an alias of `dry-run`, shows as dryRun), in the order first written; a
-    bool flag written `--flag=VALUE` shows its VALUE (the last one written wins)."""
+    """A stage's flags as the original's parser keeps them: each under the name it was written
+    with (`--dryRun`, an alias of `dry-run`, shows as dryRun), in the order first written, with
+    the value last written under that name (`--session-key A --sessionKey B` shows both); a
+    bool flag written `--flag=VALUE` shows its VALUE."""
     flags: dict = {}
     written = set()
-    for word in stage.words:
-        if word.text == "--":
-            break
-        if not word.text.startswith("--"):
+    words = stage.words
+    index = 0
+    while index < len(words):
+        text = words[index].text
+        index += 1
+        if not text.startswith("--"):
             continue
-        name, eq, value = word.text[2:].partition("=")
+        name, eq, value = text[2:].partition("=")
         flag = item.command.flag(name)
         if flag is None or flag.name not in item.args.flags:
             continue
         merged = item.args.flags[flag.name]
-        flags[name] = (value if eq else True) if isinstance(merged, bool) else merged
+        if isinstance(merged, bool):
+            flags[name] = value if eq else True
+        elif eq:
+            flags[name] = value
+        elif index < len(words):  # a value flag takes the next word
+            flags[name] = words[index].text
+            index += 1
+        else:
+            flags[name] = merged
         written.add(flag.name)
     for name, value in item.args.flags.items():  # any the words do not show as written
         if name not in written:

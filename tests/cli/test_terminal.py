@@ -205,6 +205,18 @@ def _settle(envelope: dict, lines: list[str], answers: list[dict]):
     return end, said, asked, decisions
 
 
+def test_settle_asks_a_printed_prompt_of_any_type_as_javascript_shows_it():
+    """A workflow step that printed its own request may give a prompt of any JSON type; the
+    question shows it as the original's does (String(prompt))."""
+    done = {"ok": True, "status": "ok", "output": []}
+    for prompt, shown in ((True, "true"), (["x", 2], "x,2"), ({"q": 1}, "[object Object]"),
+                          (5, "5")):
+        halted = _halted("approval")
+        halted["requiresApproval"]["prompt"] = prompt
+        _, _, asked, _ = _settle(halted, ["n\n"], [done])
+        assert asked == [f"{shown} [y/N] "]
+
+
 def test_settle_answers_each_halt_until_the_run_ends():
     done = {"ok": True, "status": "ok", "output": []}
     end, said, asked, decisions = _settle(_halted("approval"), ["y\n", "blue\n", "red\n"],

@@ -420,6 +420,12 @@ PIPELINES = [
     ("clawd.invoke --tool t --sessionKey k --action a --dryRun=no",
      lines("[DRY RUN] Pipeline (1 stage):",
            "  1. clawd.invoke  args: tool=t, sessionKey=k, action=a, dryRun=no")),
+    # under each name its own value, as the original's parser keeps two keys
+    ("clawd.invoke --tool t --action a --session-key A --sessionKey=B --session-key C",
+     lines("[DRY RUN] Pipeline (1 stage):",
+           "  1. clawd.invoke  args: tool=t, action=a, session-key=C, sessionKey=B")),
+    ("approve --prompt p --limit 3 --preview-limit 7",
+     lines("[DRY RUN] Pipeline (1 stage):", "  1. approve  args: prompt=p, limit=3, preview-limit=7")),
 ]
 
 

@@ -335,6 +335,9 @@ def test_the_id_of_an_approved_last_stage_approve_still_names_its_ended_checkpoi
         retry, status = cli.tool("resume", "--id", halt["approvalId"], "--approve", "yes")
         assert (retry["error"]["code"], status) == (code, 1 if code == "T436" else 2), retry
         assert retry["error"]["checkpoint"]["state"] == "finished"
+        # the record says so itself (a gc that took the program changes nothing)
+        finished = admin.history(_cli_options(cli), halt["approvalId"])["checkpoint"]["events"][-1]
+        assert finished.get("lastStage") is (True if code == "T436" else None)
 
 
 def test_a_bad_claim_lease_is_refused_before_anything_is_claimed(cli):

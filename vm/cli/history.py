@@ -9,6 +9,7 @@ from vm.cli.common import (Usage, parse_flags, print_json, refuse, refused_usage
                            store_options)
 from vm.cli.flags import UsageError, render
 from vm.cli.specs import HISTORY
+from vm.core import json_write
 from vm.service.protocol.envelope import exit_code
 
 USAGE = render(HISTORY)
@@ -39,7 +40,15 @@ def cmd_history(argv: list[str]) -> int:
         step = f" at step {checkpoint['step']}" if checkpoint.get("step") else ""
         sys.stdout.write(f"  in doubt{step}: {checkpoint['reason']}\n")
     for event in checkpoint["events"]:
-        details = ", ".join(f"{k}={v}" for k, v in event.items()
+        details = ", ".join(f"{k}={_shown(v)}" for k, v in event.items()
                             if k not in ("event", "at") and v is not None)
         sys.stdout.write(f"  {event.get('at') or '-'}  {event['event']:<9} {details}\n")
     return 0
+
+
+def _shown(value) -> str:
+    """An event's value in the text listing: a string or number as it is, anything else (a
+    prompt a step printed may be any JSON value) as compact JSON."""
+    if isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return str(value)
+    return json_write.json_compact(value)

@@ -9,6 +9,7 @@ from vm.cli.common import (Usage, parse_flags, print_json, refuse, refused_usage
                            store_options)
 from vm.cli.flags import UsageError, render
 from vm.cli.specs import PENDING
+from vm.core import json_write
 from vm.host.store import StoreError
 from vm.service.protocol.envelope import RequestError, exit_code, store_error
 
@@ -64,7 +65,9 @@ def cmd_pending(argv: list[str]) -> int:
         elif e["status"] == "claimed":
             detail = f"being resumed by {e.get('claimedBy')} (lease until {e.get('leaseUntil')})"
         else:
-            detail = e.get("prompt") or e.get("error", "")
+            prompt = e.get("prompt")  # a step may have printed one of any JSON type
+            detail = (prompt if isinstance(prompt, str) else json_write.json_compact(prompt)) \
+                if prompt not in (None, "") else e.get("error", "")
         rows.append((e["approvalId"] or e["stateKey"], status, e["kind"] or "-",
                      _age(e["ageSeconds"]), e.get("step") or "-", e.get("source") or "-",
                      e.get("expiresAt") or "-", detail or ""))

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from vm.core import json_read, json_write
+from vm.core import js, json_read, json_write
 from vm.core.schema_errors import SchemaRecursion, error_detail, first_error
 
 ITEMS_SHOWN = 5  # items (or preview lines) shown before a question; the rest are counted
@@ -257,7 +257,8 @@ def settle(envelope: dict, answer: Callable[[dict, Any], dict], ask: Callable[[s
                 shown = approval_lines(approval, width)
                 if shown:
                     say("\n".join(shown))
-                prompt = f"{safe(str(approval.get('prompt')))} [y/N] "
+                # a prompt a step printed may be any JSON value: shown as JavaScript shows it
+                prompt = f"{safe(js.to_string(approval.get('prompt')))} [y/N] "
                 decision = Decision(approve=approved(_line(ask, prompt)))
                 halt = approval
             else:

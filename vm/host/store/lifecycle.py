@@ -292,15 +292,18 @@ class Claim:
                              f"{exc.strerror or exc}") from None
 
     def finish(self, outcome: str, code: str | None = None, next_key: str | None = None,
-               next_approval_id: str | None = None) -> None:
+               next_approval_id: str | None = None, last_stage: bool = False) -> None:
         """The run's next state is durable (its next checkpoint is saved, or its final
         envelope made): the claim ends `finished`, its record kept as a tombstone. Written
-        lazily: lost in a crash, the claim reads in doubt, never the reverse."""
+        lazily: lost in a crash, the claim reads in doubt, never the reverse. `last_stage`:
+        the checkpoint was a pipeline's halt at its last stage (`lastStage` in the event)."""
         event: dict[str, Any] = {"event": FINISHED, "at": time.time(), "outcome": outcome}
         if code:
             event["code"] = code
         if next_key:
             event["next"] = {"stateKey": next_key, "approvalId": next_approval_id}
+        if last_stage:
+            event["lastStage"] = True
         try:
             self._end(event, FINISHED, durable=False)
         except StoreError:

@@ -175,6 +175,9 @@ def _id_kept_by_the_original(store: StateStore, state_key: str, current) -> bool
     if not (halted and claimed and finished) or claimed.get("decision") != "approve" \
             or finished.get("outcome") != "ok":
         return False
+    if finished.get("lastStage") is True:  # the record says so (since stop 42)
+        return True
+    # a record written before says nothing: the program tells, while gc has not taken it
     program_hash = halted.get("programHash")
     program = codec.known_program(program_hash) if isinstance(program_hash, str) else None
     if program is None and isinstance(program_hash, str):

@@ -153,6 +153,10 @@ def _run_claimed(taken: lifecycle.Claim, program: Program, frame: Frame, decisio
         taken.finish("cancelled")
         return ok_envelope("cancelled", [])
     taken.progress = lambda: _step_reached(program, frame)
+    # a pipeline that halted at its last stage: the original keeps such a checkpoint's approval
+    # id once the run ends (checkpoint.py, _id_kept_by_the_original), so its record says so
+    last_stage = frame.origin == "pipeline" and bool(program.steps) \
+        and program.steps[-1].id == _step_reached(program, frame)
     try:
         machine.apply_decision(frame, decision.response, approved_by)
         envelope = drive(program, frame, options, settings, scope)
@@ -183,7 +187,8 @@ def _run_claimed(taken: lifecycle.Claim, program: Program, frame: Frame, decisio
                 next_key = tokens.decode(halt["resumeToken"]).state_key
             except tokens.TokenError:
                 next_key = None
-        taken.finish(envelope["status"], None, next_key, (halt or {}).get("approvalId"))
+        taken.finish(envelope["status"], None, next_key, (halt or {}).get("approvalId"),
+                     last_stage=last_stage)
     else:
         taken.finish("error", envelope["error"].get("code"))
     return envelope
