@@ -33,7 +33,7 @@ class CompileError(Exception):
     `order`); `str` is the first one, the one the original would stop at."""
 
     def __init__(self, diagnostics: Iterable[Diagnostic], source: Source | None = None) -> None:
-        self.diagnostics = sorted(diagnostics, key=_met_at)
+        self.diagnostics = sorted(diagnostics, key=met_at)
         self.source = source
         super().__init__(self.diagnostics[0].message if self.diagnostics else "compile error")
 
@@ -42,7 +42,8 @@ class CompileError(Exception):
         return self.diagnostics[0]
 
 
-def _met_at(d: Diagnostic) -> tuple[int, int]:
+def met_at(d: Diagnostic) -> tuple[int, int]:
+    """Where a run meets `d`: its `order`, else where it is written."""
     if d.order is not None:
         return d.order
     return (d.span.line, d.span.col) if d.span else (0, 0)

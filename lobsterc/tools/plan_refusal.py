@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 from attrs import evolve
 
-from lobsterc.diagnostics import CompileError, Diagnostic
+from lobsterc.diagnostics import CompileError, Diagnostic, met_at
 from lobsterc.syntax import ast
 
 
@@ -26,9 +26,9 @@ def earlier_in_plan(refused: CompileError, wf: ast.Workflow | None,
     try:
         plan()
     except CompileError as planned:
-        span = planned.first.span
-        if span is not None and span.source == at.source and (span.line, span.col) < (at.line,
-                                                                                       at.col):
+        span = planned.first.span  # met where it is written, or before (a step's condition)
+        if span is not None and span.source == at.source \
+                and met_at(planned.first) < met_at(refused.first):
             return planned
     except Exception:  # noqa: BLE001 - a file the checker refused may not plan at all
         pass

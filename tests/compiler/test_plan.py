@@ -360,6 +360,9 @@ def test_json_workflow_file(tmp_path):
 # (workflow text, args, error message, code)
 ERRORS = [
     ("steps:\n  - {id: p, pipeline: 'nope --x 1'}\n", {}, "Workflow step p pipeline references unknown command: nope", "E201"),
+    # a step's condition is met before its templated pipeline is planned
+    ("args: {c: {default: nope}}\nsteps:\n  - id: p\n    pipeline: '${c} --x'\n"
+     "    when: $zz.approved\n", {}, "Unknown step reference: zz.approved", "E211"),
     ("steps:\n  - {id: p, pipeline: \"exec 'x\"}\n", {},
      "Workflow step p pipeline parse failed: Unclosed quote", "E210"),
     ("args: {c: {default: bogus}}\nsteps:\n  - {id: p, pipeline: '${c}'}\n", {},
