@@ -109,18 +109,23 @@ def _check_steps(wf: Any, steps: tuple, outer: ChainMap, outer_later: Any,
     for index, step in enumerate(steps):
         later = (steps, index, outer_later)  # made a _Later only for a hint
         kind = step.kind
-        if step.when is not None:  # met where the step begins: it decides whether it runs
-            start = step.loc.span()
+        # met where the step begins, in this order, wherever they are written: whether it runs
+        # (its condition), then its input (stdin, a loop's source), before its sub-steps
+        start = step.loc.span()
+        begins = (start.line, start.col)
+        if step.when is not None:
             for diag in _check_when(step.when, scope, later):
-                yield evolve(diag, order=(start.line, start.col))
+                yield evolve(diag, order=begins)
         if isinstance(step.stdin, str):
             m = WHOLE_REF.match(step.stdin.strip())
             if m and m[1] not in scope:
-                yield unknown_ref(m[1], f"{m[1]}{m[2]}", step.loc.span("stdin"), scope, later)
+                yield evolve(unknown_ref(m[1], f"{m[1]}{m[2]}", step.loc.span("stdin"), scope,
+                                         later), order=begins)
         if isinstance(kind, ast.ForEach):
             m = WHOLE_REF.match(kind.source.strip())
             if m and m[1] not in scope:
-                yield unknown_ref(m[1], f"{m[1]}{m[2]}", kind.loc.span(), scope, later)
+                yield evolve(unknown_ref(m[1], f"{m[1]}{m[2]}", kind.loc.span(), scope, later),
+                             order=begins)
         yield from _check_fields(step, names)
         if isinstance(kind, ast.PipelineStep):
             yield from check_pipeline_text(step.id, kind.pipeline)

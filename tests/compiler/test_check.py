@@ -155,6 +155,19 @@ def test_a_steps_condition_is_met_before_its_stdin_or_loop_source(tmp_path):
             next(line for line in fields.split("\n") if "$y" in line))
 
 
+def test_a_steps_input_is_met_before_its_command_and_its_sub_steps(tmp_path):
+    """A step's stdin, or a loop's source, is read before its command runs or its sub-steps
+    do, as in the original, wherever the fields are written."""
+    for text, first in (
+            ("steps:\n  - id: a\n    pipeline: nope\n    stdin: $zz.json\n",
+             "Unknown step reference: zz.json"),
+            ("steps:\n  - id: a\n    steps:\n      - {id: b, run: x, when: $q.approved}\n"
+             "    for_each: $s7.json\n", "Unknown step reference: s7.json")):
+        with pytest.raises(CompileError) as info:
+            compile_workflow(write(tmp_path, text))
+        assert info.value.first.message == first, text
+
+
 # sub-workflows ------------------------------------------------------------------------------
 
 def test_errors_inside_a_sub_workflow_point_into_it(tmp_path):
