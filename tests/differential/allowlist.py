@@ -183,6 +183,7 @@ def _checked_before_running(case, i, ref, ours) -> bool:
         return m.group(1) not in ORIGINAL_COMMANDS and m.group(1) in pipeline_text(case, i)
     early = re.match(r"(?!run |resume |graph )(\S+ requires |Invalid where expression|\S+ --\S+ must (?:be|decode to) |"
                      r"Unknown template filter|Workflow step \S+ workflow file not found|Unsupported condition type|"
+                     r"(?:Workflow step \S+ (?:for_each sub-step \S+ )?(?:stdin|for_each): )?"
                      r"Unknown step reference: |Workflow step \S+ halted for approval inside pipeline|"
                      r"Workflow step \S+ halted before completion at pipeline stage ask)",
                      ours_msg)
