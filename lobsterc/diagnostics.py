@@ -19,7 +19,7 @@ class Diagnostic:
     help: str | None = None  # e.g. "did you mean 'where'?"
     severity: str = "error"  # error | warning
     # (line, column) where a run meets this problem, when that is not where it is written: a
-    # step's condition is decided before the step's other fields are read
+    # step's condition, then its input, are met at the step's start, before its other fields
     order: tuple[int, int] | None = None
 
     @property

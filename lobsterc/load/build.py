@@ -267,8 +267,8 @@ class _Builder:
                     chosen = value.get(snake)
                 if chosen is not None:
                     config[camel] = chosen
-        return ast.Approval(written=written,
-                            prompt=f"Approve {sid}?" if written is None else written, config=config,
+        prompt = f"Approve {sid}?" if written is None else written  # "" is kept, as written
+        return ast.Approval(written=written, prompt=prompt, config=config,
                             loc=self.loc(*at, "approval"))
 
     def policy(self, step: dict) -> ast.Policy | None:
