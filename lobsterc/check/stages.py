@@ -29,44 +29,69 @@ def did_you_mean(word: str, choices) -> str | None:
     return f"did you mean {close[0]!r}?" if close else None
 
 
+def _read_words(stage: ast.Stage, cmd: Command) -> Iterator[tuple[ast.Word, Any, str, Any]]:
+    """A stage's words as the command's signature reads them, one (word, flag, name, value)
+    each: a positional is (word, None, "", None); an unknown flag (word, None, its name, None),
+    its value word (if any) skipped; a flag (word, the Flag, the name it was written with, its
+    value as written: the text after `=`, else a value flag's next word, else True)."""
+    words = stage.words
+    positional = False
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if (cmd.rest_after_first_positional and positional) or not word.text.startswith("--"):
+            positional = True
+            yield word, None, "", None
+            continue
+        name, eq, value = word.text[2:].partition("=")
+        flag = cmd.flag(name)
+        takes_next = not eq and i < len(words) and not words[i].text.startswith("--")
+        if flag is None:
+            if takes_next:
+                i += 1  # an unknown flag's value is not a positional
+            yield word, None, name, None
+        elif eq:
+            yield word, flag, name, value
+        elif flag.kind != "bool" and takes_next:
+            i += 1
+            yield word, flag, name, words[i - 1].text
+        else:
+            yield word, flag, name, True
+
+
 def bind(stage: ast.Stage, cmd: Command) -> tuple[Args, list[Diagnostic]]:
     """Parse a stage's words into flags and positionals by the command's signature."""
     flags: dict = {}
     positionals: list[str] = []
     diags: list[Diagnostic] = []
-    words = stage.words
-    i = 0
-    while i < len(words):
-        word = words[i]
-        i += 1
-        if cmd.rest_after_first_positional and positionals:
+    for word, flag, name, value in _read_words(stage, cmd):
+        if flag is None and not name:
             positionals.append(word.text)
-            continue
-        if not word.text.startswith("--"):
-            positionals.append(word.text)
-            continue
-        name, eq, value = word.text[2:].partition("=")
-        flag = cmd.flag(name)
-        if flag is None:
+        elif flag is None:
             names = [f"--{f.name}" for f in cmd.flags] + [f"--{a}" for f in cmd.flags for a in f.aliases]
             diags.append(Diagnostic(
                 "E202", f"Unknown flag --{name} for {stage.name.text}", word.span,
                 help=did_you_mean(f"--{name}", names) or _flag_list(cmd)))
-            if not eq and i < len(words) and not words[i].text.startswith("--"):
-                i += 1  # an unknown flag's value is not a positional
-            continue
-        if flag.kind == "bool":
+        elif flag.kind == "bool":
             # `--flag=VALUE` is on unless VALUE is empty, as in the original (its parser keeps
             # the text and its commands test it for truth: `--json=false` is on)
-            flags[flag.name] = not eq or value != ""
-        elif eq:
-            flags[flag.name] = value
-        elif i < len(words) and not words[i].text.startswith("--"):
-            flags[flag.name] = words[i].text
-            i += 1
+            flags[flag.name] = value is True or value != ""
         else:
-            flags[flag.name] = True
+            flags[flag.name] = value
     return Args(flags=flags, positionals=tuple(positionals)), diags
+
+
+def written_flags(stage: ast.Stage, cmd: Command) -> dict[str, Any]:
+    """A stage's flags as the original's parser keeps them: each under the name it was written
+    with (`--dryRun`, an alias of `dry-run`, as dryRun), in the order first written, with the
+    value last written under that name and as written (`--json=false` as false): what a dry
+    run shows. bind() reads the same words the same way."""
+    shown: dict[str, Any] = {}
+    for _, flag, name, value in _read_words(stage, cmd):
+        if flag is not None:
+            shown[name] = value
+    return shown
 
 
 def _flag_list(cmd: Command) -> str:

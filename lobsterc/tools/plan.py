@@ -11,7 +11,7 @@ from attrs import define
 
 from lobsterc.syntax import ast
 from lobsterc.check.checker import halting_stage
-from lobsterc.check.stages import check_pipeline, check_stage
+from lobsterc.check.stages import check_pipeline, check_stage, written_flags
 from lobsterc.diagnostics import CompileError, Diagnostic
 from lobsterc.syntax.parse import parse_pipeline
 from lobsterc.tools.plan_refusal import earlier_in_plan, unless_templated
@@ -31,45 +31,10 @@ def pipeline_plan(text: str) -> str:
     count = len(bound)
     lines = [f"[DRY RUN] Pipeline ({count} stage{'' if count == 1 else 's'}):"]
     for index, (item, stage) in enumerate(zip(bound, pipeline.stages), start=1):
-        parts = _stage_args(_flags_as_written(item, stage), item.args.positionals)
+        parts = _stage_args(written_flags(stage, item.command), item.args.positionals)
         detail = f"  args: {', '.join(parts)}" if parts else ""
         lines.append(f"  {index}. {item.command.name}{detail}")
     return "\n".join(lines) + "\n"
-
-
-def _flags_as_written(item, stage) -> dict:
-    """A stage's flags as the original's parser keeps them: each under the name it was written
-    with (`--dryRun`, an alias of `dry-run`, shows as dryRun), in the order first written, with
-    the value last written under that name (`--session-key A --sessionKey B` shows both); a
-    bool flag written `--flag=VALUE` shows its VALUE."""
-    flags: dict = {}
-    written = set()
-    words = stage.words
-    index = 0
-    while index < len(words):
-        text = words[index].text
-        index += 1
-        if not text.startswith("--"):
-            continue
-        name, eq, value = text[2:].partition("=")
-        flag = item.command.flag(name)
-        if flag is None or flag.name not in item.args.flags:
-            continue
-        merged = item.args.flags[flag.name]
-        if isinstance(merged, bool):
-            flags[name] = value if eq else True
-        elif eq:
-            flags[name] = value
-        elif index < len(words):  # a value flag takes the next word
-            flags[name] = words[index].text
-            index += 1
-        else:
-            flags[name] = merged
-        written.add(flag.name)
-    for name, value in item.args.flags.items():  # any the words do not show as written
-        if name not in written:
-            flags[name] = value
-    return flags
 
 
 def _stage_args(flags: dict, positionals) -> list[str]:
