@@ -47,8 +47,9 @@ def cmd_history(argv: list[str]) -> int:
 
 
 def _shown(value) -> str:
-    """An event's value in the text listing: a string or number as it is, anything else (a
-    prompt a step printed may be any JSON value) as compact JSON."""
-    if isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+    """An event's value in the text listing: a number as Python writes it, anything else as
+    the original joins a value into text (a string as it is; a prompt a step printed may be any
+    JSON value, written as JSON)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
-    return json_write.json_compact(value)
+    return json_write.to_text(value)

@@ -66,8 +66,8 @@ def cmd_pending(argv: list[str]) -> int:
             detail = f"being resumed by {e.get('claimedBy')} (lease until {e.get('leaseUntil')})"
         else:
             prompt = e.get("prompt")  # a step may have printed one of any JSON type
-            detail = (prompt if isinstance(prompt, str) else json_write.json_compact(prompt)) \
-                if prompt not in (None, "") else e.get("error", "")
+            detail = json_write.to_text(prompt) if prompt not in (None, "") \
+                else e.get("error", "")
         rows.append((e["approvalId"] or e["stateKey"], status, e["kind"] or "-",
                      _age(e["ageSeconds"]), e.get("step") or "-", e.get("source") or "-",
                      e.get("expiresAt") or "-", detail or ""))

@@ -75,13 +75,7 @@ def load(store: StateStore, parked) -> tuple[Frame, Program]:
     the frame against its program. Refusals consume nothing."""
     try:
         frame = codec.load_frame(parked.blob)
-        program = codec.known_program(frame.program_hash)
-        if program is None:
-            program_blob = store.load_program_bytes(frame.program_hash)
-            if program_blob is None:
-                raise LoadError(f"program {frame.program_hash} is missing from the state "
-                                "directory")
-            program = codec.load_program(program_blob)
+        program = _program_of(store, frame.program_hash)
     except codec.NotAuthentic:
         raise not_authentic() from None
     except LoadError as exc:
@@ -95,6 +89,18 @@ def load(store: StateStore, parked) -> tuple[Frame, Program]:
     except LoadError as exc:
         raise corrupt(exc) from None
     return frame, program
+
+
+def _program_of(store: StateStore, program_hash: str) -> Program:
+    """The program of that hash: the one this process verified already, else the store's
+    (LoadError when it is missing, codec.NotAuthentic when the bytes are not that program)."""
+    program = codec.known_program(program_hash)
+    if program is None:
+        program_blob = store.load_program_bytes(program_hash)
+        if program_blob is None:
+            raise LoadError(f"program {program_hash} is missing from the state directory")
+        program = codec.load_program(program_blob)
+    return program
 
 
 def cancel_parked(store: StateStore, parked, approval_id: str | None, not_found: str) -> dict:
@@ -179,15 +185,18 @@ def _id_kept_by_the_original(store: StateStore, state_key: str, current) -> bool
         return True
     # a record written before says nothing: the program tells, while gc has not taken it
     program_hash = halted.get("programHash")
-    program = codec.known_program(program_hash) if isinstance(program_hash, str) else None
-    if program is None and isinstance(program_hash, str):
-        try:
-            blob = store.load_program_bytes(program_hash)
-            program = None if blob is None else codec.load_program(blob)
-        except (LoadError, OSError, StoreError):
-            program = None
-    return program is not None and bool(program.steps) \
-        and program.steps[-1].id == halted.get("step")
+    if not isinstance(program_hash, str):
+        return False
+    try:
+        program = _program_of(store, program_hash)
+    except (LoadError, OSError, StoreError):
+        return False
+    return is_last_stage(program, halted.get("step"))
+
+
+def is_last_stage(program: Program, step: str | None) -> bool:
+    """Whether `step` (a halt's, as its record names it) is the program's last stage."""
+    return bool(program.steps) and program.steps[-1].id == step
 
 
 def store_problem(options: Options) -> str | None:

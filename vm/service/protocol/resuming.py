@@ -17,8 +17,9 @@ from vm.host.store import StoreError, lifecycle
 from vm.host.store.base import STATE_KEY, approval_id_form
 from vm.isa.frame import Frame, is_wait
 from vm.isa.program import Program
-from vm.service.protocol.checkpoint import (cancel_parked, decoded_token, load, not_authentic,
-                                            refuse_expired, unparked, verify_token)
+from vm.service.protocol.checkpoint import (cancel_parked, decoded_token, is_last_stage, load,
+                                            not_authentic, refuse_expired, unparked,
+                                            verify_token)
 from vm.service.protocol.envelope import (RequestError, as_json_data, internal_error, ok_envelope,
                                           store_error, unknown_approval_id)
 from vm.service.protocol.options import (Options, Settings, checkpoint_ttl_ms, claim_lease_s,
@@ -155,8 +156,8 @@ def _run_claimed(taken: lifecycle.Claim, program: Program, frame: Frame, decisio
     taken.progress = lambda: _step_reached(program, frame)
     # a pipeline that halted at its last stage: the original keeps such a checkpoint's approval
     # id once the run ends (checkpoint.py, _id_kept_by_the_original), so its record says so
-    last_stage = frame.origin == "pipeline" and bool(program.steps) \
-        and program.steps[-1].id == _step_reached(program, frame)
+    halted_at = _step_reached(program, frame)
+    last_stage = frame.origin == "pipeline" and is_last_stage(program, halted_at)
     try:
         machine.apply_decision(frame, decision.response, approved_by)
         envelope = drive(program, frame, options, settings, scope)
