@@ -241,17 +241,28 @@ def warm_up() -> float:
     return RACY_SECONDS + 0.5
 
 
-def ours_in_process(pipeline: str, state: Path, seconds: float) -> float:
-    from vm.service.protocol import Decision, Options, handle, resume
+def _cycle(options, pipeline: str) -> None:
+    """One in-process cycle: run `pipeline` to its approval, then resume it approved."""
+    from vm.service.protocol import Decision, handle, resume
 
-    options = Options(cwd=str(state.parent), state_dir=str(state))
+    token = handle({"action": "run", "pipeline": pipeline},
+                   options)["requiresApproval"]["resumeToken"]
+    assert resume(options, Decision(approve=True), token=token)["status"] == "ok"
+
+
+def _options(state: Path):
+    from vm.service.protocol import Options
+
+    return Options(cwd=str(state.parent), state_dir=str(state))
+
+
+def ours_in_process(pipeline: str, state: Path, seconds: float) -> float:
+    options = _options(state)
 
     def cycles_for(span: float) -> float:
         cycles, start = 0, time.perf_counter()
         while time.perf_counter() - start < span:
-            token = handle({"action": "run", "pipeline": pipeline},
-                           options)["requiresApproval"]["resumeToken"]
-            assert resume(options, Decision(approve=True), token=token)["status"] == "ok"
+            _cycle(options, pipeline)
             cycles += 1
         return cycles / (time.perf_counter() - start)
 
@@ -303,35 +314,26 @@ def child_then_pure(seconds: float, state: Path) -> tuple[float, float, float]:
     one-exec cycle), each the median of batches, the three taken in turn: the first is the
     one-exec row's cycle with nothing of ours spent on the child, and the third less the first
     is what our exec step costs beyond a bare spawn, less the pure cycle's `state.get` stage
-    it replaces (a lookup of a value file, some 10-20 us). The first is more than the child and the
-    cycle apart: CPU work right after the process slept through the child's run (here, a
-    virtual machine's idle core) is slower than the same work back to back
+    it replaces (a lookup of a value file, some 10-20 us). The first is more than the child
+    and the cycle apart: CPU work right after the process slept through the child's run (here,
+    a virtual machine's idle core) is slower than the same work back to back
     (docs/benchmarks.md, "A child's share of the one-exec row")."""
-    from vm.service.protocol import Decision, Options, handle, resume
-
-    options = Options(cwd=str(state.parent), state_dir=str(state))
-
-    def cycle(pipeline: str) -> None:
-        token = handle({"action": "run", "pipeline": pipeline},
-                       options)["requiresApproval"]["resumeToken"]
-        assert resume(options, Decision(approve=True), token=token)["status"] == "ok"
+    options = _options(state)
 
     def pure() -> None:
-        cycle(PURE)
+        _cycle(options, PURE)
 
     def both() -> None:
         _bare_child()
-        cycle(PURE)
+        _cycle(options, PURE)
 
     def exec_cycle() -> None:
-        cycle(ONE_EXEC)
+        _cycle(options, ONE_EXEC)
 
     _seconds_each(exec_cycle, 0.5)
     _seconds_each(pure, warm_up())  # compiled, and the key set settled (see warm_up)
-    rounds: list[tuple[float, float, float]] = []
-    for _ in range(3):
-        rounds.append((_seconds_each(both, seconds / 9), _seconds_each(pure, seconds / 9),
-                       _seconds_each(exec_cycle, seconds / 9)))
+    rounds = [(_seconds_each(both, seconds / 9), _seconds_each(pure, seconds / 9),
+               _seconds_each(exec_cycle, seconds / 9)) for _ in range(3)]
     together, alone, ours = (statistics.median(r[k] for r in rounds) for k in range(3))
     return together, alone, ours
 
