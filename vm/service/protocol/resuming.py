@@ -156,8 +156,8 @@ def _run_claimed(taken: lifecycle.Claim, program: Program, frame: Frame, decisio
     taken.progress = lambda: _step_reached(program, frame)
     # a pipeline that halted at its last stage: the original keeps such a checkpoint's approval
     # id once the run ends (checkpoint.py, _id_kept_by_the_original), so its record says so
-    halted_at = _step_reached(program, frame)
-    last_stage = frame.origin == "pipeline" and is_last_stage(program, halted_at)
+    last_stage = frame.origin == "pipeline" \
+        and is_last_stage(program, program.halts[frame.pending.halt].id)
     try:
         machine.apply_decision(frame, decision.response, approved_by)
         envelope = drive(program, frame, options, settings, scope)
