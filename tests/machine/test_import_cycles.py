@@ -23,12 +23,10 @@ STILL_PRESENT: dict[frozenset[str], str] = {
     frozenset({"vm.host.store.base", "vm.host.store.claims"}): "store",
     frozenset({"vm.host.store.leases", "vm.host.store.lifecycle"}): "store",
     frozenset({"vm.core.schema", "vm.core.schema_compile", "vm.core.schema_refs"}): "libs",
-    frozenset({"vm.host.commands.base", "vm.host.commands.registry"}): "types",
     frozenset({"lobsterc.check.checker", "lobsterc.check.problems", "lobsterc.check.values",
                "lobsterc.load.build"}): "front",
     frozenset({"lobsterc.tools.cli", "lobsterc.tools.diff.command",
                "lobsterc.tools.diff.versions"}): "lint",
-    frozenset({"vm.service.protocol.envelope", "vm.service.protocol.options"}): "types",
     frozenset({"vm.engine.interp", "vm.engine.parallel"}): "kernel",
 }
 

@@ -70,11 +70,3 @@ class Context:
     stdin_is_tty: bool = False
     scope: Scope = field(factory=Scope)  # the run's children: cancelled together, never shared
 
-
-def __getattr__(name: str) -> Any:
-    """`Command`, `Flag` and `RunFn`, which the registry holds since it loads on first use."""
-    if name in ("Command", "Flag", "RunFn"):
-        from vm.host.commands import registry
-
-        return getattr(registry, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,12 +5,9 @@ the code table (vm/core/codes.py); each refusal more than one place makes is wri
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from vm.core import codes, json_read, json_write
-
-if TYPE_CHECKING:
-    from vm.service.protocol.options import Settings
 
 PROTOCOL_VERSION = 1
 
@@ -127,7 +124,14 @@ def store_unwritable(location: str, exc: OSError) -> str:
     return f"The state store at {location} cannot be written: {exc.strerror or exc}"
 
 
-def check_envelope_size(envelope: dict, settings: Settings) -> None:
+class Capped(Protocol):
+    """What the size check reads of a run's settings (options.Settings has it)."""
+
+    @property
+    def max_stdout_bytes(self) -> int | None: ...
+
+
+def check_envelope_size(envelope: dict, settings: Capped) -> None:
     """An envelope over the call's maxStdoutBytes is refused (T423)."""
     cap = settings.max_stdout_bytes
     if cap is not None and json_write.json_pretty_size(envelope) > cap:
