@@ -116,7 +116,7 @@ def _read(path: str) -> str | None:
 
 
 def cmd_lint(ns) -> int:
-    from lobsterc.check.lint import run_lint
+    from lobsterc.tools.lint import run_lint
 
     if "-" in ns.files:
         return _lint_stdin(ns)
@@ -135,7 +135,7 @@ def _lint_stdin(ns) -> int:
     import io
     import re
 
-    from lobsterc.check.lint import run_lint
+    from lobsterc.tools.lint import run_lint
 
     if ns.files != ["-"]:
         sys.stderr.write("lobsterc: lint - reads stdin alone: name no other file with it\n")
@@ -186,7 +186,8 @@ def cmd_diff(ns) -> int:
     """`lobsterc diff`: the safety diff of two versions (lobsterc.tools.diff)."""
     from lobsterc.tools.diff.command import run_diff
 
-    return run_diff(ns.files, rev=ns.rev, fmt=ns.format, accept=tuple(ns.accept or ()))
+    return run_diff(ns.files, compile=compile_target, rev=ns.rev, fmt=ns.format,
+                    accept=tuple(ns.accept or ()))
 
 
 def cmd_lsp(ns) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from lobsterc.check.effects import Cfg, step_labels
+from lobsterc.tools.effects import Cfg, step_labels
 from lobsterc.tools.diff.compare import compare
 from lobsterc.tools.diff.model import build_model, plain, step_facts, step_pcs
 from lobsterc.tools.diff.render import render_text

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lobsterc.tools.cli import main
+from lobsterc.tools.cli import compile_target, main
 from lobsterc.tools.diff.compare import compare
 from lobsterc.tools.diff.schemas import schema_at_least
 from lobsterc.tools.diff.versions import load_version
@@ -229,10 +229,10 @@ def test_accept_by_id_flag_and_by_x_reviewed_key(tmp_path, capsys):
     assert code == 0 and not doc["weakened"]
     assert [f["accepted"] for f in doc["findings"] if f["rule"] == "S601"] == [True]
     # a fingerprint accepts as well as an id; an unrelated id accepts nothing
-    report = compare(load_version(BASE), load_version(new))
+    report = compare(load_version(BASE, compile=compile_target), load_version(new, compile=compile_target))
     fp = report.findings[0].fingerprint
-    assert compare(load_version(BASE), load_version(new), (fp,)).exit_code == 0
-    assert compare(load_version(BASE), load_version(new), ("S601:other",)).exit_code == 1
+    assert compare(load_version(BASE, compile=compile_target), load_version(new, compile=compile_target), (fp,)).exit_code == 0
+    assert compare(load_version(BASE, compile=compile_target), load_version(new, compile=compile_target), ("S601:other",)).exit_code == 1
 
 
 # formats and usage ------------------------------------------------------------------------------

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from lobsterc.generate.codegen import compile_pipeline
-from lobsterc.check.effects import EFFECT_CLASSES, Cfg, constant_condition, verify_approvals
-from lobsterc.check.lint import lint_file
+from lobsterc.tools.effects import EFFECT_CLASSES, Cfg, constant_condition, verify_approvals
+from lobsterc.tools.lint import lint_file
 from lobsterc.generate.workflow import compile_workflow
 from vm.host.commands import COMMANDS
 from vm.isa.opcodes import Op

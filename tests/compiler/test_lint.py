@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lobsterc.tools.cli import main
-from lobsterc.check.lint import RULES, lint_file
+from lobsterc.tools.lint import RULES, lint_file
 
 
 def write(tmp_path: Path, text: str, name: str = "flow.lobster") -> str:

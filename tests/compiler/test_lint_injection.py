@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lobsterc.check.lint import lint_file
+from lobsterc.tools.lint import lint_file
 from lobsterc.syntax.interpreters import program_texts
 from lobsterc.syntax.shellwords import split_commands
 

@@ -499,7 +499,7 @@ def test_the_demo_session_runs_to_a_clean_file():
 def test_no_one_edit_fix_for_a_splice_in_an_unquoted_here_document(tmp_path):
     """Reading "$VAR" there is still code (the shell expands it into the program): the finding
     stands without a quick fix; outside a here-document the same finding has one."""
-    from lobsterc.check.lint import lint_file
+    from lobsterc.tools.lint import lint_file
     from lobsterc.tools.lsp.fixes import fixes
 
     path = tmp_path / "h.lobster"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lobsterc.check.lint import lint_file
+from lobsterc.tools.lint import lint_file
 from lobsterc.check.problems import first_problem, iter_problems
 from lobsterc.check.values import value_problems
 from lobsterc.load import parse_text

@@ -10,7 +10,7 @@ import msgpack
 import pytest
 
 from lobsterc.generate.codegen import Emitter, compile_pipeline
-from lobsterc.check.effects import Cfg
+from lobsterc.tools.effects import Cfg
 from lobsterc.generate.workflow import compile_workflow
 from vm.isa import codec, ops
 from vm.engine import machine

@@ -1,5 +1,6 @@
 """`lobsterc diff`: the safety diff of two versions of a workflow or pipeline, read from the two
-compiled programs and their effect analysis (lobsterc.check.effects), never from the text.
+compiled programs and their effect analysis (lobsterc.tools.effects), never from the text. It
+imports no command line: `run_diff` and `load_version` take the compile function as a parameter.
 
 A version is summarised as a `Model`: its gates (every HALT_APPROVE / HALT_INPUT site, keyed by
 step label and kind), its effects (every side-effecting thing a step does, keyed by step label

@@ -10,7 +10,7 @@ import attrs
 
 from lobsterc.tools.diff.compare import compare
 from lobsterc.tools.diff.render import RENDERERS
-from lobsterc.tools.diff.versions import RevError, checkout_rev, load_version
+from lobsterc.tools.diff.versions import Compile, RevError, checkout_rev, load_version
 
 
 def _at_rev(d: Any, tmp: str, rev: str | None) -> tuple[Any, Any, Any]:
@@ -38,10 +38,11 @@ def _at_rev(d: Any, tmp: str, rev: str | None) -> tuple[Any, Any, Any]:
 FORMATS = ("text", "json", "markdown", "sarif", "github")
 
 
-def run_diff(files: list[str], *, rev: str | None = None, fmt: str = "text",
+def run_diff(files: list[str], *, compile: Compile, rev: str | None = None, fmt: str = "text",
              accept: tuple[str, ...] = (), out: Any = None, err: Any = None) -> int:
     """The `lobsterc diff` command: 0 no weakening (or all accepted), 1 a safety property
-    weakened or a version does not compile, 2 usage error."""
+    weakened or a version does not compile, 2 usage error. `compile` reads one version
+    (path -> (Program, text)): the command line passes its compile_target."""
     import sys
     import tempfile
 
@@ -74,7 +75,7 @@ def run_diff(files: list[str], *, rev: str | None = None, fmt: str = "text",
             models = []
             for path, shown in versions:
                 try:
-                    models.append(load_version(path, shown))
+                    models.append(load_version(path, shown, compile=compile))
                     if shown != path:
                         models[-1].rev = shown.split(":", 1)[0]
                 except CompileError as exc:

@@ -160,7 +160,7 @@ def _effects_of(program: Program, pc: int) -> list[tuple[str, str]]:
 def build_model(program: Program, name: str, *, marks: Mapping[str, str] | None = None,
                 reviewed: tuple[str, ...] = ()) -> Model:
     """The diff's view of one compiled version. `marks`: step label -> its `effects:` value."""
-    from lobsterc.check.effects import Cfg, loop_tails
+    from lobsterc.tools.effects import Cfg, loop_tails
 
     marks = marks or {}
     model = Model(program, name, reviewed=reviewed)

@@ -5,27 +5,32 @@ at a git revision."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 from lobsterc.tools.diff.model import Model, build_model
 
+Compile = Callable[[str], tuple[Any, Any]]
+"""How a diff compiles a version: path -> (its vm Program, anything). The command passes
+lobsterc.tools.cli.compile_target; diff imports no command line."""
 
-def load_version(path: str, shown: str | None = None) -> Model:
-    """Compile one version (a workflow file, a .pipeline or a .lbc) into its Model. `shown`
-    is how findings name the file (default: `path`). Raises CompileError."""
-    from lobsterc.tools.cli import compile_target
+
+def load_version(path: str, shown: str | None = None, *, compile: Compile) -> Model:
+    """Compile one version (a workflow file, a .pipeline or a .lbc) with `compile` into its
+    Model. `shown` is how findings name the file (default: `path`). Raises CompileError."""
     from vm.service.frontend import WORKFLOW_EXTENSIONS
 
-    program, _ = compile_target(path)
+    program, _ = compile(path)
     marks: dict[str, str] = {}
     reviewed: tuple[str, ...] = ()
     if path.lower().endswith(WORKFLOW_EXTENSIONS):
         from lobsterc.check.checker import check_file
-        from lobsterc.check.lint import _index
+        from lobsterc.tools.lint import step_index
 
         loaded, _ = check_file(path, lenient=True)
         if loaded.workflow is not None:
             marks = {label: ref.step.effects for label, ref in
-                     _index(loaded.workflow, "", ()).items()
+                     step_index(loaded.workflow, "", ()).items()
                      if isinstance(ref.step.effects, str)}
         reviewed = reviewed_ids(path)
     return build_model(program, shown or path, marks=marks, reviewed=reviewed)
@@ -68,7 +73,7 @@ def checkout_rev(rev: str, path: str, into: str) -> tuple[str, str]:
     sub-workflow it calls, into the directory `into`, mirroring the repository layout.
     Returns (the written path, the name findings show: `REV:path`)."""
     from lobsterc.check.checker import check_file
-    from lobsterc.check.lint import walk
+    from lobsterc.tools.lint import walk
     from lobsterc.syntax import ast
 
     where = os.path.dirname(os.path.abspath(path)) or "."

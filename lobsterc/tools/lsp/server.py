@@ -116,7 +116,7 @@ def to_lsp(doc: Any, d: Diagnostic) -> lsp.Diagnostic:
 def lint(ls: LobsterServer, uri: str, text: str) -> list[Diagnostic]:
     """lint's findings in this document. A .yaml/.yml/.json file without a `steps` key is
     someone else's YAML or JSON (a server attached to every YAML file says nothing there)."""
-    from lobsterc.check.lint import lint_file
+    from lobsterc.tools.lint import lint_file
 
     path = lint_path(uri, text)
     if path is None or path.lower().endswith((".yaml", ".yml", ".json")) \

@@ -1,6 +1,6 @@
 """Lint's warning rules over the AST of a workflow file (and the approval proof of a pipeline):
-one small generator per rule, each given a LintContext. The registry is lobsterc.check.lint.RULES;
-the rules about values spliced into code are in lobsterc.check.lint_injection."""
+one small generator per rule, each given a LintContext. The registry is lobsterc.tools.lint.RULES;
+the rules about values spliced into code are in lobsterc.tools.lint_injection."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def rule_unused_args(ctx: LintContext) -> Iterator[Diagnostic]:
 def rule_constant_conditions(ctx: LintContext) -> Iterator[Diagnostic]:
     """W304: a condition that references no step and is always true. (One that is always
     false makes its step unreachable: W305 reports that.)"""
-    from lobsterc.check.effects import constant_condition
+    from lobsterc.tools.effects import constant_condition
 
     for _, step in walk(ctx.wf.steps):
         when = step.when
@@ -117,7 +117,7 @@ def rule_constant_conditions(ctx: LintContext) -> Iterator[Diagnostic]:
 
 def rule_effects_values(ctx: LintContext) -> Iterator[Diagnostic]:
     """W307: `effects:` takes write, read or none."""
-    from lobsterc.check.effects import MARKS
+    from lobsterc.tools.effects import MARKS
 
     for _, step in walk(ctx.wf.steps):
         value = step.effects
@@ -132,7 +132,7 @@ def rule_unreachable(ctx: LintContext) -> Iterator[Diagnostic]:
     """W305: a step whose execution no path of the compiled program reaches, a conditional
     jump on a constant condition taking only its feasible edge. Steps inside an unreachable
     step (loop sub-steps, a sub-workflow's steps) are not reported again."""
-    from lobsterc.check.effects import _CONTROL, Cfg, constant_condition, loop_tails
+    from lobsterc.tools.effects import _CONTROL, Cfg, constant_condition, loop_tails
 
     program = ctx.program
     reached = Cfg(program).reachable(0)
@@ -157,9 +157,9 @@ def rule_unreachable(ctx: LintContext) -> Iterator[Diagnostic]:
 
 
 def rule_approvals(ctx: LintContext) -> Iterator[Diagnostic]:
-    """W306: the approval proof (lobsterc.check.effects). Steps marked `effects: write` are always
+    """W306: the approval proof (lobsterc.tools.effects). Steps marked `effects: write` are always
     checked; with --require-approval, command classes too (--strict adds local_exec)."""
-    from lobsterc.check.effects import verify_approvals
+    from lobsterc.tools.effects import verify_approvals
 
     marks = {label: ref.step.effects for label, ref in ctx.steps.items()
              if isinstance(ref.step.effects, str)}

@@ -1,7 +1,7 @@
 """`lobsterc lint`: every diagnostic of a pipeline or workflow file at once. The errors are the
 checker's (lobsterc.check.checker: the compiler's codes and words, E1xx syntax, E2xx checks); lint
 adds warnings, W3xx. RULES is the registry of warnings: one small generator per rule over the AST
-(lobsterc.check.lint_rules; the injection rules in lobsterc.check.lint_injection).
+(lobsterc.tools.lint_rules; the injection rules in lobsterc.tools.lint_injection).
 
 How far lint gets in a workflow file: a YAML/JSON syntax error stops it; every unknown key,
 repeated step id, invalid JSON Schema and other structural problem is reported
@@ -17,8 +17,8 @@ import json
 import os
 from collections.abc import Sequence
 
-from lobsterc.check.lint_injection import rule_exec_shell, rule_shell_args, rule_shell_refs
-from lobsterc.check.lint_rules import (LintContext, Rule, StepRef, rule_approvals,
+from lobsterc.tools.lint_injection import rule_exec_shell, rule_shell_args, rule_shell_refs
+from lobsterc.tools.lint_rules import (LintContext, Rule, StepRef, rule_approvals,
                                        rule_constant_conditions, rule_effects_values,
                                        rule_ignored_schema_keywords, rule_timeouts,
                                        rule_unreachable, rule_unused_args, walk)
@@ -126,14 +126,14 @@ def _lint_workflow(path: str, require_approval: bool, strict: bool,
         ctx.program = compile_workflow(path, text=text)
     except CompileError as exc:
         return diags + list(exc.diagnostics)
-    ctx.steps = _index(loaded.workflow, "", ())
+    ctx.steps = step_index(loaded.workflow, "", ())
     for rule in RULES:
         if rule.needs_program:
             diags += list(rule.check(ctx))
     return diags
 
 
-def _index(wf: ast.Workflow, prefix: str, chain: tuple[str, ...]) -> dict[str, StepRef]:
+def step_index(wf: ast.Workflow, prefix: str, chain: tuple[str, ...]) -> dict[str, StepRef]:
     """Compiled step label -> its step, following sub-workflow calls as the compiler does (a
     callee's steps are labelled `call/step`)."""
     out: dict[str, StepRef] = {}
@@ -144,7 +144,7 @@ def _index(wf: ast.Workflow, prefix: str, chain: tuple[str, ...]) -> dict[str, S
         if isinstance(call, ast.SubWorkflow) and call.path not in chain:
             callee = wf.callee(call)
             if callee is not None and callee.workflow is not None:
-                out.update(_index(callee.workflow, f"{label}/", chain))
+                out.update(step_index(callee.workflow, f"{label}/", chain))
     return out
 
 

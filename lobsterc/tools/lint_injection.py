@@ -10,7 +10,7 @@ from typing import Any
 from attrs import frozen
 
 from lobsterc.check.checker import sub_span
-from lobsterc.check.lint_rules import LintContext, walk
+from lobsterc.tools.lint_rules import LintContext, walk
 from lobsterc.check.stages import positional_words
 from lobsterc.diagnostics import Diagnostic
 from lobsterc.syntax import ast
