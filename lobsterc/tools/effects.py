@@ -44,7 +44,7 @@ MARKS = ("write", "read", "none")  # values of a step's `effects:` key
 EXIT = -1
 _ERROR_COST = 10_000  # per error edge on a path
 
-_CONTROL = {op for op, info in OPS.items() if info.control}
+CONTROL_OPS = {op for op, info in OPS.items() if info.control}
 
 
 def constant_condition(tree) -> bool | None:
@@ -330,7 +330,7 @@ def effect_sites(program: Program, marks: Mapping[str, str], *, classes: bool = 
             continue
         block = range(step.first_pc, step.last_pc + 1)
         if mark == "write":
-            pc = next((p for p in block if program.code[p].op not in _CONTROL), None)
+            pc = next((p for p in block if program.code[p].op not in CONTROL_OPS), None)
             if pc is not None:
                 sites.append(EffectSite(pc, step.id, "it is marked `effects: write`"))
             continue

@@ -132,7 +132,7 @@ def rule_unreachable(ctx: LintContext) -> Iterator[Diagnostic]:
     """W305: a step whose execution no path of the compiled program reaches, a conditional
     jump on a constant condition taking only its feasible edge. Steps inside an unreachable
     step (loop sub-steps, a sub-workflow's steps) are not reported again."""
-    from lobsterc.tools.effects import _CONTROL, Cfg, constant_condition, loop_tails
+    from lobsterc.tools.effects import CONTROL_OPS, Cfg, constant_condition, loop_tails
 
     program = ctx.program
     reached = Cfg(program).reachable(0)
@@ -142,7 +142,7 @@ def rule_unreachable(ctx: LintContext) -> Iterator[Diagnostic]:
         if info.id in tails or info.id not in ctx.steps:
             continue
         body = [pc for pc in range(info.first_pc, info.last_pc + 1)
-                if program.code[pc].op not in _CONTROL]
+                if program.code[pc].op not in CONTROL_OPS]
         if not body or any(pc in reached for pc in body):
             continue
         if any(info.id.startswith(f"{done}/") for done in reported):

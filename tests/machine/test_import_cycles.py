@@ -25,8 +25,6 @@ STILL_PRESENT: dict[frozenset[str], str] = {
     frozenset({"vm.core.schema", "vm.core.schema_compile", "vm.core.schema_refs"}): "libs",
     frozenset({"lobsterc.check.checker", "lobsterc.check.problems", "lobsterc.check.values",
                "lobsterc.load.build"}): "front",
-    frozenset({"lobsterc.tools.cli", "lobsterc.tools.diff.command",
-               "lobsterc.tools.diff.versions"}): "lint",
     frozenset({"vm.engine.interp", "vm.engine.parallel"}): "kernel",
 }
 
