@@ -19,8 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from differential import forkserver
+
+# No Hypothesis check that depends on how loaded the machine is: a test's examples may take
+# any time on a shared 2-core machine (its own timeout bounds a hung one), and a slow strategy
+# is not a failing test. The checks of what a strategy generates (filter_too_much,
+# data_too_large...) stay on.
+settings.register_profile("lobster", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("lobster")
 
 BIN = Path(sys.executable).parent
 LOBSTER = str(BIN / "lobster")

@@ -81,6 +81,7 @@ def test_real_pipelines_still_run(in_process_cli):
     assert proc.stderr.splitlines()[0] == "Error: Unknown command: nosuch"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("LOBSTER_REFERENCE"), reason="needs the original")
 def test_real_pipelines_answer_as_the_original(in_process_cli, tmp_path):
     cli = in_process_cli

@@ -39,6 +39,8 @@ from vm.host.commands.template import render_plain, render_template
 from vm.service.protocol import REQUEST_FIELDS, Options, handle
 from vm.host.store.directory_checkpoints import split_frame_file
 
+pytestmark = pytest.mark.slow  # docs/testing.md
+
 EXAMPLES = int(os.environ.get("LOBSTER_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))

@@ -279,6 +279,7 @@ _VALUES = st.recursive(
     max_leaves=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.sampled_from(["steps", "args", "env", "cwd", "name"]), _VALUES))
 @example({"steps": [{"for_each": "x", "steps": None}]})  # found by this test: steps: null

@@ -432,6 +432,7 @@ BROKEN = [
 ]
 
 
+@pytest.mark.slow
 def test_broken_text_never_crashes_the_server(tmp_path):
     async def body(s: Session):
         for n, text in enumerate(BROKEN):

@@ -55,6 +55,7 @@ def _agrees(check, validator, instance) -> None:
     assert _by_path(ours) == _by_path(theirs), instance
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(_JSONISH)
 def test_any_value_gets_the_verdict_jsonschema_gives(instance) -> None:
@@ -97,6 +98,7 @@ def test_the_valid_workflow_is_valid() -> None:
 PATHS = list(_paths(_valid_workflow()))
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.sampled_from(PATHS), _JSONISH, st.booleans())
 def test_a_valid_workflow_with_one_value_replaced_or_removed(path, value, remove) -> None:

@@ -28,6 +28,8 @@ from pg_server import location, pg_server, pg_url  # noqa: F401  (fixtures)
 import crash_helpers as ch
 from vm.host.token import decode
 
+pytestmark = pytest.mark.slow  # docs/testing.md
+
 FULL = os.environ.get("LOBSTER_CRASH_FULL") == "1"
 WORKERS = max(2, os.cpu_count() or 2)
 

@@ -204,6 +204,7 @@ def programs(draw):
     return program, "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_a_generated_listing_assembles_back_to_its_own_text(generated):

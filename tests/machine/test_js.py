@@ -310,6 +310,7 @@ def _path_walked(value, path):
     return value
 
 
+@pytest.mark.slow
 @given(st.one_of(json_values, st.just(UNDEFINED), st.text(max_size=3)),
        st.sampled_from(["", "a", "b", "length", "0", "1", "01", "__proto__", "é"]))
 def test_a_one_key_path_reads_as_the_path_walked(value, key):

@@ -157,6 +157,7 @@ def date_strings(draw) -> str:
     return "".join(token + draw(st.sampled_from(_SEPARATORS)) for token in tokens)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tz", ["UTC", "America/New_York"])
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=date_strings())
@@ -197,6 +198,7 @@ ODD_INPUTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tz", ["UTC", "America/New_York"])
 def test_the_date_filter_agrees_with_the_original(tmp_path, tz):
     ref, why = reference_command()

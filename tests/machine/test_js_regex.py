@@ -152,6 +152,7 @@ def js_patterns(draw, depth: int = 0) -> str:
     return "".join(out)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pattern=js_patterns(), texts=st.lists(st.text(st.sampled_from(ALPHABET), max_size=6),
                                              min_size=1, max_size=6))
@@ -176,6 +177,7 @@ PROPERTIES = ["L", "Letter", "LC", "Lu", "Ll", "Lt", "Lm", "Lo", "M", "Mn", "Mc"
               "Script=Hiragana", "sc=Kana", "Script=Hangul", "Script=Devanagari", "sc=Hebr"]
 
 
+@pytest.mark.slow
 def test_property_sets_are_nodes_on_a_sample_of_code_points(node) -> None:
     """Every \\p{..} built here against Node's, on every 11th BMP code point and every 241st
     astral one (those Unicode assigned after Python's version left out: Cn here only)."""

@@ -196,6 +196,7 @@ def malformed(draw) -> str:
     return text
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.data_too_large])
 @given(text=malformed())

@@ -26,11 +26,12 @@ def twins(kind: str):
 
 
 values = st.tuples(st.integers(-3, 3), st.tuples(st.integers(0, 2)), st.text(max_size=2))
+FROZEN_TWINS = twins("frozen")  # built once: building classes per example is what took time
 
 
 @given(values, values)
 def test_frozen_records_repr_compare_and_hash_as_attrs_does(a, b):
-    theirs, ours = twins("frozen")
+    theirs, ours = FROZEN_TWINS
     assert repr(ours(*a)) == repr(theirs(*a))
     assert (ours(*a) == ours(*b)) == (theirs(*a) == theirs(*b))
     assert (ours(*a) != ours(*b)) == (theirs(*a) != theirs(*b))

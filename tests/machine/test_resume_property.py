@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import LOBSTER
@@ -172,6 +173,7 @@ def drive_through_the_cli(chains: list[tuple], pycache: str) -> list:
 BATCH = 4  # pipelines per example, driven through the CLI side by side (2 cores)
 
 
+@pytest.mark.slow
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batch=st.lists(cases(), min_size=BATCH, max_size=BATCH))
 def test_resuming_in_new_processes_gives_the_same_output(batch, tmp_path_factory):
@@ -316,6 +318,7 @@ def test_workflows_resume_from_bytes_at_every_instruction(tmp_path):
         assert parks > len(halts) or cut > 3, cut
 
 
+@pytest.mark.slow
 def test_a_workflow_resumed_by_new_processes_gives_the_same_output(tmp_path):
     expected, halts, _ = drive_workflow(workflow_dir(tmp_path))
     workdir = workflow_dir(tmp_path)

@@ -18,6 +18,8 @@ from differential.edges import EDGES
 from differential.generators import any_case, yaml_dump
 from differential.normalise import Normaliser, comparable, differences
 
+pytestmark = pytest.mark.slow  # docs/testing.md
+
 REF, WHY = reference_command()
 needs_reference = pytest.mark.skipif(REF is None, reason=f"differential tests skipped: {WHY}")
 EXAMPLES = int(os.environ.get("LOBSTER_DIFF_EXAMPLES", "10"))

@@ -20,6 +20,8 @@ from differential.harness import _driver_env, _run_steps
 from differential.normalise import differences
 from differential.port import PORTED
 
+pytestmark = pytest.mark.slow  # docs/testing.md
+
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH")
 REF, WHY = reference_command()
 

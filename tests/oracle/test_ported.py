@@ -21,6 +21,8 @@ from differential.port import NOT_PORTABLE, PORTED
 from differential.port.report import COMPAT, render, stale_lines
 from differential.port.run import WORKERS, judge_port
 
+pytestmark = pytest.mark.slow  # docs/testing.md
+
 REF, WHY = reference_command()
 # `LOBSTER_PORTED_SHARD=i/n` runs every n-th ported test from the i-th (CI jobs in parallel)
 _SHARD = os.environ.get("LOBSTER_PORTED_SHARD", "0/1")

@@ -22,7 +22,8 @@ from vm.core.schema import SchemaRecursion, schema_error
 from vm.core.schema_errors import first_error
 
 REF, WHY = reference_command()
-pytestmark = pytest.mark.skipif(REF is None, reason=WHY or "")
+pytestmark = [pytest.mark.slow,  # docs/testing.md
+              pytest.mark.skipif(REF is None, reason=WHY or "")]
 
 DRIVER = Path(__file__).with_name("ajv_driver.cjs")
 
