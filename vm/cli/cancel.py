@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from vm.cli.common import (Usage, parse_flags, print_json, refuse, refused_usage,
-                           store_options)
+from vm.cli.common import (Usage, check_store, parse_flags, print_json, refuse, refused_usage,
+                           store_failed, store_options)
 from vm.cli.flags import UsageError, render
 from vm.cli.specs import CANCEL
+from vm.host.store import StoreError
 from vm.service.protocol.envelope import exit_code
 
 USAGE = render(CANCEL)
@@ -22,6 +23,10 @@ def cmd_cancel(argv: list[str]) -> int:
         return refuse(exc)
     except Usage as exc:
         return refused_usage(exc, USAGE)
-    envelope = admin.cancel(store_options(), values["id"])
+    try:
+        check_store(store_options())  # "not found" only from a store that was asked
+        envelope = admin.cancel(store_options(), values["id"])
+    except (StoreError, OSError) as exc:
+        return store_failed(exc)
     print_json(envelope)
     return exit_code(envelope)

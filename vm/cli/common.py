@@ -218,3 +218,46 @@ def store_options():
     from vm.service.protocol.options import Options
 
     return Options(mode="tool", log=sys.stderr.write)
+
+
+def check_store(options) -> None:
+    """Raise a StoreError (T450, the store named without its password) when the store cannot
+    be asked at all: a PostgreSQL store that does not answer or whose driver is missing, a
+    state directory that is a file or lies under one. A subcommand asks this before it could
+    say a checkpoint is not there, which it cannot know then. A state directory that does not
+    exist yet is an empty store, not a failure."""
+    from vm.host.store import StoreError, is_postgres_url
+    from vm.host.store.base import default_state_dir
+
+    location = options.state_dir or (options.env.get("LOBSTER_STORE") or "").strip() \
+        or default_state_dir(options.env)
+    if is_postgres_url(location):
+        options.store()  # connects (or raises the StoreError saying why not)
+        return
+    path = os.path.abspath(location)
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    if not os.path.isdir(path):
+        what = "is not a directory" if path == os.path.abspath(location) \
+            else f"cannot be made: {path} is not a directory"
+        raise StoreError(f"the state directory {location} {what}")
+
+
+def store_failed(exc: Exception, tool: bool = True) -> int:
+    """The store could not be reached, read or written (a StoreError, or an OSError of its
+    files): its envelope on stdout (tool mode), else one `lobster: error[T450]: ...` line on
+    stderr; exit 1. Never a bug report, never "not found"."""
+    from vm.host.store import StoreError
+    from vm.service.protocol.envelope import store_error
+
+    if not isinstance(exc, StoreError):
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        exc = StoreError(f"the state store cannot be used: "
+                         f"{getattr(exc, 'strerror', None) or exc}{where}")
+    envelope = store_error(exc)
+    if tool:
+        print_json(envelope)
+    else:
+        error = envelope["error"]
+        sys.stderr.write(f"lobster: error[{error['code']}]: {error['message']}\n")
+    return 1

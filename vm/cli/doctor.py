@@ -14,9 +14,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from vm import __version__, install_hint
-from vm.cli.common import print_json, refuse
+from vm.cli.common import check_store, print_json, refuse
 from vm.cli.flags import NO_VALUE, UsageError, parse
 from vm.cli.specs import DOCTOR
+from vm.host.store import StoreError
 from vm.service.protocol.envelope import (PROTOCOL_VERSION, RequestError, error_envelope,
                                           ok_envelope)
 from vm.service.protocol.options import Options
@@ -44,7 +45,11 @@ def cmd_doctor(argv: list[str], frontend: Frontend | None = None) -> int:
         return refuse(exc, tool=True)
     options = Options(mode="tool", frontend=frontend)
     envelope = run_js("exec --json --shell 'echo [1]'", options)
-    problem = store_problem(options)
+    try:
+        check_store(options)  # a store that cannot be asked, named (without its password)
+        problem = store_problem(options)
+    except StoreError as exc:
+        problem = str(exc)
     if problem is not None:
         envelope = error_envelope("T450", problem)
     if not envelope.get("ok") or envelope.get("output") != [1]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from vm.cli.common import (Usage, parse_flags, print_json, refuse, refused_usage, seconds,
-                           store_options)
+from vm.cli.common import (Usage, check_store, parse_flags, print_json, refuse, refused_usage,
+                           seconds, store_failed, store_options)
 from vm.cli.flags import UsageError, render
 from vm.cli.specs import GC
 from vm.host.store import StoreError
-from vm.service.protocol.envelope import RequestError, exit_code, store_error
+from vm.service.protocol.envelope import RequestError, exit_code
 
 USAGE = render(GC)
 
@@ -25,13 +25,13 @@ def cmd_gc(argv: list[str]) -> int:
     except Usage as exc:
         return refused_usage(exc, USAGE)
     try:
+        check_store(store_options())
         report = admin.gc(store_options(), dry_run=bool(values.get("dry-run")), grace_s=grace)
     except RequestError as exc:  # a bad LOBSTER_TOMBSTONE_TTL
         print_json(exc.envelope)
         return exit_code(exc.envelope)
-    except StoreError as exc:
-        print_json(store_error(exc))
-        return 1
+    except (StoreError, OSError) as exc:
+        return store_failed(exc)
     if values.get("format") == "json":
         print_json(report)
         return 0

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import sys
 
-from vm.cli.common import (Usage, parse_flags, print_json, refuse, refused_usage,
-                           store_options)
+from vm.cli.common import (Usage, check_store, parse_flags, print_json, refuse, refused_usage,
+                           store_failed, store_options)
 from vm.cli.flags import UsageError, render
 from vm.cli.specs import HISTORY
 from vm.core import json_write
+from vm.host.store import StoreError
 from vm.service.protocol.envelope import exit_code
 
 USAGE = render(HISTORY)
@@ -27,7 +28,11 @@ def cmd_history(argv: list[str]) -> int:
         return refuse(exc)
     except Usage as exc:
         return refused_usage(exc, USAGE)
-    answer = admin.history(store_options(), ident)
+    try:
+        check_store(store_options())  # "not found" only from a store that was asked
+        answer = admin.history(store_options(), ident)
+    except (StoreError, OSError) as exc:
+        return store_failed(exc)
     if values.get("format") == "json" or not answer.get("ok"):
         print_json(answer)
         return exit_code(answer)

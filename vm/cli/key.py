@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import sys
 
-from vm.cli.common import (Usage, parse_flags, print_json, refuse, refused_usage,
-                           store_options)
+from vm.cli.common import (Usage, check_store, parse_flags, print_json, refuse, refused_usage,
+                           store_failed, store_options)
 from vm.cli.flags import UsageError, closest, render
 from vm.cli.specs import KEY
 from vm.host.store import StoreError
-from vm.service.protocol.envelope import store_error
 
 USAGE = render(KEY)
 
@@ -30,12 +29,10 @@ def cmd_key(argv: list[str]) -> int:
     except Usage as exc:
         return refused_usage(exc, USAGE)
     try:
+        check_store(store_options())
         result = admin.key_list(store_options()) if action == "list" else admin.rotate_key(store_options())
     except (StoreError, OSError) as exc:
-        if isinstance(exc, OSError):
-            exc = StoreError(f"the state store cannot be used: {exc.strerror or exc}")
-        print_json(store_error(exc))
-        return 1
+        return store_failed(exc)
     if action == "rotate":
         lost = result["unverifiable"]
         if lost:

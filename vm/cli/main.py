@@ -49,6 +49,12 @@ def main(argv: Sequence[str] | None = None, frontend: Frontend | None = None) ->
         except Exception as exc:  # noqa: BLE001 - the last resort
             if _output_refused(exc):
                 return _unwritable(exc)
+            from vm.host.store import StoreError
+
+            if isinstance(exc, StoreError):  # the store's own failure, not a bug
+                from vm.cli.common import store_failed
+
+                return store_failed(exc, tool=_tool_mode(args))
             from vm.service.protocol.envelope import internal_error
 
             envelope = internal_error(exc)

@@ -125,14 +125,23 @@ def call(name: str, arguments: dict[str, Any] | None, options: protocol.Options,
     refused = unknown_field(action, arguments or {})
     if refused is not None:
         return refused
-    if action == "pending":
-        from vm.service.admin import pending_request
+    if action in ("pending", "history", "resume"):
+        from vm.cli.common import check_store
+        from vm.host.store import StoreError
+        from vm.service.protocol.envelope import store_error
 
-        return pending_request(arguments or {}, options)
-    if action == "history":
-        from vm.service.admin import history_request
+        try:  # "not found" only from a store that was asked
+            check_store(options)
+            if action == "pending":
+                from vm.service.admin import pending_request
 
-        return history_request(arguments or {}, options)
+                return pending_request(arguments or {}, options)
+            if action == "history":
+                from vm.service.admin import history_request
+
+                return history_request(arguments or {}, options)
+        except StoreError as exc:
+            return store_error(exc)
     return protocol.handle({**(arguments or {}), "action": action}, options, scope=scope)
 
 
@@ -323,6 +332,12 @@ def main(argv: Sequence[str], frontend: Frontend | None = None) -> int:
     except ImportError:
         sys.stderr.write(MISSING + "\n")
         return 1
+    from vm.cli.common import is_terminal
+
+    if is_terminal(sys.stdin):  # a person, not a client, started it
+        sys.stderr.write("lobster mcp: waiting for an MCP client on stdin (JSON-RPC lines); an "
+                         "MCP client starts this itself, `lobster help mcp` shows how to "
+                         "register it; Ctrl-D or Ctrl-C ends it\n")
     try:
         anyio.run(serve, protocol.Options(mode="tool", frontend=frontend))
     finally:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from vm.cli.common import refuse
+from vm.cli.common import check_store, refuse, store_failed
 from vm.cli.flags import NO_VALUE, UsageError, parse, render
 from vm.cli.specs import MIGRATE
 from vm.core import json_write
+from vm.host.store import StoreError
 from vm.service.migrate import MigrateError, MigrationResult, migrate
 from vm.service.protocol.options import Options
 
@@ -39,12 +40,15 @@ def cmd_migrate(argv: list[str], frontend: Any = None) -> int:
         return 2
     options = Options(mode="tool", log=sys.stderr.write, frontend=frontend)
     try:
+        check_store(options)
         results = migrate(options, values["to"], ident=values.get("id"),
                           program_hash=values.get("program"),
                           dry_run=bool(values.get("dry-run")), accept=tuple(values["accept"]))
     except MigrateError as exc:
         sys.stderr.write(f"lobster migrate: {exc}\n")
         return 1
+    except (StoreError, OSError) as exc:
+        return store_failed(exc, tool=fmt == "json")
     ok = "sound" if values.get("dry-run") else "migrated"
     if fmt == "json":
         sys.stdout.write(json_write.json_pretty([r.to_json() for r in results]) + "\n")

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import sys
 
-from vm.cli.common import (Usage, parse_flags, print_json, refuse, refused_usage, seconds,
-                           store_options)
+from vm.cli.common import (Usage, check_store, parse_flags, print_json, refuse, refused_usage,
+                           seconds, store_failed, store_options)
 from vm.cli.flags import UsageError, render
 from vm.cli.specs import PENDING
 from vm.core import json_write
 from vm.host.store import StoreError
-from vm.service.protocol.envelope import RequestError, exit_code, store_error
+from vm.service.protocol.envelope import RequestError, exit_code
 
 USAGE = render(PENDING)
 
@@ -28,10 +28,11 @@ def cmd_pending(argv: list[str]) -> int:
         return refuse(exc)
     except Usage as exc:
         return refused_usage(exc, USAGE)
-    problem = admin.key_problem(store_options()) if not values.get("cancel") else None
-    if problem is not None:
-        sys.stderr.write(f"lobster: warning[{problem['code']}]: {problem['message']}\n")
     try:
+        check_store(store_options())
+        problem = admin.key_problem(store_options()) if not values.get("cancel") else None
+        if problem is not None:
+            sys.stderr.write(f"lobster: warning[{problem['code']}]: {problem['message']}\n")
         if values.get("cancel"):
             entries = admin.cancel_older_than(store_options(), older)
         else:
@@ -41,10 +42,8 @@ def cmd_pending(argv: list[str]) -> int:
     except RequestError as exc:
         print_json(exc.envelope)
         return exit_code(exc.envelope)
-    except StoreError as exc:
-        envelope = store_error(exc)
-        print_json(envelope)
-        return 1
+    except (StoreError, OSError) as exc:
+        return store_failed(exc)
     lost = sum(e["status"] == "unverifiable" for e in entries)
     if lost and problem is None and not values.get("cancel"):
         sys.stderr.write(f"lobster: warning: {lost} checkpoint{'' if lost == 1 else 's'} "

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import sys
 
-from vm.cli.common import listener, print_json, refuse, timeout
+from vm.cli.common import check_store, listener, print_json, refuse, timeout
 from vm.cli.flags import NO_VALUE, UsageError, parse
 from vm.cli.specs import RESUME
-from vm.service.protocol.envelope import RequestError, exit_code
+from vm.host.store import StoreError
+from vm.service.protocol.envelope import RequestError, exit_code, store_error
 from vm.service.protocol.options import Options
 from vm.service.protocol.request import parse_response_json
 from vm.service.protocol.resuming import Decision, named_by_id, resume_js
@@ -74,6 +75,10 @@ def _resume(values: dict) -> dict:
     options = Options(mode="tool", log=sys.stderr.write,
                       timeout_ms=timeout(values.get("timeout"), "resume"), on_event=on_event)
     ttl = values.get("checkpoint-ttl")
+    try:
+        check_store(options)  # "not found" only from a store that was asked
+    except StoreError as exc:
+        return store_error(exc)
     if approval_id:  # any id `lobster pending` lists
         approval_id, state_key = named_by_id(approval_id)
         return resume_js(options, decision, approval_id=approval_id, state_key=state_key,
