@@ -211,7 +211,9 @@ STEP = _shape_of("step", "step", title="Step", description="One step. Exactly on
 # A loop sub-step's keys are a step's (gates may stand inside a loop here); the schema types
 # the ones a loop body is meant to use.
 LOOP_STEP = _shape_of("loopStep", "loop", title="Loop sub-step",
-                      description="A step inside for_each: run, command or pipeline only.")
+                      description="A step inside for_each: a run, command or pipeline "
+                      "step, or an approval or input gate, which halts once for each item "
+                      "(examples/deploy-hosts.lobster).")
 BRANCH = _shape_of("branch", "branch", title="Parallel branch",
                    order=("id", "run", "command", "pipeline", "env", "cwd", "stdin"))
 
@@ -252,8 +254,9 @@ APPROVAL = Shape("approval", (
 
 INPUT = Shape("input", (
     Field("prompt", {"description": "The question.", "type": "string"}, lowers="HALT_INPUT"),
-    Field("responseSchema", {"description": "A JSON Schema (draft 2020-12) the answer must "
-                             "satisfy.", "type": "object"}, lowers="HALT_INPUT"),
+    Field("responseSchema", {"description": "A JSON Schema the answer must satisfy, read as "
+                             "draft-07 (as the original's Ajv reads it: 2020-12's `prefixItems` "
+                             "constrains nothing).", "type": "object"}, lowers="HALT_INPUT"),
     Field("defaults", {"description": "Suggested answer shown with the request."},
           lowers="HALT_INPUT"),
 ), title="Input request", description="Halt for a structured answer validated by responseSchema. "

@@ -5,7 +5,9 @@ expected output, placeholders and `no-run` fences is in tests/docs/shelldoc.py).
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -32,15 +34,33 @@ def session(tmp_path: Path) -> Session:
     return Session(str(work), env, _in_process)
 
 
+def _files(top: Path) -> set[str]:
+    return {str(p.relative_to(top)) for p in top.rglob("*") if p.is_file()}
+
+
+def _ignored(relative: str) -> bool:
+    """Whether the checkout's .gitignore lists `relative` (a path from its root)."""
+    proc = subprocess.run(["git", "check-ignore", "-q", "--no-index", relative], cwd=ROOT,
+                          capture_output=True, text=True)
+    return proc.returncode == 0
+
+
 @pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_shell_example_prints_what_it_says(path: Path, session: Session):
     failures = []
+    top = Path(session.cwd)
+    before = _files(top)
+    told = set()  # the files a document tells the reader to create (`file=NAME` fences)
     for fence in fences(path.read_text(encoding="utf-8")):
         if fence.file:
             session.write(fence.file, fence.body)
+            told.add(str((Path(session.cwd) / fence.file).resolve().relative_to(top)))
         if not fence.runs:
             continue
         for command in fence.commands:
+            # a file the reader makes with `> NAME` is theirs, as a `file=NAME` fence is
+            told.update(str((Path(session.cwd) / name).resolve().relative_to(top))
+                        for name in re.findall(r"(?<![0-9&])>\s*([\w./-]+)", command.text))
             problem = session.run(command)
             if problem:
                 failures.append(f"{path.name}:{command.line}: $ {command.text}\n{problem}")
@@ -48,6 +68,10 @@ def test_every_shell_example_prints_what_it_says(path: Path, session: Session):
         if failures:
             break
     assert failures == []
+    # what the examples wrote beside the reader's files is left out of git, never left
+    # untracked in a checkout
+    left = sorted(f for f in _files(top) - before - told if not _ignored(f))
+    assert left == [], f"{path.name}'s examples leave files .gitignore does not list: {left}"
 
 
 def test_the_docs_have_shell_examples_and_only_a_few_are_not_run():

@@ -3,7 +3,7 @@ this installation, or a `doctor_error` (T499) saying what is wrong. It also repo
 newcomer needs when something misbehaves: the version, the state dir and store (and whether
 it answers), the shell, which extras are installed, and the limits in force: `--format text`
 prints it for people, `--format json` adds it to the envelope's item. Without `--format`
-the output stays the original's (the envelope alone)."""
+a terminal gets the text report and a pipe the original's output (the envelope alone)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from vm import __version__, install_hint
-from vm.cli.common import check_store, print_json, refuse
+from vm.cli.common import check_store, is_terminal, print_json, refuse
 from vm.cli.flags import NO_VALUE, UsageError, parse
 from vm.cli.specs import DOCTOR
 from vm.host.store import StoreError
@@ -43,6 +43,8 @@ def cmd_doctor(argv: list[str], frontend: Frontend | None = None) -> int:
                              f"{'nothing' if fmt == NO_VALUE else repr(fmt)})")
     except UsageError as exc:
         return refuse(exc, tool=True)
+    if fmt is None and is_terminal(sys.stdout):  # a person reads it: the report, not JSON
+        fmt = "text"
     options = Options(mode="tool", frontend=frontend)
     envelope = run_js("exec --json --shell 'echo [1]'", options)
     try:

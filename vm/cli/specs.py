@@ -161,10 +161,11 @@ GRAPH = Spec(
 DOCTOR = Spec(
     "doctor", "lobster doctor [--format text|json] [NOTE...]",
     "check that this installation runs pipelines, and show its setup",
-    "Run one pipeline and check the state store, then print the envelope (as the original\n"
-    "does). With --format, also report the version, state dir, store (and whether it\n"
-    "answers), shell, extras installed and limits in force. Exit 1 (doctor_error, T499)\n"
-    "when something is wrong.",
+    "Run one pipeline and check the state store, then report the version, state dir,\n"
+    "store (and whether it answers), shell, extras installed and limits in force. On a\n"
+    "terminal the report is printed for people; on a pipe the output is the envelope, as\n"
+    "the original prints it (--format text or json chooses). Exit 1 (doctor_error,\n"
+    "T499) when something is wrong.",
     (Flag("format", "text|json", "text: the report for people, instead of the envelope; json: "
                                  "the envelope, its item carrying the report"),),
     (("NOTE", "words copied into the envelope's `notes`"),))
