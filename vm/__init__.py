@@ -37,13 +37,9 @@ only this interface; tests/machine/test_layering.py holds it to that, and holds 
 (core < isa < host < engine < service < cli) to importing only the layers below it.
 """
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (30 modules)
+
 __version__ = "0.1.0"
-DISTRIBUTION = "lobster-pipelines"  # pyproject's `name`; `lobster` on the index is another project
-
-
-def install_hint(extra: str) -> str:
-    """How to install an optional extra of this distribution: every hint says it this way."""
-    return f"pip install '{DISTRIBUTION}[{extra}]' (from a checkout: pip install '.[{extra}]')"
 
 PUBLIC_MODULES = (
     "vm", "vm.core.*", "vm.isa.*", "vm.host.commands.*", "vm.host.store", "vm.engine.refs",
@@ -52,6 +48,7 @@ PUBLIC_MODULES = (
 )
 
 _EXPORTS = {
+    "DISTRIBUTION": "vm.core.distribution", "install_hint": "vm.core.distribution",
     "handle": "vm.service.protocol.request", "run": "vm.service.protocol.running",
     "resume": "vm.service.protocol.resuming", "Options": "vm.service.protocol.options",
     "Decision": "vm.service.protocol.resuming", "RequestError": "vm.service.protocol.envelope",
@@ -59,15 +56,25 @@ _EXPORTS = {
     "history": "vm.service.admin",
 }
 
-__all__ = ["DISTRIBUTION", "__version__", "install_hint", *_EXPORTS]
+__all__ = ["__version__", *_EXPORTS]
 
+if TYPE_CHECKING:  # what a type checker reads; at run time each is loaded on first use below
+    from vm.core.distribution import DISTRIBUTION as DISTRIBUTION, install_hint as install_hint
+    from vm.host.children import Scope as Scope
+    from vm.host.store import StateStore as StateStore, open_store as open_store
+    from vm.service.admin import history as history
+    from vm.service.protocol.envelope import RequestError as RequestError
+    from vm.service.protocol.options import Options as Options
+    from vm.service.protocol.request import handle as handle
+    from vm.service.protocol.resuming import Decision as Decision, resume as resume
+    from vm.service.protocol.running import run as run
+else:
+    def __getattr__(name: str) -> object:
+        module = _EXPORTS.get(name)
+        if module is None:
+            raise AttributeError(f"module 'vm' has no attribute {name!r}")
+        import importlib
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'vm' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value

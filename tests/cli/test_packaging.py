@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import typing
 import zipfile
 from pathlib import Path
 
@@ -121,7 +122,7 @@ def test_every_public_name_of_the_embedding_api_is_documented():
             if not inspect.getdoc(obj):
                 undocumented.append(f"vm.service.admin.{name}")
     for name in messages.__all__:
-        if not inspect.getdoc(getattr(messages, name)) and name not in ("Request", "Envelope"):
+        if not inspect.getdoc(getattr(messages, name)) and name not in ("Request", "Envelope", "OkEnvelope", "Json"):
             undocumented.append(f"vm.service.messages.{name}")
     assert undocumented == []
 
@@ -135,21 +136,27 @@ def test_the_request_types_are_the_request_table():
 def _conforms(value: dict, typed) -> None:
     assert set(value) <= set(typed.__annotations__), set(value) - set(typed.__annotations__)
     assert typed.__required_keys__ <= set(value)
+    for key, hint in typing.get_type_hints(typed).items():  # the tags a type checker narrows on
+        if typing.get_origin(hint) is typing.Literal:
+            assert value[key] in typing.get_args(hint), (key, value[key])
+        elif hint is type(None):
+            assert value[key] is None, key
 
 
 def test_real_envelopes_have_the_typed_shapes(tmp_path):
     options = Options(cwd=str(tmp_path), state_dir=str(tmp_path / "state"), env={
         **os.environ, "LOBSTER_APPROVAL_INITIATED_BY": "ana"})
     done = handle({"action": "run", "pipeline": "exec --json --shell 'echo [1]'"}, options)
-    _conforms(done, messages.OkEnvelope)
+    _conforms(done, messages.FinishedEnvelope)
     halt = handle({"action": "run", "pipeline":
                    "exec --json --shell 'echo [1]' | approve --preview-from-stdin --prompt p"},
                   options)
-    _conforms(halt, messages.OkEnvelope)
+    _conforms(halt, messages.ApprovalEnvelope)
     _conforms(halt["requiresApproval"], messages.ApprovalRequest)
     asked = handle({"action": "run", "pipeline":
                     "exec --json --shell 'echo [1]' | ask --prompt q --schema '{\"type\":\"string\"}'"},
                    options)
+    _conforms(asked, messages.InputEnvelope)
     _conforms(asked["requiresInput"], messages.InputRequest)
     failed = handle({"action": "run", "pipeline": "nosuch"}, options)
     _conforms(failed, messages.ErrorEnvelope)

@@ -23,7 +23,8 @@ RUN_PATH = frozenset("""
     lobsterc.syntax.grammars
     vm vm.cli vm.cli.common vm.cli.main vm.cli.run vm.cli.resume
     vm.cli.flags vm.cli.specs vm.cli.frontdoor
-    vm.core vm.core.bounds vm.core.codes vm.core.condition vm.core.digest vm.core.js
+    vm.core vm.core.bounds vm.core.codes vm.core.condition vm.core.digest vm.core.distribution
+    vm.core.js
     vm.core.json_read vm.core.json_write vm.core.method_cache vm.core.module_cache
     vm.core.patterns vm.core.records
     vm.core.schema vm.core.schema_compile vm.core.schema_refs
@@ -49,8 +50,10 @@ HALT_ONLY = frozenset("vm.service.protocol.park vm.host.token vm.host.store.life
 STAGE_ONLY = frozenset("vm.host.commands.registry vm.host.commands.data".split())
 CHILD_ONLY = frozenset("vm.host.process vm.host.commands.exec_cmd".split())
 HELP_PATH = frozenset("lobsterc lobsterc.frontend vm vm.cli vm.cli.help vm.cli.main "
-                      "vm.cli.flags vm.cli.specs vm.core vm.core.module_cache".split())
-# (specs: the flag tables; module_cache: the script's loader of the rest)
+                      "vm.cli.flags vm.cli.specs vm.core vm.core.distribution "
+                      "vm.core.module_cache".split())
+# (specs: the flag tables; distribution: the install hint they name; module_cache: the
+# script's loader of the rest)
 THIRD_PARTY = frozenset({"attr", "attrs", "msgpack",
                          "cython_runtime"})  # msgpack's compiled extension registers it
 HELP_THIRD_PARTY: frozenset[str] = frozenset()  # help is text: not even attrs

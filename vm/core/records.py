@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections import namedtuple
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -78,21 +78,24 @@ def _build(cls: type, decorator: Any, hashable: bool, options: dict[str, Any]) -
     return built
 
 
-def frozen(maybe_cls: type | None = None, **options: Any) -> Any:
-    """`attrs.frozen`, with the shared methods: instances compare and hash by value."""
-    def wrap(cls: type) -> type:
-        return _build(cls, attrs.frozen, True, options)
+if TYPE_CHECKING:  # a type checker reads them as attrs' own, which they behave as
+    from attrs import define, frozen
+else:
+    def frozen(maybe_cls: type | None = None, **options: Any) -> Any:
+        """`attrs.frozen`, with the shared methods: instances compare and hash by value."""
+        def wrap(cls: type) -> type:
+            return _build(cls, attrs.frozen, True, options)
 
-    return wrap if maybe_cls is None else wrap(maybe_cls)
+        return wrap if maybe_cls is None else wrap(maybe_cls)
 
 
-def define(maybe_cls: type | None = None, **options: Any) -> Any:
-    """`attrs.define`, with the shared methods: instances compare by value and are unhashable
-    unless `frozen=True` (they can change)."""
-    def wrap(cls: type) -> type:
-        return _build(cls, attrs.define, bool(options.get("frozen")), options)
+    def define(maybe_cls: type | None = None, **options: Any) -> Any:
+        """`attrs.define`, with the shared methods: instances compare by value and are unhashable
+        unless `frozen=True` (they can change)."""
+        def wrap(cls: type) -> type:
+            return _build(cls, attrs.define, bool(options.get("frozen")), options)
 
-    return wrap if maybe_cls is None else wrap(maybe_cls)
+        return wrap if maybe_cls is None else wrap(maybe_cls)
 
 
 def built_on_first_use(namespace: dict[str, Any], names: Iterable[str],

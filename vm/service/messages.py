@@ -6,7 +6,11 @@ to `vm.service.protocol.REQUEST_FIELDS`, the table `handle` validates against, a
 to what `handle` returns.
 """
 
-from typing import Any, Literal, NotRequired, TypedDict, Union
+from typing import Literal, NotRequired, TypedDict, Union
+
+Json = Union[None, bool, int, float, str, list["Json"], dict[str, "Json"]]
+"""A JSON value as Python reads it (`json.loads`): what an envelope's items, prompts and
+schemas are."""
 
 
 class RunRequest(TypedDict):
@@ -55,13 +59,13 @@ class ApprovalRequest(TypedDict):
     """What an approval halt asks (`requiresApproval`)."""
 
     type: Literal["approval_request"]
-    prompt: Any
+    prompt: Json
     """A string; a workflow step that printed its own request passes on its prompt as printed
     (any truthy JSON value), and its items and preview too."""
-    items: Any
+    items: Json
     """The items waiting for the decision (the approve step's input): a list, unless a step
     printed other items."""
-    preview: NotRequired[Any]
+    preview: NotRequired[Json]
     """The items as text, when the gate asked for a preview."""
     requiredApprover: NotRequired[str]
     requireDifferentApprover: NotRequired[bool]
@@ -75,25 +79,56 @@ class InputRequest(TypedDict):
 
     type: Literal["input_request"]
     prompt: str
-    responseSchema: Any
+    responseSchema: Json
     """The JSON Schema (draft-07) the answer must satisfy."""
-    defaults: NotRequired[Any]
-    subject: NotRequired[Any]
+    defaults: NotRequired[Json]
+    subject: NotRequired[Json]
     """What the question is about (the step's input), when it has one."""
     resumeToken: str
 
 
-class OkEnvelope(TypedDict):
-    """A run or resume that ended (`ok`), halted (`needs_approval`, `needs_input`) or was
-    cancelled (`cancelled`)."""
+class FinishedEnvelope(TypedDict):
+    """A run or resume that ended (`ok`) or was cancelled (`cancelled`)."""
 
     protocolVersion: int
     ok: Literal[True]
-    status: Literal["ok", "needs_approval", "needs_input", "cancelled"]
-    output: list[Any]
-    """The run's output items (empty at a halt)."""
-    requiresApproval: ApprovalRequest | None
-    requiresInput: InputRequest | None
+    status: Literal["ok", "cancelled"]
+    output: list[Json]
+    """The run's output items."""
+    requiresApproval: None
+    requiresInput: None
+    eventsDropped: NotRequired[int]
+    """How many events an `Options.on_event` callback too far behind did not hear."""
+
+
+class ApprovalEnvelope(TypedDict):
+    """A run or resume halted at an approval: `requiresApproval` says what it asks."""
+
+    protocolVersion: int
+    ok: Literal[True]
+    status: Literal["needs_approval"]
+    output: list[Json]
+    """Empty at a halt."""
+    requiresApproval: ApprovalRequest
+    requiresInput: None
+    eventsDropped: NotRequired[int]
+
+
+class InputEnvelope(TypedDict):
+    """A run or resume halted at an input request: `requiresInput` says what it asks."""
+
+    protocolVersion: int
+    ok: Literal[True]
+    status: Literal["needs_input"]
+    output: list[Json]
+    """Empty at a halt."""
+    requiresApproval: None
+    requiresInput: InputRequest
+    eventsDropped: NotRequired[int]
+
+
+OkEnvelope = Union[FinishedEnvelope, ApprovalEnvelope, InputEnvelope]
+"""An `ok: true` envelope; its `status` tells which (a type checker narrows on it)."""
 
 
 class Location(TypedDict):
@@ -113,10 +148,10 @@ class ErrorInfo(TypedDict):
     message: str
     code: NotRequired[str]
     location: NotRequired[Location]
-    checkpoint: NotRequired[dict]
+    checkpoint: NotRequired[dict[str, Json]]
     """A refused resume: the checkpoint's state (`claimed`, `in_doubt`, `finished`,
     `cancelled`, `expired`), when and by whom it was claimed, and how and when it ended."""
-    detail: NotRequired[dict]
+    detail: NotRequired[dict[str, Json]]
     """What helps fix the input (the message stays the original's): for JSON that did not
     parse, `line`, `column`, `char` (None: the text ended) and `reason`; for `exec --json`
     output also `excerpt` (its first 200 characters) and `chars`; for a value outside an enum,
@@ -129,9 +164,11 @@ class ErrorEnvelope(TypedDict):
     protocolVersion: int
     ok: Literal[False]
     error: ErrorInfo
+    eventsDropped: NotRequired[int]
 
 
-Envelope = Union[OkEnvelope, ErrorEnvelope]
+Envelope = Union[FinishedEnvelope, ApprovalEnvelope, InputEnvelope, ErrorEnvelope]
 
-__all__ = ["RunRequest", "ResumeRequest", "Request", "ApprovalRequest", "InputRequest",
-           "OkEnvelope", "Location", "ErrorInfo", "ErrorEnvelope", "Envelope"]
+__all__ = ["Json", "RunRequest", "ResumeRequest", "Request", "ApprovalRequest", "InputRequest",
+           "FinishedEnvelope", "ApprovalEnvelope", "InputEnvelope", "OkEnvelope", "Location",
+           "ErrorInfo", "ErrorEnvelope", "Envelope"]

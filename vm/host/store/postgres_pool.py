@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from vm import install_hint
+from vm.core.distribution import install_hint
 from vm.host.store.base import StoreError
 from vm.host.store.postgres_schema import migrate
 

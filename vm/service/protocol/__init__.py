@@ -16,6 +16,8 @@ the rest is each module's own. The envelopes `run`, `resume` and `handle` return
 keep a value's undefined for its JSON writer to leave out.
 """
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (30 modules)
+
 _EXPORTS = {
     "PROTOCOL_VERSION": "envelope", "RequestError": "envelope", "exit_code": "envelope",
     "DEFAULT_MAX_STDOUT_BYTES": "options", "DEFAULT_TIMEOUT_MS": "options",
@@ -28,15 +30,26 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
+if TYPE_CHECKING:  # what a type checker reads; at run time each is loaded on first use below
+    from vm.service.protocol.envelope import (PROTOCOL_VERSION as PROTOCOL_VERSION,
+                                              RequestError as RequestError, exit_code as exit_code)
+    from vm.service.protocol.options import (DEFAULT_MAX_STDOUT_BYTES as DEFAULT_MAX_STDOUT_BYTES,
+                                             DEFAULT_TIMEOUT_MS as DEFAULT_TIMEOUT_MS,
+                                             Options as Options, Settings as Settings)
+    from vm.service.protocol.request import (MAX_REQUEST_BYTES as MAX_REQUEST_BYTES,
+                                             REQUEST_FIELDS as REQUEST_FIELDS,
+                                             REQUIRED_FIELDS as REQUIRED_FIELDS, handle as handle)
+    from vm.service.protocol.resuming import Decision as Decision, resume as resume
+    from vm.service.protocol.running import MAX_PIPELINE_BYTES as MAX_PIPELINE_BYTES, run as run
+else:
+    def __getattr__(name: str) -> object:
+        """Each name is loaded on first use: the CLI's `--help` and an envelope's exit status
+        never load the machine."""
+        module = _EXPORTS.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
 
-def __getattr__(name: str):
-    """Each name is loaded on first use: the CLI's `--help` and an envelope's exit status never
-    load the machine."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value

@@ -5,21 +5,24 @@ the code table (vm/core/codes.py); each refusal more than one place makes is wri
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from vm.core import codes, json_read, json_write
+
+if TYPE_CHECKING:
+    from vm.service.messages import ErrorEnvelope
 
 PROTOCOL_VERSION = 1
 
 
-def ok_envelope(status: str, output: list, approval: dict | None = None,
-                input_request: dict | None = None) -> dict:
+def ok_envelope(status: str, output: list[Any], approval: dict[str, Any] | None = None,
+                input_request: dict[str, Any] | None = None) -> dict[str, Any]:
     """An `ok: true` envelope (`vm.service.messages.OkEnvelope`)."""
     return {"protocolVersion": PROTOCOL_VERSION, "ok": True, "status": status, "output": output,
             "requiresApproval": approval, "requiresInput": input_request}
 
 
-def as_json_data(envelope: dict) -> dict:
+def as_json_data(envelope: dict[str, Any]) -> dict[str, Any]:
     """The envelope as its JSON carries it, for whoever takes it as Python objects: an
     embedder (`handle`, `run`, `resume`, `admin.resume_by_id`), `lobster mcp`'s structured
     content (through `handle`), the halt a terminal asks about. A property JavaScript holds as
@@ -34,12 +37,13 @@ def as_json_data(envelope: dict) -> dict:
     try:
         msgpack.packb(envelope)
     except Exception:  # noqa: BLE001 - undefined, or anything else it cannot hold: the walk decides
-        return json_write.without_undefined(envelope)
+        cleaned: dict[str, Any] = json_write.without_undefined(envelope)
+        return cleaned
     return envelope
 
 
-def error_envelope(code: str, message: str, location: dict | None = None,
-                   detail: dict | None = None) -> dict:
+def error_envelope(code: str, message: str, location: dict[str, Any] | None = None,
+                   detail: dict[str, Any] | None = None) -> dict[str, Any]:
     """An `ok: false` envelope (`vm.service.messages.ErrorEnvelope`): its `type` is the one
     the code table gives `code`. `detail` (additive: the message stays the original's) holds
     what helps fix the input: a JSON position, an excerpt, the allowed values."""
@@ -51,7 +55,7 @@ def error_envelope(code: str, message: str, location: dict | None = None,
     return {"protocolVersion": PROTOCOL_VERSION, "ok": False, "error": error}
 
 
-def exit_code(envelope: dict) -> int:
+def exit_code(envelope: dict[str, Any]) -> int:
     """The CLI's exit status for an envelope: 0 ok (any status), 1 runtime error, 2 parse error."""
     if envelope.get("ok"):
         return 0
@@ -61,20 +65,20 @@ def exit_code(envelope: dict) -> int:
 class RequestError(Exception):
     """A refused request: its error envelope (E001, a bad request, unless said otherwise)."""
 
-    def __init__(self, message: str, code: str = "E001", location: dict | None = None,
-                 detail: dict | None = None) -> None:
+    def __init__(self, message: str, code: str = "E001", location: dict[str, Any] | None = None,
+                 detail: dict[str, Any] | None = None) -> None:
         super().__init__(message)
-        self.envelope = error_envelope(code, message, location, detail)
+        self.envelope = cast("ErrorEnvelope", error_envelope(code, message, location, detail))
 
 
-def internal_error(exc: BaseException) -> dict:
+def internal_error(exc: BaseException) -> dict[str, Any]:
     """The envelope of an exception nothing else caught: a bug of ours. It is raised before a
     checkpoint is claimed or after its claim is recorded, so nothing is silently consumed (a
     claimed checkpoint reads as in doubt, T432)."""
     return error_envelope("T498", codes.internal_error_message(exc))
 
 
-def store_error(exc: Exception) -> dict:
+def store_error(exc: Exception) -> dict[str, Any]:
     """The store could not be reached, read or written, or its key set cannot be used
     (T451, T452): nothing was claimed or consumed."""
     return error_envelope(getattr(exc, "code", "T450"), str(exc))
@@ -131,7 +135,7 @@ class Capped(Protocol):
     def max_stdout_bytes(self) -> int | None: ...
 
 
-def check_envelope_size(envelope: dict, settings: Capped) -> None:
+def check_envelope_size(envelope: dict[str, Any], settings: Capped) -> None:
     """An envelope over the call's maxStdoutBytes is refused (T423)."""
     cap = settings.max_stdout_bytes
     if cap is not None and json_write.json_pretty_size(envelope) > cap:

@@ -105,7 +105,7 @@ class Settings:
                    option_bound(options, "max_stdout_bytes"), checkpoint_ttl_ms)
 
     @classmethod
-    def of_request(cls, request: dict, options: Options) -> Settings:
+    def of_request(cls, request: dict[str, Any], options: Options) -> Settings:
         """A tool request's bounds: its own (floored), else the options', else the defaults."""
         timeout_ms = _positive(request, "timeoutMs",
                                option_bound(options, "timeout_ms") or DEFAULT_TIMEOUT_MS,
@@ -147,7 +147,7 @@ def option_bound(options: Options, name: str) -> int | None:
         raise RequestError(message, "E010") from None
 
 
-def _positive(request: dict, name: str, default: int, floor: int) -> int:
+def _positive(request: dict[str, Any], name: str, default: int, floor: int) -> int:
     """A request's numeric bound (`timeoutMs`, `maxStdoutBytes`; vm/core/bounds.py), raised to
     `floor`; `default` when absent."""
     value = request.get(name)

@@ -40,7 +40,7 @@ _BOUNDS = {  # their limits: vm/core/bounds.py
 }
 # A tool request's fields per action: name -> (JSON Schema of the value, what it is). `handle`
 # reads these and no others (a test holds it to that); `lobster mcp` publishes them as schemas.
-REQUEST_FIELDS: dict[str, dict[str, tuple[dict, str]]] = {
+REQUEST_FIELDS: dict[str, dict[str, tuple[dict[str, Any], str]]] = {
     "run": {
         "pipeline": ({"type": "string", "minLength": 1},
                      "inline pipeline text, or a workflow file path (.lobster/.yaml/.yml/.json)"),
@@ -71,13 +71,13 @@ def handle(request: Request | Mapping[str, Any], options: Options | None = None,
 
 
 def handle_js(request: Request | Mapping[str, Any], options: Options | None = None, *,
-              scope: Scope | None = None) -> dict:
+              scope: Scope | None = None) -> dict[str, Any]:
     """`handle`, its envelope as the run made it (undefined included, as `run_js`'s): for
     `lobster tool`, which writes it with our JSON writer."""
     return _handle(request, options, scope)
 
 
-def _handle(request: Any, options: Options | None, scope: Scope | None) -> dict:
+def _handle(request: Any, options: Options | None, scope: Scope | None) -> dict[str, Any]:
     options = options or Options()
     scope = scope or Scope()
     try:
@@ -92,12 +92,12 @@ def _handle(request: Any, options: Options | None, scope: Scope | None) -> dict:
             return _run_request(request, options, scope)
         return _resume_request(request, options, scope)
     except RequestError as exc:
-        return exc.envelope
+        return cast("dict[str, Any]", exc.envelope)
     except Exception as exc:  # noqa: BLE001 - the last resort: no request ends in a traceback
         return internal_error(exc)
 
 
-def _refuse_unknown_fields(request: dict, action: str) -> None:
+def _refuse_unknown_fields(request: dict[str, Any], action: str) -> None:
     """A field the action does not take is refused by name (a typo is not silently ignored)."""
     known = REQUEST_FIELDS[action]
     for name in request:
@@ -123,7 +123,7 @@ def request_cwd(cwd: Any, base: str) -> str:
         raise RequestError(str(exc)) from None
 
 
-def _run_request(request: dict, options: Options, scope: Scope) -> dict:
+def _run_request(request: dict[str, Any], options: Options, scope: Scope) -> dict[str, Any]:
     pipeline = request.get("pipeline")
     if not isinstance(pipeline, str) or not pipeline.strip():
         raise RequestError("pipeline required")
@@ -159,7 +159,7 @@ def _contained_workflow(path: str, options: Options, settings: Settings) -> Prog
     return program
 
 
-def _resume_request(request: dict, options: Options, scope: Scope) -> dict:
+def _resume_request(request: dict[str, Any], options: Options, scope: Scope) -> dict[str, Any]:
     token = request.get("token")
     approval_id = request.get("approvalId")
     if not (isinstance(token, str) and token) and not (isinstance(approval_id, str) and approval_id):

@@ -5,7 +5,7 @@ the claim ended by what became of it. A cancel ends the checkpoint instead."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from attrs import evolve
 
@@ -26,6 +26,9 @@ from vm.service.protocol.options import (Options, Settings, checkpoint_ttl_ms, c
                                          request_ttl_ms)
 from vm.service.protocol.running import drive
 
+if TYPE_CHECKING:
+    from vm.service.messages import Envelope
+
 
 @define
 class Decision:
@@ -40,15 +43,15 @@ class Decision:
 
 def resume(options: Options, decision: Decision, *, token: str | None = None,
            approval_id: str | None = None, scope: Scope | None = None,
-           checkpoint_ttl: str | int | None = None, state_key: str | None = None) -> dict:
+           checkpoint_ttl: str | int | None = None, state_key: str | None = None) -> Envelope:
     """Continue a parked run, named by its token, its approval id or its state key (what
     `lobster pending` lists for any gate): check, load, check the decision, claim, step on.
     The resumed run is bounded by the options, as `run` is; `checkpoint_ttl` is as for `run`,
     for the checkpoint the resumed run may reach next. The envelope is JSON data, for an
     embedder (`as_json_data`)."""
-    return as_json_data(resume_js(options, decision, token=token, approval_id=approval_id,
-                                  scope=scope, checkpoint_ttl=checkpoint_ttl,
-                                  state_key=state_key))
+    return cast("Envelope", as_json_data(resume_js(
+        options, decision, token=token, approval_id=approval_id, scope=scope,
+        checkpoint_ttl=checkpoint_ttl, state_key=state_key)))
 
 
 def resume_js(options: Options, decision: Decision, *, token: str | None = None,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 from vm.core import json_read
 from vm.engine import machine
@@ -25,7 +26,9 @@ from vm.service.protocol.options import Options, Settings, checkpoint_ttl_ms, re
 # halt, when it needs it: a run that cannot halt never loads them
 
 if TYPE_CHECKING:
+    from vm.engine.events import Emitter
     from vm.service.frontend import Frontend
+    from vm.service.messages import Envelope
 
 MAX_PIPELINE_BYTES = 64 * 1024  # inline pipeline text, in UTF-8 bytes (E105)
 
@@ -60,6 +63,7 @@ def compile_refused(frontend: Frontend, exc: Exception) -> RequestError:
 def compile_source(pipeline: str, options: Options, cwd: str, workflow: bool = False) -> Program:
     """The program for inline pipeline text, or for a workflow file under `cwd`."""
     frontend = compiler(options.frontend)
+    refused_ask_schema = getattr(frontend, "refused_ask_schema", None)  # optional, as below
     try:
         if workflow:
             return frontend.compile_workflow(os.path.join(cwd, pipeline.strip()), options.store())
@@ -67,10 +71,10 @@ def compile_source(pipeline: str, options: Options, cwd: str, workflow: bool = F
     except frontend.CompileError as exc:
         if workflow:
             file_notes(frontend, os.path.join(cwd, pipeline.strip()), options.log, exc)
-        elif getattr(frontend, "refused_ask_schema", None) is not None:
+        elif refused_ask_schema is not None:
             from vm.core.schema_compile import compile_notes
 
-            schema = frontend.refused_ask_schema(pipeline, exc)
+            schema = refused_ask_schema(pipeline, exc)
             if schema is not None:
                 compile_notes(schema, options.log)
         if options.report is not None:
@@ -78,7 +82,7 @@ def compile_source(pipeline: str, options: Options, cwd: str, workflow: bool = F
         raise compile_refused(frontend, exc) from None
 
 
-def parse_args_json(args_json: str | None, command: str = "run") -> dict:
+def parse_args_json(args_json: str | None, command: str = "run") -> dict[str, Any]:
     """`COMMAND --args-json`: a JSON object, with the reference's two error texts."""
     if args_json is None:
         return {}
@@ -107,19 +111,20 @@ def check_pipeline_text(pipeline: str) -> None:
 
 def run(pipeline: str, options: Options, *, args_json: str | None = None,
         program: Program | None = None, file: bool = False, scope: Scope | None = None,
-        checkpoint_ttl: str | int | None = None) -> dict:
+        checkpoint_ttl: str | int | None = None) -> Envelope:
     """Compile (unless given a program) and run to the end or the first halt, bounded by the
     options. `pipeline` is inline text, or a workflow file path (always one when `file` is
     set). `checkpoint_ttl` (a duration such as "30m", or ms) is how long a checkpoint of this
     call stays resumable, before the workflow's own and the options' default. The envelope is
     JSON data, for an embedder (`as_json_data`)."""
-    return as_json_data(run_js(pipeline, options, args_json=args_json, program=program,
-                               file=file, scope=scope, checkpoint_ttl=checkpoint_ttl))
+    return cast("Envelope", as_json_data(run_js(
+        pipeline, options, args_json=args_json, program=program, file=file, scope=scope,
+        checkpoint_ttl=checkpoint_ttl)))
 
 
 def run_js(pipeline: str, options: Options, *, args_json: str | None = None,
            program: Program | None = None, file: bool = False, scope: Scope | None = None,
-           checkpoint_ttl: str | int | None = None) -> dict:
+           checkpoint_ttl: str | int | None = None) -> dict[str, Any]:
     """`run`, its envelope as the run made it: a value in it may hold undefined
     (`js.UNDEFINED`), which only our JSON writer takes (it leaves it out, as JSON.stringify
     does). For the CLI, which writes the envelope with it."""
@@ -128,14 +133,14 @@ def run_js(pipeline: str, options: Options, *, args_json: str | None = None,
         return run_settled(pipeline, options, settings, scope or Scope(), args_json=args_json,
                            program=program, file=file)
     except RequestError as exc:
-        return exc.envelope
+        return cast("dict[str, Any]", exc.envelope)
     except Exception as exc:  # noqa: BLE001 - the last resort, as in `handle`
         return internal_error(exc)
 
 
 def run_settled(pipeline: str, options: Options, settings: Settings, scope: Scope, *,
                 args_json: str | None = None, program: Program | None = None,
-                file: bool = False) -> dict:
+                file: bool = False) -> dict[str, Any]:
     """`run` under settings already read (from a tool request, or the options)."""
     try:
         checkpoint_ttl_ms(options)  # a bad TTL is refused before anything runs
@@ -160,12 +165,13 @@ def run_settled(pipeline: str, options: Options, settings: Settings, scope: Scop
         frame.origin = "workflow" if workflow else "pipeline"
         return drive(program, frame, options, settings, scope, checked)
     except RequestError as exc:
-        return exc.envelope
+        return cast("dict[str, Any]", exc.envelope)
     except StoreError as exc:
         return store_error(exc)
 
 
-def file_notes(frontend: object, path: str, log, refused: object = None) -> None:
+def file_notes(frontend: Frontend, path: str, log: Callable[[str], None],
+               refused: Exception | None = None) -> None:
     """What the original's schema compiles warn as it loads a workflow file (its run, dry run
     and `graph` load it) to `log`: vm.core.schema.compile_notes of each input schema it
     compiles before the error it is `refused` with (a CompileError), if any."""
@@ -179,7 +185,7 @@ def file_notes(frontend: object, path: str, log, refused: object = None) -> None
         compile_notes(schema, log)
 
 
-def load_notes(program: Program, log) -> None:
+def load_notes(program: Program, log: Callable[[str], None]) -> None:
     """What the original's schema compiles warn as it loads a workflow file: each input step's
     responseSchema, in step order (vm.core.schema.compile_notes)."""
     from vm.isa.ops import StepInput
@@ -192,7 +198,7 @@ def load_notes(program: Program, log) -> None:
 
 
 def drive(program: Program, frame: Frame, options: Options, settings: Settings,
-          scope: Scope, checked: tuple[bytes, float] | None = None) -> dict:
+          scope: Scope, checked: tuple[bytes, float] | None = None) -> dict[str, Any]:
     """Step the frame to its end, a halt (parked) or a trap, with the options' event
     listener (if any) hearing it. The envelope holds the run's values as they are (undefined
     included): an exit to an embedder makes it JSON data (`as_json_data`), the CLI writes it
@@ -214,7 +220,7 @@ def drive(program: Program, frame: Frame, options: Options, settings: Settings,
 
 
 def _drive_with(program: Program, frame: Frame, options: Options, settings: Settings,
-                scope: Scope, events, checked: tuple[bytes, float] | None = None) -> dict:
+                scope: Scope, events: Emitter | None, checked: tuple[bytes, float] | None = None) -> dict[str, Any]:
     host = machine.Host(ctx=settings.context(options, scope), write=options.write,
                         ask_line=options.ask_line, log=options.log, events=events)
     if frame.origin == "workflow" and host.ctx.env.get("LOBSTER_LLM_PRICING_JSON"):
@@ -242,6 +248,6 @@ def _drive_with(program: Program, frame: Frame, options: Options, settings: Sett
     except OSError as exc:  # the state dir is a file, read-only, full...
         raise StoreError(store_unwritable(options.store().location, exc)) from None
     if events is not None:
-        pending = outcome.frame.pending
+        pending: Any = outcome.frame.pending  # a halted frame's: one of the gate kinds' records
         events.halted(outcome.frame.pc - 1, pending.kind, pending.approval_id, pending.prompt)
     return envelope
