@@ -214,7 +214,18 @@ def request_fields() -> str:
     return "".join(rows)
 
 
-TABLES: dict[str, Callable[[], str]] = {"request-fields": request_fields}
+def step_results() -> str:
+    """A step result's fields, from the table the checker's E218 reads them by."""
+    from lobsterc.check.checker import RESULT_FIELDS
+
+    rows = ["| field | set by | holds |\n", "|---|---|---|\n"]
+    rows += [f"| `{name}` | {_cell(by)} | {_cell(holds)} |\n"
+             for name, (by, holds) in RESULT_FIELDS.items()]
+    return "".join(rows)
+
+
+TABLES: dict[str, Callable[[], str]] = {"request-fields": request_fields,
+                                        "step-results": step_results}
 
 
 FILE_FENCE = re.compile(r"^```\w* file=(?P<name>[\w.-]+)\n(?P<body>.*?)^```$",

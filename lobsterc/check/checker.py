@@ -144,10 +144,31 @@ def _check_steps(wf: Any, steps: tuple, outer: ChainMap, outer_later: Any,
             scope.update(dict.fromkeys(branch.id for branch in kind.branches))
 
 
-# The fields a step result has (vm.engine.steps, vm.engine.machine); what follows json, response and subject
-# is the step's own data.
-RESULT_FIELDS = ("id", "stdout", "json", "approved", "initiatedBy", "approvedBy", "subject",
-                 "response", "skipped", "error", "errorMessage")
+# The fields a step result has, what sets each and what it holds: the one table of them (E218's
+# help, docs/workflows.md's generated table; tests/docs/test_step_results.py holds it to what
+# vm.engine.steps, gates, machine and run write). What follows json, response and subject is
+# that value's own data.
+RESULT_FIELDS: dict[str, tuple[str, str]] = {
+    "id": ("every step", "the step's id"),
+    "stdout": ("run, command, pipeline and workflow steps; an approval or input step with "
+               "stdin", "what the step printed, as text (a pipeline: its output written as "
+               "the original writes it)"),
+    "json": ("a step whose output is JSON; an approval step with stdin", "that output parsed "
+             "(`$a.json.items.0.id` reads into it); absent when the output is not JSON"),
+    "approved": ("an approval step", "true once approved; false when it was skipped or is "
+                 "not reached (a declined approval ends the run `cancelled`)"),
+    "initiatedBy": ("an approval step with `initiated_by`", "who started the run, as the "
+                    "step's rule names them"),
+    "approvedBy": ("an approval step, when the approver is known", "who approved it "
+                   "(`LOBSTER_APPROVAL_APPROVED_BY` of the resume, or the gateway's)"),
+    "subject": ("an input step", "what the request showed the person answering (its stdin)"),
+    "response": ("an input step", "the answer, as `responseSchema` accepted it "
+                 "(`$ask.response.name` reads into it)"),
+    "skipped": ("a step whose `when` / `condition` was false", "true; false for every step "
+                "that ran"),
+    "error": ("a step that failed under `on_error: continue`", "true"),
+    "errorMessage": ("a step that failed under `on_error: continue`", "the failure's message"),
+}
 
 
 def _all_names(wf: Any) -> frozenset[str]:

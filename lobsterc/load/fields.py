@@ -129,7 +129,7 @@ ARG = Shape("arg", (
 
 STEP_FIELDS: tuple[Field, ...] = (
     Field("id", {"description": "Step id, unique across steps and parallel branches; referenced "
-                 "as $id.stdout, $id.json...", "type": "string", "minLength": 1},
+                 "as $id.stdout, $id.json, $id.response... (every field: docs/workflows.md, Step results)", "type": "string", "minLength": 1},
           lowers="Step.id (the step table)", where=_ALL,
           docs={"branch": "Branch id, unique across all steps and branches; its result is "
                           "stored under it.",
