@@ -66,6 +66,8 @@ def decode_word_offsets(raw: str) -> tuple[str, bool, list[int]]:
                     at.append(i)
                     i += 1
             i += 1
+        elif ch == "\\" and raw.startswith("\n", i + 1):  # a line continuation: removed
+            i += 2
         else:
             out.append(ch)
             at.append(i)
@@ -119,7 +121,8 @@ def _build(source: Source, tree) -> ast.Pipeline:
 
 def _word(name: str, tok) -> ast.Word:
     raw = str(tok)
-    text, quoted = decode_word(raw) if "'" in raw or '"' in raw else (raw, False)
+    plain = "'" not in raw and '"' not in raw and "\\\n" not in raw
+    text, quoted = (raw, False) if plain else decode_word(raw)
     # Lark counts lines and columns as Source does (1-based, "\n" ends a line)
     return ast.Word(text, quoted, Span(name, tok.line, tok.column, tok.end_line, tok.end_column))
 
