@@ -92,7 +92,10 @@ def parse_pipeline(text: str, name: str = "<pipeline>") -> ast.Pipeline:
     except UnexpectedInput as exc:  # pragma: no cover - the grammar accepts any token order
         raise _error(source, "E104", "Invalid pipeline", getattr(exc, "pos_in_stream", 0) or 0,
                      len(text)) from None
-    return _build(source, tree)
+    pipeline = _build(source, tree)
+    if not pipeline.stages:  # only whitespace and line continuations
+        raise _error(source, "E101", "Empty pipeline", 0, len(text))
+    return pipeline
 
 
 def _build(source: Source, tree) -> ast.Pipeline:
