@@ -10,7 +10,7 @@ under callgrind with 10 and with 10 + --cycles counted cycles after the same war
 prints the difference per cycle: start-up, imports and the first compile cancel out. What the
 kernel does for our system calls is not counted (compare those with `strace -c`), nor is any
 child process. Our sources are byte-compiled first, as bench/run.py does, and one run goes
-first uncounted, which fills vm.core.method_cache. Needs valgrind; each run takes some seconds
+first uncounted. Needs valgrind; each run takes some seconds
 (callgrind runs Python about 50 times slower). Prints a line; asserts nothing.
 """
 
@@ -72,7 +72,7 @@ def main() -> None:
         raise SystemExit("cycle_instructions needs valgrind (apt install valgrind)")
     for package in ("vm", "lobsterc"):  # as installed: else the first run compiles them
         compileall.compile_dir(str(ROOT / package), quiet=1)
-    instructions(args.pipeline, 10, args.state_dir)  # untimed: writes vm.core.method_cache
+    instructions(args.pipeline, 10, args.state_dir)  # untimed: a first run
     few = instructions(args.pipeline, 10, args.state_dir)
     many = instructions(args.pipeline, 10 + args.cycles, args.state_dir)
     print(f"{(many - few) / args.cycles:,.0f} user-space instructions per cycle "

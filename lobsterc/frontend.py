@@ -167,15 +167,10 @@ def lobster(argv: Sequence[str] | None = None) -> int:
         return main(argv, frontend=lobsterc.frontend)
     import sys
 
-    from vm.core import module_cache
-
-    module_cache.install()  # our modules' bytecode from one file, from here on
     from vm.cli.main import leave, main, one_process
 
     one_process(sys.argv[1:])
-    code = main(None, frontend=lobsterc.frontend)
-    module_cache.save()
-    return leave(code)
+    return leave(main(None, frontend=lobsterc.frontend))
 
 
 def _invoke_shim(name: str, argv: Sequence[str] | None) -> int:

@@ -11,6 +11,7 @@ a miss, never an error, so they are written without fsync.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -19,7 +20,6 @@ from functools import lru_cache
 import vm.core
 from lobsterc.syntax import grammars
 from vm import __version__
-from vm.core.digest import sha256
 from vm.host.store import StateStore
 from vm.isa import codec
 from vm.isa.program import FORMAT_VERSION, Program
@@ -56,7 +56,7 @@ def _files(folder: str, prefix: str) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _fingerprint_digest() -> str:
-    return sha256(compiler_fingerprint().encode()).hexdigest()
+    return hashlib.sha256(compiler_fingerprint().encode()).hexdigest()
 
 
 _KEYED_SOURCE_MAX = 4096  # a longer source is hashed every time, never held
@@ -71,7 +71,7 @@ def key(kind: str, source: str) -> str:
 
 
 def _key(kind: str, source: str) -> str:
-    return sha256(f"{_fingerprint_digest()}\0{kind}\0{source}".encode()).hexdigest()
+    return hashlib.sha256(f"{_fingerprint_digest()}\0{kind}\0{source}".encode()).hexdigest()
 
 
 _remembered_key = lru_cache(maxsize=1024)(_key)
@@ -80,7 +80,7 @@ _remembered_key = lru_cache(maxsize=1024)(_key)
 def file_sha(path: str) -> str | None:
     try:
         with open(path, "rb") as file:
-            return sha256(file.read()).hexdigest()
+            return hashlib.sha256(file.read()).hexdigest()
     except OSError:
         return None
 

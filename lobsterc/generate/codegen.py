@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -12,7 +13,6 @@ from lobsterc.syntax.parse import parse_pipeline
 from lobsterc.syntax.source import Source, Span
 from vm import __version__
 from vm.core import js
-from vm.core.digest import sha256
 from vm.core.source import file_name
 from vm.isa.codec import seal
 from vm.isa.opcodes import OPCODE_VERSION, OPS, Op
@@ -93,7 +93,7 @@ class Emitter:
     def program(self, source_name: str, source_text: str,
                 checkpoint_ttl_ms: int | None = None) -> Program:
         header = Header(MAGIC, FORMAT_VERSION, OPCODE_VERSION, __version__, source_name,
-                        sha256(source_text.encode("utf-8")).hexdigest())
+                        hashlib.sha256(source_text.encode("utf-8")).hexdigest())
         files = self.files or [source_name]
         return seal(Program(header, self.constants, self.code, self.steps, self.halts,
                             self.source_map, self.registers, files, checkpoint_ttl_ms))

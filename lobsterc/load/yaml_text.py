@@ -63,7 +63,7 @@ def find_libyaml() -> tuple:
     global _libyaml
     try:
         from yaml import YAMLError
-        from yaml._yaml import CParser
+        from yaml.cyaml import CParser
     except ImportError:
         _libyaml = ()
     else:

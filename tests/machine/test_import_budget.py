@@ -23,9 +23,8 @@ RUN_PATH = frozenset("""
     lobsterc.syntax.grammars
     vm vm.cli vm.cli.common vm.cli.main vm.cli.run vm.cli.resume
     vm.cli.flags vm.cli.specs vm.cli.frontdoor
-    vm.core vm.core.bounds vm.core.codes vm.core.condition vm.core.digest vm.core.distribution
-    vm.core.js
-    vm.core.json_read vm.core.json_write vm.core.method_cache vm.core.module_cache
+    vm.core vm.core.bounds vm.core.codes vm.core.condition vm.core.distribution vm.core.js
+    vm.core.json_read vm.core.json_write
     vm.core.patterns vm.core.records
     vm.core.schema vm.core.schema_compile vm.core.schema_refs
     vm.core.source
@@ -50,10 +49,8 @@ HALT_ONLY = frozenset("vm.service.protocol.park vm.host.token vm.host.store.life
 STAGE_ONLY = frozenset("vm.host.commands.registry vm.host.commands.data".split())
 CHILD_ONLY = frozenset("vm.host.process vm.host.commands.exec_cmd".split())
 HELP_PATH = frozenset("lobsterc lobsterc.frontend vm vm.cli vm.cli.help vm.cli.main "
-                      "vm.cli.flags vm.cli.specs vm.core vm.core.distribution "
-                      "vm.core.module_cache".split())
-# (specs: the flag tables; distribution: the install hint they name; module_cache: the
-# script's loader of the rest)
+                      "vm.cli.flags vm.cli.specs vm.core vm.core.distribution".split())
+# (specs: the flag tables; distribution: the install hint they name)
 THIRD_PARTY = frozenset({"attr", "attrs", "msgpack",
                          "cython_runtime"})  # msgpack's compiled extension registers it
 HELP_THIRD_PARTY: frozenset[str] = frozenset()  # help is text: not even attrs
@@ -62,13 +59,13 @@ CHILD_ONLY_STDLIB = frozenset({"subprocess", "selectors"})  # loaded when a chil
 NEVER = frozenset({
     "lark", "jsonschema", "psycopg", "psycopg_pool", "mcp", "anyio", "httpx", "requests",
     "http", "urllib.request", "email", "ssl", "asyncio", "importlib.metadata",
-    "_hashlib", "socket", "secrets",  # OpenSSL (vm.core.digest), a hostname, random bytes
+    "socket", "secrets",  # a hostname, random bytes
     "lobsterc.syntax.parse", "lobsterc.load", "lobsterc.check", "lobsterc.generate.codegen",
     "lobsterc.generate.workflow", "lobsterc.diagnostics",
 })
 # -------------------------------------------------------------------------------------------
 
-# the console script's own path (`lobster()` with no argv: its module cache, its exit), kept
+# the console script's own path (`lobster()` with no argv: its exit), kept
 # from ending the process at once by an exit callback, so that sys.modules can be read
 DRIVER = """\
 import atexit, json, sys

@@ -21,12 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from vm.core import method_cache
-
 __all__ = ["built_on_first_use", "define", "frozen", "named_tuple"]
-
-
-method_cache.install()
 
 
 def _repr(self: Any) -> str:
@@ -64,8 +59,7 @@ def _build(cls: type, decorator: Any, hashable: bool, options: dict[str, Any]) -
         raise TypeError(f"{cls.__qualname__}: vm.core.records does not take {', '.join(refused)}"
                         f" (its repr, == and hash are shared); use attrs directly")
     own = {name for name in ("__repr__", "__eq__", "__ne__", "__hash__") if name in vars(cls)}
-    with method_cache.building(cls.__module__):  # attrs' compiled __init__ from the cache
-        built = decorator(cls, repr=False, eq=False, **options)
+    built = decorator(cls, repr=False, eq=False, **options)
     keyed = [a.name for a in built.__attrs_attrs__ if a.eq_key is not None]
     if keyed:
         raise TypeError(f"{cls.__qualname__}: field {', '.join(keyed)} compares by a key "

@@ -7,12 +7,14 @@ store's key). The token carries no state: it is useless without the store that i
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import os
 from collections.abc import Sequence
 
 from vm.core import json_write
-from vm.core.digest import b64url, equal, from_b64url, hmac_sha256
 from vm.core.patterns import compiled
 from vm.core.records import frozen
 
@@ -56,8 +58,21 @@ class Token:
         return KINDS[self.kind]
 
 
+def b64url(raw: bytes) -> str:
+    """`raw` in base64url without its `=` padding (tokens and claim names)."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def from_b64url(text: str) -> bytes:
+    """The bytes of base64url `text`, its padding optional; ValueError for a text that is not
+    ASCII or whose length no padding mends."""
+    data = text.encode("ascii")
+    return base64.urlsafe_b64decode(data + b"=" * (-len(data) % 4))
+
+
 def _sign(kind: str, state_key: str, key: bytes) -> str:
-    mac = hmac_sha256(key, f"1\x001\x00{kind}\x00{state_key}".encode())
+    mac = hmac.new(bytes(key), f"1\x001\x00{kind}\x00{state_key}".encode(),
+                   hashlib.sha256).digest()
     return b64url(mac[:18])
 
 
@@ -102,7 +117,7 @@ def verify(token: Token, keys: bytes | Sequence[bytes] | None) -> None:
     """The token's signature matches under the key, or one key of the key set, given."""
     given = token.sig.encode("utf-8", "surrogatepass")
     # bytes: a constant-time compare refuses str with non-ASCII (a forged sig may have them)
-    if not any(equal(given, _sign(token.kind, token.state_key, key).encode("ascii"))
+    if not any(hmac.compare_digest(given, _sign(token.kind, token.state_key, key).encode("ascii"))
                for key in ([] if keys is None else [keys] if isinstance(keys, bytes) else keys)):
         raise TokenError("Invalid token: signature does not match this state directory",
                          code="E502")

@@ -20,6 +20,7 @@ hash check, verify; a frame is checked against its program before anything acts 
 from __future__ import annotations
 
 import functools
+import hashlib
 import threading
 import types
 import typing
@@ -30,7 +31,6 @@ from typing import Any
 import attrs
 import msgpack
 
-from vm.core.digest import sha256
 from vm.core.json_write import without_undefined
 from vm.isa import frame as frames
 from vm.isa import ops
@@ -328,7 +328,7 @@ def _body(program: Program) -> dict:
 
 def program_hash(program: Program) -> str:
     """sha256 of the canonical msgpack encoding of everything but the header."""
-    return sha256(_pack(_body(program))).hexdigest()
+    return hashlib.sha256(_pack(_body(program))).hexdigest()
 
 
 def seal(program: Program) -> Program:
@@ -384,7 +384,7 @@ def intact(blob: bytes, program_hash: str) -> bool:
 def load_program(blob: bytes) -> Program:
     """Decode and verify a program; a process that loads the same bytes again (a gateway
     resuming many runs of one program) gets the verified object back at once."""
-    digest = sha256(blob).digest()
+    digest = hashlib.sha256(blob).digest()
     program = _LOADED.get(digest)
     if program is None:
         program = _decode_program(blob)

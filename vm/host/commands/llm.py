@@ -126,9 +126,9 @@ def _sorted_keys(value: Any) -> Any:
 
 def stable_hash(value: Any) -> str:
     """sha256 (hex) of the key-sorted compact JSON text of `value`."""
-    from vm.core.digest import sha256
+    import hashlib
 
-    return sha256(json_write.json_compact(_sorted_keys(value)).encode("utf-8")).hexdigest()
+    return hashlib.sha256(json_write.json_compact(_sorted_keys(value)).encode("utf-8")).hexdigest()
 
 
 # the adapter --------------------------------------------------------------------------------

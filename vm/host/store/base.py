@@ -3,14 +3,15 @@ the state directory (`directory.py`) and PostgreSQL (`postgres.py`); claim recor
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from vm.core import js, json_write
-from vm.core.digest import equal, hmac_sha256
 from vm.core.patterns import compiled
 from vm.core.records import named_tuple
 
@@ -45,7 +46,7 @@ KEY_MAX_BYTES = 4096
 
 def key_id(key: bytes) -> str:
     """A key's public name (8 hex digits): derived from it one way, never the key itself."""
-    return hmac_sha256(key, b"lobster-key-id").hex()[:8]
+    return hmac.new(bytes(key), b"lobster-key-id", hashlib.sha256).hexdigest()[:8]
 
 
 def check_key(key: bytes, where: str) -> bytes:
@@ -78,7 +79,7 @@ class KeyInfo:
     created_at: float  # unix seconds
 
 
-def default_state_dir(env: dict | os._Environ = os.environ) -> str:
+def default_state_dir(env: Mapping[str, str] = os.environ) -> str:
     configured = (env.get("LOBSTER_STATE_DIR") or "").strip()
     return configured or os.path.join(os.path.expanduser("~"), ".lobster", "state")
 
@@ -163,7 +164,7 @@ class Parked:
         the key, or one key of the key set, given."""
         if keys is None or self.mac is None:
             return False
-        return any(equal(self.mac, frame_mac(key, self.state_key, self.blob))
+        return any(hmac.compare_digest(self.mac, frame_mac(key, self.state_key, self.blob))
                    for key in ([keys] if isinstance(keys, bytes) else keys))
 
 
@@ -174,7 +175,10 @@ def frame_mac(key: bytes, state_key: str, blob: bytes) -> bytes:
     """HMAC-SHA256, under the store's signing key, of a frame's bytes and the state key it is
     parked under (the frame names its program's content hash, so the program is covered too):
     a frame planted, edited or moved to another key does not match."""
-    return hmac_sha256(key, b"lobster-frame\x001\x00", state_key.encode("utf-8") + b"\x00", blob)
+    mac = hmac.new(bytes(key), b"lobster-frame\x001\x00", hashlib.sha256)
+    mac.update(state_key.encode("utf-8") + b"\x00")
+    mac.update(blob)
+    return mac.digest()
 
 
 @named_tuple

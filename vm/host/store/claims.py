@@ -8,9 +8,9 @@ from typing import Any
 from attrs import field
 
 from vm.core import json_write
-from vm.core.digest import b64url, from_b64url
 from vm.core.records import frozen
 from vm.host.store.base import process_identity
+from vm.host.token import b64url, from_b64url
 
 
 def _pid() -> int:

@@ -23,6 +23,7 @@ claims directly.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -30,7 +31,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from vm.core import json_write
-from vm.core.digest import sha256_of
 from vm.core.records import named_tuple
 from vm.host.store import leases
 from vm.host.store.base import StateStore, StoreError, process_identity
@@ -61,7 +61,7 @@ def who() -> str:
 def items_hash(items: Any) -> str:
     """sha256 of the halt's items as canonical JSON: what an approver was shown."""
     text = json_write.plain_dumps(items, ascii_only=False, sort_keys=True, default=str)
-    return "sha256:" + sha256_of(text.encode("utf-8", "backslashreplace")).hexdigest()
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
 
 
 def halted_event(parked: Parked, frame: Frame | None, step: str | None = None) -> dict[str, Any]:
