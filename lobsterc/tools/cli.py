@@ -197,16 +197,19 @@ def cmd_lsp(ns) -> int:
     return serve(require_approval=ns.require_approval, strict=ns.strict)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> Parser:
     from vm import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="lobsterc", description="The Lobster compiler: pipeline and workflow sources to "
         "bytecode, its disassembly, lint findings, graphs and the workflow file schema.",
-        epilog="`lobsterc COMMAND --help` describes one command. Exit codes: 0 ok, 1 findings "
+        epilog="`lobsterc help COMMAND` (or `lobsterc COMMAND --help`) describes one command; "
+        "`lobsterc completion bash|zsh` prints a completion script. Exit codes: 0 ok, 1 findings "
         "(compile errors, lint findings, golden drift), 2 usage error.")
-    parser.add_argument("--version", action="version", version=f"lobsterc {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    # the same form as `lobster --version` (the original's: the version alone)
+    parser.add_argument("--version", action="version", version=__version__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    parser.commands = sub.choices  # each command's parser, by name, as it is added
     p = sub.add_parser("compile", help="compile a source to a .lbc program")
     p.add_argument("file")
     p.add_argument("-o", "--output", help="where to write the .lbc (default: beside the source)")
@@ -261,10 +264,113 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser that keeps its long options (`flags`) and its commands' parsers
+    (`commands`), which `help COMMAND` and the completion script read."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.flags: list[str] = []
+        self.commands: dict[str, Parser] = {}
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *names, **kwargs):
+        self.flags += [n for n in names
+                       if isinstance(n, str) and n.startswith("--") and n != "--help"]
+        return super().add_argument(*names, **kwargs)
+
+
+def _subparsers(parser: Parser) -> dict[str, Parser]:
+    return parser.commands
+
+
+def front_door(args: list[str], parser: Parser) -> int | None:
+    """`help [COMMAND]`, `completion bash|zsh` and a mistyped command, answered before
+    argparse reads the command line (which knows none of them); None for everything else."""
+    commands = _subparsers(parser)
+    head = args[0] if args else ""
+    if head == "help":
+        if len(args) == 1:
+            parser.print_help()
+            return 0
+        if args[1] in commands:
+            commands[args[1]].print_help()
+            return 0
+        return _unknown(args[1], [*commands, "help", "completion"])
+    if head == "completion":
+        return _completion(args[1:], parser)
+    if head and not head.startswith("-") and head not in commands:
+        return _unknown(head, [*commands, "help", "completion"])
+    return None
+
+
+def _unknown(word: str, choices: list[str]) -> int:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    sys.stderr.write(f"lobsterc: error: unknown command {word!r}{hint}; `lobsterc --help` "
+                     "lists the commands\n")
+    return 2
+
+
+BASH = """\
+# lobsterc completion for bash: source <(lobsterc completion bash)
+_lobsterc() {
+    local cur="${COMP_WORDS[COMP_CWORD]}" sub="${COMP_WORDS[1]}"
+    COMPREPLY=()
+    if [ "$COMP_CWORD" -eq 1 ]; then
+        COMPREPLY=( $(compgen -W "@COMMANDS@" -- "$cur") )
+        return 0
+    fi
+    case "$sub" in
+@FLAGS@
+    esac
+}
+complete -o default -F _lobsterc lobsterc
+"""
+ZSH = """\
+#compdef lobsterc
+# lobsterc completion for zsh: source <(lobsterc completion zsh)
+_lobsterc() {
+    if (( CURRENT == 2 )); then
+        compadd -- @COMMANDS@
+        return
+    fi
+    case "${words[2]}" in
+@FLAGS@
+    esac
+    _files
+}
+compdef _lobsterc lobsterc
+"""
+
+
+def _completion(args: list[str], parser: Parser) -> int:
+    """`lobsterc completion bash|zsh`: a completion script made from the parser itself."""
+    if len(args) != 1 or args[0] not in ("bash", "zsh"):
+        sys.stderr.write("usage: lobsterc completion bash|zsh\n")
+        return 2
+    commands = _subparsers(parser)
+    words = {name: " ".join(sub.flags) for name, sub in commands.items()}
+    if args[0] == "bash":
+        flags = "\n".join(f'        {name}) COMPREPLY=( $(compgen -W "{flags}" -- "$cur") ) ;;'
+                          for name, flags in words.items() if flags)
+        script = BASH
+    else:
+        flags = "\n".join(f"        {name}) compadd -- {flags} ;;"
+                          for name, flags in words.items() if flags)
+        script = ZSH
+    names = " ".join([*commands, "help", "completion"])
+    sys.stdout.write(script.replace("@COMMANDS@", names).replace("@FLAGS@", flags))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    args = list(sys.argv[1:] if argv is None else argv)
+    answered = front_door(args, parser)
+    if answered is not None:
+        return answered
     try:
-        ns = parser.parse_args(argv)
+        ns = parser.parse_args(args)
     except SystemExit as exc:
         return int(exc.code or 0)
     try:

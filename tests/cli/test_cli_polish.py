@@ -60,7 +60,7 @@ def test_help_run_and_resume(cli):
 
 def test_lobsterc_help_and_version(cli):
     proc = cli.run("--version", exe=LOBSTERC)
-    assert (proc.returncode, proc.stdout) == (0, f"lobsterc {__version__}\n")
+    assert (proc.returncode, proc.stdout) == (0, f"{__version__}\n")  # as `lobster --version`
     helped = cli.run("--help", exe=LOBSTERC)
     assert helped.returncode == 0
     for word in ("compile", "dis", "lint", "graph", "schema", "--version", "Exit codes"):

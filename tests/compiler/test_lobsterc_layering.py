@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PHASES = ("syntax", "load", "check", "generate", "tools", "frontend")
+PHASES = ("syntax", "load", "check", "generate", "tools", "frontend", "__main__")  # -m lobsterc last
 FIRST = {"lobsterc", "lobsterc.diagnostics"}  # shared by every phase: the first one's
 
 # (importing module, imported module) -> owner: the load <-> check cycle, which "front" removes

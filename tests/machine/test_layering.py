@@ -26,7 +26,8 @@ PARSER = ("lark", "lobsterc", "grammar")
 VM_SOURCES = sorted((ROOT / "vm").rglob("*.py"))
 
 
-LAYERS = ("core", "isa", "host", "engine", "service", "cli")  # each imports only those before it
+LAYERS = ("core", "isa", "host", "engine", "service", "cli",  # each imports only those before it
+          "__main__")  # `python -m vm`: the command line, above everything
 LOBSTERC_SOURCES = sorted((ROOT / "lobsterc").rglob("*.py"))
 
 

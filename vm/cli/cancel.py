@@ -20,6 +20,9 @@ def cmd_cancel(argv: list[str]) -> int:
         if not values.get("id"):
             raise Usage("cancel requires --id ID")
     except UsageError as exc:
+        if any(w.split("=", 1)[0] == "--older-than" for w in argv):
+            exc = UsageError("cancel takes one --id; to cancel by age: lobster pending "
+                             "--older-than 7d --cancel (a duration: 30m, 12h, 7d, 1w)", exc.code)
         return refuse(exc)
     except Usage as exc:
         return refused_usage(exc, USAGE)

@@ -41,7 +41,7 @@ def pipeline_words(rest: list[str]) -> UsageError | None:
         return None
     first = rest[0]
     if is_option(first) and not any(c.isspace() for c in first):
-        return unknown_option(first, RUN, RUN.names())
+        return unknown_option(first, RUN, [*RUN.names(), "version", "help"])
     if _names_missing_file(first):
         return _no_such_file(first)
     whole = any(c.isspace() or c == "|" for c in first)
@@ -83,11 +83,24 @@ def _names_missing_file(word: str) -> bool:
     no pipeline command (`lobster json` is one)."""
     if any(c.isspace() or c in "|'\"" for c in word) or os.path.exists(word):
         return False
-    if "/" not in word and not word.lower().endswith(FILE_EXTENSIONS):
+    if "/" not in word and not word.lower().endswith(FILE_EXTENSIONS) \
+            and not _close_to_a_file(word):
         return False
     from vm.host.commands import COMMANDS
 
     return word not in COMMANDS
+
+
+def _close_to_a_file(word: str) -> bool:
+    """`hello.lobstr` beside `hello.lobster`: a word with a dot, very close to the name of a
+    file run takes in the working directory."""
+    if "." not in word.strip("."):
+        return False
+    try:
+        names = [n for n in os.listdir(".") if n.lower().endswith(FILE_EXTENSIONS)]
+    except OSError:
+        return False
+    return closest(word, names, cutoff=0.85) is not None
 
 
 def _no_such_file(path: str) -> UsageError:

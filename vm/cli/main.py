@@ -252,6 +252,8 @@ def _install_signal_handlers() -> None:
         wait_for_spawns()  # a child another thread was starting: kill it too
         kill_all()
         abandon_all(f"the resume was stopped by {signal.Signals(signum).name}")
+        if sys.stderr.isatty():  # a progress line may stand there: clear it first
+            sys.stderr.write("\r\x1b[K")
         sys.stderr.write(f"Received {signal.Signals(signum).name}\n")
         sys.stderr.flush()
         os._exit(128 + signum)

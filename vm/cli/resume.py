@@ -25,6 +25,9 @@ def cmd_resume(argv: list[str]) -> int:
         values, _ = parse(RESUME, argv)
     except UsageError as exc:
         return refuse(exc, tool=True)
+    for name in ("id", "token"):  # the last word, its value missing: say so
+        if values.get(name) == NO_VALUE:
+            return print_json(RequestError(f"--{name} needs a value", "E001").envelope) or 2
     for name in list(values):
         if values[name] == NO_VALUE and name not in ("timeout", "events"):
             del values[name]

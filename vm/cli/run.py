@@ -149,7 +149,12 @@ def cmd_run(argv: list[str], frontend: Frontend | None = None) -> int:
     else:
         pipeline = " ".join(_quote(word) for word in rest)
     if not pipeline.strip() and file is None:
-        return fail(mode, RequestError("Empty pipeline", "E101"))
+        code = fail(mode, RequestError("Empty pipeline", "E101"))
+        if not rest and mode == "human" and is_terminal(sys.stderr):  # `lobster run` alone
+            from vm.cli.help import subcommand_help
+
+            sys.stderr.write("\n" + subcommand_help("run"))
+        return code
     rendered: list[str] = []
     reported: list = []
     # the engine asks an approve stage's question itself only when no one answers halts here
