@@ -261,3 +261,24 @@ def store_failed(exc: Exception, tool: bool = True) -> int:
         error = envelope["error"]
         sys.stderr.write(f"lobster: error[{error['code']}]: {error['message']}\n")
     return 1
+
+
+_SHOWN_CONTROLS = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\e"}
+
+
+def listing_text(value: object) -> str:
+    """Untrusted text (a prompt a step printed, a reason, a name) as one cell of a listing for
+    people: every control character shown as an escape (`\\n`, `\\e`, `\\x07`, `\\u2028`...),
+    so it can neither start a line of its own nor move the cursor; the rest as it is."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif ch in _SHOWN_CONTROLS:
+            out.append(_SHOWN_CONTROLS[ch])
+        else:
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+    return "".join(out)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from vm.cli.common import (Usage, check_store, parse_flags, print_json, refuse, refused_usage,
-                           store_failed, store_options)
+from vm.cli.common import (Usage, check_store, listing_text, parse_flags, print_json, refuse,
+                           refused_usage, store_failed, store_options)
 from vm.cli.flags import UsageError, render
 from vm.cli.specs import HISTORY
 from vm.core import json_write
@@ -40,14 +40,16 @@ def cmd_history(argv: list[str]) -> int:
     head = f"{checkpoint['stateKey']}"
     if checkpoint.get("approvalId"):
         head += f" (approval id {checkpoint['approvalId']})"
-    sys.stdout.write(f"{head}: {checkpoint['state']}\n")
+    # every value may hold what a step printed: shown escaped, one record a line
+    sys.stdout.write(f"{listing_text(head)}: {listing_text(checkpoint['state'])}\n")
     if checkpoint.get("reason"):
         step = f" at step {checkpoint['step']}" if checkpoint.get("step") else ""
-        sys.stdout.write(f"  in doubt{step}: {checkpoint['reason']}\n")
+        sys.stdout.write(listing_text(f"  in doubt{step}: {checkpoint['reason']}") + "\n")
     for event in checkpoint["events"]:
         details = ", ".join(f"{k}={_shown(v)}" for k, v in event.items()
                             if k not in ("event", "at") and v is not None)
-        sys.stdout.write(f"  {event.get('at') or '-'}  {event['event']:<9} {details}\n")
+        sys.stdout.write(listing_text(f"  {event.get('at') or '-'}  {event['event']:<9} "
+                                      f"{details}") + "\n")
     return 0
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from vm.cli.common import (Usage, check_store, parse_flags, print_json, refuse, refused_usage,
-                           seconds, store_failed, store_options)
+from vm.cli.common import (Usage, check_store, listing_text, parse_flags, print_json, refuse,
+                           refused_usage, seconds, store_failed, store_options)
 from vm.cli.flags import UsageError, render
 from vm.cli.specs import PENDING
 from vm.core import json_write
@@ -67,9 +67,10 @@ def cmd_pending(argv: list[str]) -> int:
             prompt = e.get("prompt")  # a step may have printed one of any JSON type
             detail = json_write.to_text(prompt) if prompt not in (None, "") \
                 else e.get("error", "")
-        rows.append((e["approvalId"] or e["stateKey"], status, e["kind"] or "-",
-                     _age(e["ageSeconds"]), e.get("step") or "-", e.get("source") or "-",
-                     e.get("expiresAt") or "-", detail or ""))
+        rows.append(tuple(listing_text(cell) for cell in (
+            e["approvalId"] or e["stateKey"], status, e["kind"] or "-", _age(e["ageSeconds"]),
+            e.get("step") or "-", e.get("source") or "-", e.get("expiresAt") or "-",
+            detail or "")))  # untrusted text: one record a line (listing_text)
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         cells = [str(c).ljust(w) for c, w in zip(row, widths)]
