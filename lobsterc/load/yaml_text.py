@@ -13,12 +13,10 @@ from lobsterc.load.document import (MAX_DOCUMENT_NODES, MAX_NESTING, OffsetSpans
                                      ParseError, Path, load_error, syntax_error, too_deep)
 from lobsterc.syntax.source import Source
 
-# The events come from libyaml (PyYAML's C parser) when it is installed, else from ruamel.yaml's
-# pure-Python parser. Both give the same events and marks (character offsets) for what they both
-# accept; ruamel is the reference: a text libyaml rejects, or one with a construct where the two
-# (YAML 1.1 and 1.2) may part - tabs, a byte order mark, NEL/LS/PS line breaks, directives, `...`,
-# anchors, aliases, tags, empty keys, `key: value` pairs inside a flow sequence, some block scalar
-# headers and leading blank lines - is parsed again by ruamel, which also words every syntax error.
+# One event source: ruamel.yaml's pure-Python parser (YAML 1.2, as the original's npm `yaml` v2
+# reads workflow files), used for its events and their marks (character offsets) only; the
+# composer and the core-schema resolver below are ours. The compile cache stands in front of it,
+# so a file is parsed once until it changes.
 
 _YAML_NULL = re.compile(r"(?:~|null|Null|NULL)?\Z")
 _YAML_BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
@@ -30,48 +28,15 @@ _YAML_INF = re.compile(r"([-+]?)\.(?:inf|Inf|INF)\Z")
 _YAML_NAN = re.compile(r"\.(?:nan|NaN|NAN)\Z")
 _TAG = "tag:yaml.org,2002:"
 _RESOLVED_TAGS = {f"{_TAG}int": "int", f"{_TAG}float": "float", f"{_TAG}bool": "bool", f"{_TAG}null": "null"}
-# a block scalar's header line, then a line that is not blank (ruamel has rules of its own for
-# leading blank lines, and for a comment right after the indicators)
-_BLOCK_HEADER = re.compile(r"[|>][-+0-9]*(?: +(?:#[^\r\n]*)?)?(?:\Z|\r?\n(?! *(?:[\r\n]|\Z)))")
 _PLAIN_WORD = re.compile(r"[^-+.0-9~nNtTfF]")  # a plain scalar starting so is a string
-# where libyaml (YAML 1.1) and ruamel (YAML 1.2) may part, or libyaml cannot take the text:
-_NOT_FOR_LIBYAML = re.compile("[\t\x85\u2028\u2029\ufeff\ud800-\udfff]")
-_libyaml: tuple | None = None  # (PyYAML's CParser, its YAMLError) once looked for; () without it
-
-
-class Fallback(Exception):
-    """libyaml met something ruamel must decide."""
+# Characters of values a document may hold, every alias expansion counted: a file of at most
+# MAX_WORKFLOW_BYTES cannot alias one long string into gigabytes (E230, docs/limits.md).
+MAX_EXPANDED_CHARS = 4 * 1024 * 1024
 
 
 def parse_yaml(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
-    if not _NOT_FOR_LIBYAML.search(source.text):
-        libyaml = _libyaml if _libyaml is not None else find_libyaml()
-        if libyaml:
-            parser, error = libyaml
-            composer = YamlComposer(source, libyaml=True)
-            try:
-                composer.run(iter(parser(source.text).get_event, None))
-                return composer.result()
-            except OverLimit as exc:  # counted the same by both parsers: no second, slower parse
-                raise load_error(source, exc) from None
-            except (Fallback, ParseError, error, RecursionError, UnicodeError):
-                pass  # ruamel parses it again, and words the error
-    return parse_yaml_ruamel(source)
-
-
-def find_libyaml() -> tuple:
-    global _libyaml
-    try:
-        from yaml import YAMLError
-        from yaml.cyaml import CParser
-    except ImportError:
-        _libyaml = ()
-    else:
-        _libyaml = (CParser, YAMLError)
-    return _libyaml
-
-
-def parse_yaml_ruamel(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
+    """YAML 1.2 text -> (plain data, value spans, key spans). Raises CompileError: E210 for a
+    syntax error (worded by the parser, placed by its mark), E230 over a limit."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -93,17 +58,18 @@ def parse_yaml_ruamel(source: Source) -> tuple[Any, OffsetSpans, OffsetSpans]:
 
 class YamlComposer:
     """Builds plain data from parser events, recording the span of every value and key. Events
-    are told apart by class name, which ruamel.yaml and PyYAML share."""
+    are told apart by class name."""
 
-    def __init__(self, source: Source, libyaml: bool = False) -> None:
+    def __init__(self, source: Source) -> None:
         self.source = source
-        self.libyaml = libyaml  # then the constructs where libyaml and ruamel may differ are ruamel's
         self.data: Any = None
         self.spans: dict[Path, tuple[int, int]] = {(): (0, len(source.text))}
         self.key_spans: dict[Path, tuple[int, int]] = {}
         self.anchors: dict[str, Any] = {}
         self.anchor_nodes: dict[str, int] = {}  # values in each anchored value
+        self.anchor_chars: dict[str, int] = {}  # characters of scalars and keys in each
         self.nodes = 0  # values built so far, alias expansions counted (MAX_DOCUMENT_NODES)
+        self.chars = 0  # their scalars' and keys' characters, likewise (MAX_EXPANDED_CHARS)
         self.last_end = 0
 
     def result(self) -> tuple[Any, OffsetSpans, OffsetSpans]:
@@ -114,12 +80,8 @@ class YamlComposer:
         event = next(events)
         if type(event).__name__ == "StreamEndEvent":
             return  # an empty file: null
-        if self.libyaml and (event.version or event.tags):
-            raise Fallback()
         self.data = self.node(next(events), events, ())
-        event = next(events)  # DocumentEnd
-        if self.libyaml and event.explicit:
-            raise Fallback()  # what follows a `...` is where the two part
+        next(events)  # DocumentEnd
         event = next(events)
         if type(event).__name__ == "DocumentStartEvent":
             raise ParseError("Source contains multiple documents", event.start_mark.index)
@@ -129,21 +91,16 @@ class YamlComposer:
         start = event.start_mark.index
         if len(path) > MAX_NESTING:
             raise too_deep(start)
-        before = self.nodes
+        before, chars_before = self.nodes, self.chars
         self.count(1, start)
-        if self.libyaml and (kind == "AliasEvent" or getattr(event, "anchor", None) is not None
-                             or getattr(event, "tag", None) is not None):
-            raise Fallback()
         if kind == "ScalarEvent":
             value = event.value
+            self.grow(len(value), start)
             if event.tag is not None or not (event.style or _PLAIN_WORD.match(value)):
                 value = _resolve_scalar(event)  # else a string, as _resolve_scalar would say
             end = event.end_mark.index
             if not event.style and event.value == "":
                 start = end = self.last_end  # an empty value: point just after its key
-            elif self.libyaml and event.style in ("|", ">"):
-                if not (path and _BLOCK_HEADER.match(self.source.text, start)):
-                    raise Fallback()  # where the two part on block scalars, or one at the top
         elif kind == "MappingStartEvent":
             value, end = self.mapping(events, path, bool(event.flow_style))
         elif kind == "SequenceStartEvent":
@@ -152,13 +109,15 @@ class YamlComposer:
             if event.anchor not in self.anchors:
                 raise ParseError(f"unknown alias *{event.anchor}", start)
             self.count(self.anchor_nodes[event.anchor], start)  # before the copy is made
+            self.grow(self.anchor_chars[event.anchor], start)
             value = json.loads(json.dumps(self.anchors[event.anchor]))
             end = event.end_mark.index
         else:
             raise ParseError(f"unexpected YAML event {kind}", start)
-        if not self.libyaml and kind != "AliasEvent" and getattr(event, "anchor", None):
-            self.anchors[event.anchor] = value  # (libyaml leaves anchors to ruamel)
+        if kind != "AliasEvent" and getattr(event, "anchor", None):
+            self.anchors[event.anchor] = value
             self.anchor_nodes[event.anchor] = self.nodes - before
+            self.anchor_chars[event.anchor] = self.chars - chars_before
         self.spans[path] = (start, end if end > start else start)
         if end > self.last_end:
             self.last_end = end
@@ -169,16 +128,19 @@ class YamlComposer:
         if self.nodes > MAX_DOCUMENT_NODES:
             raise OverLimit(f"more than {MAX_DOCUMENT_NODES} values (aliases expanded)", offset)
 
+    def grow(self, chars: int, offset: int) -> None:
+        self.chars += chars
+        if self.chars > MAX_EXPANDED_CHARS:
+            raise OverLimit(f"more than {MAX_EXPANDED_CHARS} characters of values "
+                            "(aliases expanded)", offset)
+
     def sequence(self, events: Iterator[Any], path: Path, flow: bool) -> tuple[list, int]:
         out: list[Any] = []
         end = self.last_end
-        text = self.source.text
         for event in events:
             kind = type(event).__name__
             if kind == "SequenceEndEvent":
                 return out, event.end_mark.index if flow else end
-            if flow and self.libyaml and kind == "MappingStartEvent" and text[event.start_mark.index] != "{":
-                raise Fallback()  # a `k: v` or `? k` pair in a flow sequence
             out.append(self.node(event, events, (*path, len(out))))
             end = self.last_end
         raise ParseError("unexpected end of YAML input", len(self.source.text))
@@ -192,8 +154,6 @@ class YamlComposer:
                 return out, event.end_mark.index if flow else end
             if kind != "ScalarEvent":
                 raise ParseError("complex mapping keys are not supported", event.start_mark.index)
-            if self.libyaml and (event.anchor is not None or event.tag is not None or event.value == ""):
-                raise Fallback()  # libyaml's marks for an empty key are not ruamel's
             key = event.value
             if event.tag is not None or not (event.style or _PLAIN_WORD.match(key)):
                 key = _resolve_scalar(event)  # else a string, as _resolve_scalar would say
@@ -201,6 +161,7 @@ class YamlComposer:
                     key = _key_string(key)
             if key in out:
                 raise ParseError(f"Map keys must be unique (duplicate key {key!r})", event.start_mark.index)
+            self.grow(len(key), event.start_mark.index)
             at = (*path, key)
             key_end = event.end_mark.index
             self.key_spans[at] = (event.start_mark.index, key_end)
@@ -254,11 +215,11 @@ def _resolve_plain(text: str) -> Any:
 
 
 def _key_string(key: Any) -> str:
-    """A mapping key as JavaScript's String() would spell it."""
+    """A mapping key as the original spells it: JavaScript's String(), but a null key is ""."""
     if isinstance(key, str):
         return key
     if key is None:
-        return "null"
+        return ""  # as the original names a null key
     if isinstance(key, bool):
         return "true" if key else "false"
     if isinstance(key, float):

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import msgpack
 import pytest
-import yaml
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from conftest import LOBSTER, LOBSTERC, ROOT
+from differential.generators import yaml_dump
 from lobsterc import frontend
 from lobsterc.syntax.expr import compile_condition
 from vm.isa import codec
@@ -237,7 +237,9 @@ VALUES = st.recursive(SCALARS, lambda c: st.lists(c, max_size=3)
 
 @functools.cache
 def _seed_doc(seed: Path):
-    return yaml.load(seed.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    from lobsterc.load import parse_text  # YAML 1.2, as a run reads it
+
+    return parse_text(seed.read_text(encoding="utf-8"), str(seed)).data
 
 
 def _paths(node, path=()):
@@ -274,8 +276,7 @@ def mutated_workflows(draw):
         else:
             parent[path[-1]] = [target, draw(VALUES)]
     as_json = draw(st.booleans())
-    text = json.dumps(doc, ensure_ascii=False) if as_json else yaml.dump(
-        doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), allow_unicode=True)
+    text = json.dumps(doc, ensure_ascii=False) if as_json else yaml_dump(doc)
     return seed, text
 
 
