@@ -185,23 +185,28 @@ def _record_functions(cls: type) -> tuple[Callable[[Any], Any], Callable[[Any], 
     # no string is evaluated here; a bare string is the name of a workflow record, built when
     # a value needs it (Frame's `list["LoopFrame"]`: an empty list never builds it)
     required = {f.name for f in attrs.fields(cls) if f.default is attrs.NOTHING}
-    shapes: dict[str, Callable[[Any], Any]] = {}
+    # Each table below is made whole in a local and only then published by one assignment:
+    # a thread that finds a table finds it complete (two threads may both make it, alike).
+    # Filled in place on first use, a second thread once wrote a record missing a field.
+    tables: dict[str, Any] = {}
 
     def structure(raw: Any) -> Any:
-        if not shapes:
-            shapes.update({f.name: _shape(f.type) for f in attrs.fields(cls)})
+        shapes = tables.get("shapes")
+        if shapes is None:
+            shapes = tables["shapes"] = {f.name: _shape(f.type) for f in attrs.fields(cls)}
         if type(raw) is not dict or not raw.keys() <= shapes.keys() or not required <= raw.keys():
             raise TypeError(f"not a {cls.__name__} record")
         return cls(**{k: shapes[k](v) for k, v in raw.items()})
 
-    plains: list[tuple[str, Callable[[Any], Any] | None]] = []
-    additive: dict[str, Any] = {}  # field -> its default: written only when it differs
-
     def unstructure(value: Any) -> dict:
-        if not plains:
-            plains.extend((f.name, _plainer(f.type)) for f in attrs.fields(cls))
-            additive.update((f.name, f.default) for f in attrs.fields(cls)
-                            if f.metadata.get("additive"))
+        writing = tables.get("plains")
+        if writing is None:
+            # (field, its writer or None for plain data), and field -> its default for the
+            # additive fields, written only when they differ from it
+            writing = tables["plains"] = (
+                tuple((f.name, _plainer(f.type)) for f in attrs.fields(cls)),
+                {f.name: f.default for f in attrs.fields(cls) if f.metadata.get("additive")})
+        plains, additive = writing
         plain_data = {name: getattr(value, name) if plain is None
                       else plain(getattr(value, name)) for name, plain in plains}
         for name, default in additive.items():
