@@ -102,6 +102,8 @@ CODES: dict[str, Code] = {
     "T435": Code("checkpoint being resumed now (its claim's lease is live)", RUNTIME),
     "T436": Code("checkpoint already resumed, cancelled or expired (its record says how and when)",
                  RUNTIME),
+    "T437": Code("claim fenced: its lease lapsed and it was cancelled or taken over; the "
+                 "holder stopped before its next step", RUNTIME),
     "T440": Code("unknown step reference at run time", RUNTIME),
     "T441": Code("for_each source is not an array", RUNTIME),
     "T450": Code("state store failed", RUNTIME),

@@ -37,7 +37,10 @@ def _loop(run: Run, code: tuple[Instr, ...], budget: int | None) -> Outcome:
     # with no listener both are empty, and the loop pays one dict lookup per instruction
     starts = events.starts if events is not None else _NO_STEPS
     ends = events.ends if events is not None else _NO_STEPS
+    claim = run.claim  # a resumed run's claim: it goes on only while the claim is its own
     while True:
+        if claim is not None:
+            claim.check()
         if budget is not None:
             if budget <= 0:
                 return Parked(frame)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from attrs import evolve
@@ -23,6 +24,12 @@ from vm.isa.program import Program
 if TYPE_CHECKING:  # workflow records, built on first use (vm.isa.ops, vm.isa.frame)
     from vm.isa.frame import CallFrame, LoopFrame, TryFrame
     from vm.isa.ops import Loop, Policy, Retry
+
+
+# The claim a resumed run holds (vm/host/store/lifecycle.Claim), or None: the loop calls its
+# `check()` before each instruction, which raises (a StoreError, not a trap: no policy takes
+# it) once the claim is no longer this holder's (a fenced claim, issue 47).
+CLAIM: ContextVar[Any] = ContextVar("lobster_claim", default=None)
 
 
 class VMBug(Exception):
@@ -47,6 +54,7 @@ class Run:
             None if entry.remaining_ms is None else now + entry.remaining_ms / 1000
             for entry in frame.tries]
         self.ctx: Context = host.ctx
+        self.claim = CLAIM.get()  # a parallel branch's thread has none: its step's is checked
         if not branch:
             cost.reopen(cost.run_of(self.ctx.scope), self.ledgers())
         self.events = host.events  # a vm.engine.events.Emitter, or None: no one listens

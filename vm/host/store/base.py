@@ -25,6 +25,14 @@ class StoreError(Exception):
     code = "T450"
 
 
+class Fenced(StoreError):
+    """A claim's holder lost it: its lease lapsed and the checkpoint was cancelled or taken
+    over meanwhile (its fencing token is stale). The holder stops before its next step and
+    writes nothing more (T437)."""
+
+    code = "T437"
+
+
 class ApprovalIdTaken(StoreError):
     """`park` was given an approval id to publish with its frame, and another checkpoint has
     it: nothing was parked; draw another id and park again."""

@@ -189,11 +189,24 @@ class CheckpointFiles:
         if not self.claim_frame(state_key, claimant, lease_until, encode_record(record),
                                 replaces_record=stored is not None):
             return None
-        return record
+        # the fencing token: the claim file's name, unique to this claim (its time and pid);
+        # a cancel or a takeover removes it
+        return record, self._claimed[state_key]
 
-    def renew_claim(self, state_key: str, lease_until: float) -> bool:
+    def holds(self, state_key: str, fence) -> bool:
+        """Whether the claim file `fence` (claim_checkpoint's token) is still there."""
+        return isinstance(fence, str) and os.path.lexists(fence)
+
+    def renew_claim(self, state_key: str, lease_until: float, fence=None) -> bool:
         """Move the lease of this checkpoint's claim to `lease_until` (not synced: a lease
-        lost in a crash only ends sooner). False when there is no claim any more."""
+        lost in a crash only ends sooner). False when there is no claim any more; with
+        `fence`, when that claim file is gone (cancelled or taken over)."""
+        if fence is not None:
+            try:
+                os.utime(fence, (lease_until, lease_until))
+                return True
+            except FileNotFoundError:
+                return False
         paths = [self._claimed[state_key]] if state_key in self._claimed else []
         paths += [path for path, _ in self._claims(state_key) if path not in paths]
         for path in paths:
@@ -216,10 +229,19 @@ class CheckpointFiles:
             raise StoreError(f"invalid state key {state_key!r}")
         atomic_write(self.record_path(state_key), record, sync=durable, keep_replaced=True)
 
-    def settle_claim(self, state_key: str, record: bytes, durable: bool = True) -> None:
-        """The claim ends: its record is written, then the claimed frame removed."""
+    def settle_claim(self, state_key: str, record: bytes, durable: bool = True,
+                     fence=None) -> bool:
+        """The claim ends: its record is written, then the claimed frame removed. With
+        `fence` (the holder's claim file), nothing is written once that file is gone: False."""
+        if fence is not None and not self.holds(state_key, fence):
+            return False
         self.write_record(state_key, record, durable)
+        if fence is not None:
+            self._claimed.pop(state_key, None)
+            retire(fence)
+            return True
         self.finish_claim(state_key)
+        return True
 
     def read_record(self, state_key: str) -> bytes | None:
         if not STATE_KEY.fullmatch(state_key):

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from vm.core import json_write
 from vm.core.records import named_tuple
 from vm.host.store import leases
-from vm.host.store.base import StateStore, StoreError, process_identity
+from vm.host.store.base import Fenced, StateStore, StoreError, process_identity
 from vm.isa.frame import is_wait
 
 if TYPE_CHECKING:
@@ -232,11 +232,16 @@ class Claim:
     (vm/host/store/leases.py), until `finish`, `doubt` or `release`; exactly one of them ends
     it. `progress` (set by the resume) says which step the run is in."""
 
-    def __init__(self, store: StateStore, state_key: str, record: dict, lease_s: float) -> None:
+    def __init__(self, store: StateStore, state_key: str, record: dict, lease_s: float,
+                 fence: Any = None, lease_until: float | None = None) -> None:
         self.store = store
         self.state_key = state_key
         self.record = record
         self.lease_s = lease_s
+        self.fence = fence  # the store's fencing token of this claim (None: not fenced)
+        self.lease_until = time.time() + lease_s if lease_until is None else lease_until
+        self.lost: str | None = None  # why this holder lost the claim (then it writes nothing)
+        self.scope: Any = None  # the run's vm.host.children.Scope: killed when the claim is lost
         self.ended = False
         self.progress: Callable[[], str | None] = lambda: None
         self.since = time.monotonic()
@@ -273,20 +278,74 @@ class Claim:
     def _renew(self, stop: threading.Event) -> None:
         while not stop.is_set():
             try:
-                if not self.store.renew_claim(self.state_key, time.time() + self.lease_s):
-                    return  # cancelled from outside: nothing left to renew
+                if not self._renew_once():
+                    return  # cancelled or taken over from outside: the claim is lost
             except (StoreError, OSError):
                 pass  # the store is away: try again; the lease may lapse meanwhile
             stop.wait(self.lease_s / 3)
 
+    def _renew_once(self) -> bool:
+        """Extend the lease, on the condition that the claim is still this one (its fencing
+        token); a claim found lost is `_lose`."""
+        until = time.time() + self.lease_s
+        if self.fence is None:
+            return self.store.renew_claim(self.state_key, until)
+        if self.store.renew_claim(self.state_key, until, fence=self.fence):
+            self.lease_until = until
+            return True
+        self._lose("it was cancelled or taken over after its lease lapsed")
+        return False
+
+    def _lose(self, why: str) -> None:
+        """The claim is no longer this holder's: it writes nothing more, and the children
+        of its run are killed."""
+        if self.lost is None:
+            self.lost = why
+        self._stopped()
+        if self.scope is not None:
+            self.scope.cancel()
+
+    def fenced(self) -> Fenced:
+        step = self.progress()
+        return Fenced(f"this resume lost its claim of checkpoint {self.state_key}: {self.lost}; "
+                      f"it stopped before its next step{f' (after step {step})' if step else ''} "
+                      "and wrote nothing more (`lobster history` shows how the checkpoint "
+                      "ended)")
+
+    def check(self) -> None:
+        """Before each step of the resumed run (vm/engine/interp.py): go on only while the
+        claim is this holder's. A lease still running by this process's clock goes on; a
+        lapsed one (the process was stopped, or the store away) is renewed first, on the
+        condition that no cancel or other claim came meanwhile, else the run stops (Fenced)."""
+        if self.lost is not None:
+            raise self.fenced()
+        if self.fence is None or time.time() < self.lease_until:
+            return
+        try:
+            renewed = self._renew_once()
+        except (StoreError, OSError) as exc:
+            self._lose(f"its lease lapsed and could not be renewed ({exc})")
+            raise self.fenced() from None
+        if not renewed:
+            raise self.fenced()
+
     def _end(self, event: dict, state: str, durable: bool) -> None:
+        if self.lost is not None:
+            raise self.fenced()
         if self.ended:
             return
         self._stopped()
         self.record["events"].append(event)
         self.record["state"] = state
         try:
-            self.store.settle_claim(self.state_key, encode_record(self.record), durable=durable)
+            if self.fence is None:
+                self.store.settle_claim(self.state_key, encode_record(self.record),
+                                        durable=durable)
+            elif not self.store.settle_claim(self.state_key, encode_record(self.record),
+                                             durable=durable, fence=self.fence) \
+                    and not self._settled_as(event):
+                self.lost = "it was cancelled or taken over after its lease lapsed"
+                raise self.fenced()
         except OSError as exc:
             raise StoreError(f"the store {self.store.location} cannot be written: "
                              f"{exc.strerror or exc}") from None
@@ -306,8 +365,15 @@ class Claim:
             event["lastStage"] = True
         try:
             self._end(event, FINISHED, durable=False)
+        except Fenced:
+            raise
         except StoreError:
             pass  # the run's next state is durable; the claim's lease runs out: in doubt
+
+    def _settled_as(self, event: dict) -> bool:
+        """Whether the stored record ends with `event` (a settle whose answer was lost)."""
+        stored = decode_record(self.store.read_record(self.state_key), self.state_key)
+        return bool(stored and stored["events"] and stored["events"][-1] == event)
 
     def doubt(self, reason: str, step: str | None) -> None:
         """The resume failed or was cut off after its claim: the checkpoint is in doubt, with
@@ -352,13 +418,14 @@ def claim(store: StateStore, parked: Parked, frame: Frame | None, *, decision: s
     record = {"v": RECORD_VERSION, "stateKey": parked.state_key, "state": CLAIMED,
               "events": events}
     try:  # the store puts these events after those of any record already there
-        record = store.claim_checkpoint(parked.state_key, claimant, now + lease_s, record)
+        taken = store.claim_checkpoint(parked.state_key, claimant, now + lease_s, record)
     except OSError as exc:
         raise StoreError(f"the store {store.location} cannot be written: "
                          f"{exc.strerror or exc}") from None
-    if record is None:
+    if taken is None:
         return None
-    return Claim(store, parked.state_key, record, lease_s)
+    record, fence = taken
+    return Claim(store, parked.state_key, record, lease_s, fence, now + lease_s)
 
 
 def cancel(store: StateStore, state_key: str, frame: Frame | None = None,

@@ -287,23 +287,39 @@ class PostgresStore:
         """One statement: the claim, and the record written with it, its events appended to
         those of a record already there (in SQL, so no round trip reads it first)."""
         row = self._once("WITH c AS (UPDATE lobster_frames SET claimed_at = now(),"
-                         " claimant = %s, lease_until = to_timestamp(%s)"
-                         " WHERE state_key = %s AND claimed_at IS NULL RETURNING state_key)"
+                         " claimant = %s, lease_until = to_timestamp(%s),"
+                         " generation = generation + 1"
+                         " WHERE state_key = %s AND claimed_at IS NULL"
+                         " RETURNING state_key, generation)"
                          " INSERT INTO lobster_records AS r (state_key, state, record)"
                          " SELECT state_key, %s, %s::jsonb FROM c ON CONFLICT (state_key)"
                          " DO UPDATE SET state = excluded.state, updated_at = now(),"
                          " record = jsonb_set(excluded.record, '{events}', CASE"
                          " WHEN jsonb_typeof(r.record->'events') = 'array'"
                          " THEN r.record->'events' ELSE '[]'::jsonb END"
-                         " || (excluded.record->'events')) RETURNING record::text",
+                         " || (excluded.record->'events'))"
+                         " RETURNING record::text, (SELECT generation FROM c)",
                          (json.dumps(claimant.to_json()), lease_until, state_key,
                           str(record.get("state", "")), json.dumps(record)))
-        return None if row is None else json.loads(row[0])
+        return None if row is None else (json.loads(row[0]), row[1])
 
-    def renew_claim(self, state_key: str, lease_until: float) -> bool:
-        row = self._lazy("UPDATE lobster_frames SET lease_until = to_timestamp(%s) FROM lazy"
-                         " WHERE state_key = %s AND claimed_at IS NOT NULL RETURNING 1",
-                         (lease_until, state_key))
+    def renew_claim(self, state_key: str, lease_until: float, fence: Any = None) -> bool:
+        """Extend the lease; with `fence` (the generation claim_checkpoint gave) only while
+        the claim is still that one (a cancel or another claim since: False)."""
+        if fence is None:
+            row = self._lazy("UPDATE lobster_frames SET lease_until = to_timestamp(%s) FROM lazy"
+                             " WHERE state_key = %s AND claimed_at IS NOT NULL RETURNING 1",
+                             (lease_until, state_key))
+        else:  # durable: a renewal that decides whether the holder may go on
+            row = self._one("UPDATE lobster_frames SET lease_until = to_timestamp(%s)"
+                            " WHERE state_key = %s AND claimed_at IS NOT NULL"
+                            " AND generation = %s RETURNING 1", (lease_until, state_key, fence))
+        return row is not None
+
+    def holds(self, state_key: str, fence: Any) -> bool:
+        """Whether the claim of `state_key` is still the one of generation `fence`."""
+        row = self._one("SELECT 1 FROM lobster_frames WHERE state_key = %s"
+                        " AND claimed_at IS NOT NULL AND generation = %s", (state_key, fence))
         return row is not None
 
     def repark(self, state_key: str, blob: bytes, expires_at: float | None,
@@ -340,8 +356,18 @@ class PostgresStore:
         else:
             self._lazy(self._UPSERT_RECORD.format(source="FROM lazy"), params)
 
-    def settle_claim(self, state_key: str, record: bytes, durable: bool = True) -> None:
-        """One statement: the record written and the claimed frame removed."""
+    def settle_claim(self, state_key: str, record: bytes, durable: bool = True,
+                     fence: Any = None) -> bool:
+        """One statement: the record written and the claimed frame removed. With `fence`
+        (the holder's generation) both happen only while the claim is still that one:
+        False, and nothing written, when it is not."""
+        if fence is not None:
+            row = self._one("WITH d AS (DELETE FROM lobster_frames WHERE state_key = %s"
+                            " AND claimed_at IS NOT NULL AND generation = %s RETURNING 1) "
+                            + self._UPSERT_RECORD.format(source="FROM d") + " RETURNING 1",
+                            (state_key, fence, state_key, _record_state(record),
+                             record.decode("utf-8")))
+            return row is not None
         params = (state_key, state_key, _record_state(record), record.decode("utf-8"))
         drop = ("d AS (DELETE FROM lobster_frames WHERE state_key = %s"
                 " AND claimed_at IS NOT NULL)")
@@ -351,6 +377,7 @@ class PostgresStore:
         else:  # run again on a fresh connection if this one broke: both steps are idempotent
             self._one(f"WITH lazy AS ({_LAZY}), {drop} "
                       + self._UPSERT_RECORD.format(source="FROM lazy"), params)
+        return True
 
     def read_record(self, state_key: str) -> bytes | None:
         row = self._one("SELECT record::text FROM lobster_records WHERE state_key = %s",

@@ -10,7 +10,8 @@ step recorded in lobster_meta. Tables live in the first schema of the connection
   lobster_frames(state_key, body, created_at,   parked frames; claimed by a DELETE (no claimant)
                  claimed_at, claimant,          or an UPDATE setting claimed_at (a claim record);
                  expires_at, mac,               expires_at: NULL, never; mac: base.frame_mac
-                 lease_until)                   lease_until: the claim's lease, renewed as it runs
+                 lease_until, generation)       lease_until: the claim's lease, renewed as it runs;
+                                                generation: the fencing token, +1 a claim
   lobster_records(state_key, state, record,     a claimed checkpoint's record (its state and
                   updated_at)                   history, JSON); a tombstone after it ends
   lobster_approvals(approval_id, state_key)     approval id -> state key
@@ -61,6 +62,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE lobster_frames ADD COLUMN lease_until timestamptz",
         "CREATE TABLE lobster_records (state_key text PRIMARY KEY, state text NOT NULL,"
         " record jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())",
+    ),
+    (  # 6: a claim's fencing token, incremented by every claim (lifecycle.Claim.check)
+        "ALTER TABLE lobster_frames ADD COLUMN generation bigint NOT NULL DEFAULT 0",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from vm.core import js, json_write
+from vm.engine.run import CLAIM
 from vm.host import token as tokens
 from vm.host.store import StateStore, StoreError
 from vm.host.store.base import ApprovalIdTaken
@@ -71,6 +72,9 @@ def park(program: Program, frame: Frame, options: Options, settings: Settings,
         except RequestError:
             store.remove_approval_id(pending.approval_id)
             raise
+        claim = CLAIM.get()
+        if claim is not None:  # a resumed run parks its next gate only while it holds its claim
+            claim.check()
         try:
             store.park(state_key, blob, None if ttl is None else time.time() + ttl / 1000, key,
                        program.hash, lambda: codec.dump_program(program),

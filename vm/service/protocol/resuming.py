@@ -14,7 +14,8 @@ from vm.engine import machine
 from vm.host import token as tokens
 from vm.host.children import Scope
 from vm.host.store import StoreError, lifecycle
-from vm.host.store.base import STATE_KEY, approval_id_form
+from vm.engine.run import CLAIM
+from vm.host.store.base import STATE_KEY, Fenced, approval_id_form
 from vm.isa.frame import Frame, is_wait
 from vm.isa.program import Program
 from vm.service.protocol.checkpoint import (cancel_parked, decoded_token, is_last_stage, load,
@@ -161,9 +162,13 @@ def _run_claimed(taken: lifecycle.Claim, program: Program, frame: Frame, decisio
     # id once the run ends (checkpoint.py, _id_kept_by_the_original), so its record says so
     last_stage = frame.origin == "pipeline" \
         and is_last_stage(program, program.halts[frame.pending.halt].id)
+    taken.scope = scope
+    held = CLAIM.set(taken)
     try:
         machine.apply_decision(frame, decision.response, approved_by)
         envelope = drive(program, frame, options, settings, scope)
+    except Fenced as exc:  # the claim was lost: nothing more is written, and it says so
+        return _fenced(taken, exc)
     except RequestError as exc:  # a limit at the end (T423, T424, T425): the run's final answer
         taken.finish("error", exc.envelope["error"].get("code"))
         raise
@@ -177,6 +182,26 @@ def _run_claimed(taken: lifecycle.Claim, program: Program, frame: Frame, decisio
         what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         taken.doubt(f"the resume was interrupted ({what[:300]})", _step_reached(program, frame))
         raise
+    finally:
+        CLAIM.reset(held)
+    try:
+        return _settle(taken, program, frame, envelope, scope, last_stage)
+    except Fenced as exc:
+        return _fenced(taken, exc)
+
+
+def _fenced(taken: lifecycle.Claim, exc: Fenced) -> dict:
+    """The envelope of a resume that lost its claim (T437), with the checkpoint as it is."""
+    envelope = store_error(exc)
+    envelope["error"]["checkpoint"] = lifecycle.status(taken.store, taken.state_key).summary()
+    return envelope
+
+
+def _settle(taken: lifecycle.Claim, program: Program, frame: Frame, envelope: dict,
+            scope: Scope, last_stage: bool) -> dict:
+    """End the claim by what became of the run (Fenced when it is no longer this one's)."""
+    if taken.lost is not None:  # lost while its last step ran (its children were killed)
+        raise taken.fenced()
     if not envelope.get("ok") and scope.cancelled:
         taken.doubt(f"the resume was cancelled by its caller while it ran "
                     f"({envelope['error'].get('code')}: {envelope['error']['message'][:300]})",
