@@ -240,8 +240,8 @@ class Claim:
         self.lease_s = lease_s
         self.fence = fence  # the store's fencing token of this claim (None: not fenced)
         self.lease_until = time.time() + lease_s if lease_until is None else lease_until
-        self.lost: str | None = None  # why this holder lost the claim (then it writes nothing)
-        self.scope: Any = None  # the run's vm.host.children.Scope: killed when the claim is lost
+        self.lost: str | None = None  # why this holder lost the claim; scope: its run's children
+        self.scope: Any = None
         self.ended = False
         self.progress: Callable[[], str | None] = lambda: None
         self.since = time.monotonic()
@@ -285,22 +285,18 @@ class Claim:
             stop.wait(self.lease_s / 3)
 
     def _renew_once(self) -> bool:
-        """Extend the lease, on the condition that the claim is still this one (its fencing
-        token); a claim found lost is `_lose`."""
+        """Extend the lease if the claim is still this one (its fence), else `_lose` it."""
         until = time.time() + self.lease_s
         if self.fence is None:
             return self.store.renew_claim(self.state_key, until)
         if self.store.renew_claim(self.state_key, until, fence=self.fence):
             self.lease_until = until
             return True
-        self._lose("it was cancelled or taken over after its lease lapsed")
-        return False
+        return self._lose("it was cancelled or taken over after its lease lapsed") or False
 
     def _lose(self, why: str) -> None:
-        """The claim is no longer this holder's: it writes nothing more, and the children
-        of its run are killed."""
-        if self.lost is None:
-            self.lost = why
+        """Not this holder's claim any more: it writes nothing, its children are killed."""
+        self.lost = self.lost or why
         self._stopped()
         if self.scope is not None:
             self.scope.cancel()
@@ -313,26 +309,23 @@ class Claim:
                       "ended)")
 
     def check(self) -> None:
-        """Before each step of the resumed run (vm/engine/interp.py): go on only while the
-        claim is this holder's. A lease still running by this process's clock goes on; a
-        lapsed one (the process was stopped, or the store away) is renewed first, on the
-        condition that no cancel or other claim came meanwhile, else the run stops (Fenced)."""
+        """Before each step (vm/engine/interp.py): a lease running by this clock goes on; a
+        lapsed one is renewed first, if the claim is still this one, else Fenced."""
         if self.lost is not None:
             raise self.fenced()
         if self.fence is None or time.time() < self.lease_until:
             return
         try:
-            renewed = self._renew_once()
+            if self._renew_once():
+                return
         except (StoreError, OSError) as exc:
             self._lose(f"its lease lapsed and could not be renewed ({exc})")
-            raise self.fenced() from None
-        if not renewed:
-            raise self.fenced()
+        raise self.fenced()
 
     def _end(self, event: dict, state: str, durable: bool) -> None:
-        if self.lost is not None:
-            raise self.fenced()
-        if self.ended:
+        if self.lost is not None or self.ended:
+            if self.lost is not None:
+                raise self.fenced()
             return
         self._stopped()
         self.record["events"].append(event)
@@ -365,15 +358,14 @@ class Claim:
             event["lastStage"] = True
         try:
             self._end(event, FINISHED, durable=False)
-        except Fenced:
-            raise
-        except StoreError:
-            pass  # the run's next state is durable; the claim's lease runs out: in doubt
+        except StoreError as exc:
+            if isinstance(exc, Fenced):
+                raise
+            # the run's next state is durable; the claim's lease runs out: in doubt
 
-    def _settled_as(self, event: dict) -> bool:
-        """Whether the stored record ends with `event` (a settle whose answer was lost)."""
-        stored = decode_record(self.store.read_record(self.state_key), self.state_key)
-        return bool(stored and stored["events"] and stored["events"][-1] == event)
+    def _settled_as(self, event: dict) -> bool:  # a settle whose answer was lost
+        stored = decode_record(self.store.read_record(self.state_key), self.state_key) or {}
+        return (stored.get("events") or [None])[-1] == event
 
     def doubt(self, reason: str, step: str | None) -> None:
         """The resume failed or was cut off after its claim: the checkpoint is in doubt, with

@@ -59,8 +59,7 @@ class PostgresStore:
         return self._backend.run(sql, params, retry=True)
 
     def _once(self, sql: str, params: tuple = ()) -> tuple | None:
-        """A claim statement: never run twice (its first attempt may have committed with the
-        answer lost, and a second would report a claim that happened as not found)."""
+        """A claim statement: never run twice (a lost answer may hide a claim made)."""
         return self._backend.run(sql, params, retry=False)
 
     def _lazy(self, sql: str, params: tuple = ()) -> tuple | None:
@@ -304,23 +303,14 @@ class PostgresStore:
         return None if row is None else (json.loads(row[0]), row[1])
 
     def renew_claim(self, state_key: str, lease_until: float, fence: Any = None) -> bool:
-        """Extend the lease; with `fence` (the generation claim_checkpoint gave) only while
-        the claim is still that one (a cancel or another claim since: False)."""
-        if fence is None:
-            row = self._lazy("UPDATE lobster_frames SET lease_until = to_timestamp(%s) FROM lazy"
-                             " WHERE state_key = %s AND claimed_at IS NOT NULL RETURNING 1",
-                             (lease_until, state_key))
-        else:  # durable: a renewal that decides whether the holder may go on
-            row = self._one("UPDATE lobster_frames SET lease_until = to_timestamp(%s)"
-                            " WHERE state_key = %s AND claimed_at IS NOT NULL"
-                            " AND generation = %s RETURNING 1", (lease_until, state_key, fence))
-        return row is not None
+        """Extend the lease; with `fence` (claim_checkpoint's generation) only while the
+        claim is that one."""
+        fenced, run = ("", self._lazy) if fence is None else (" AND generation = %s", self._one)
+        return run("UPDATE lobster_frames SET lease_until = to_timestamp(%s)"
+                   + (" FROM lazy" if fence is None else "") + " WHERE state_key = %s AND"
+                   f" claimed_at IS NOT NULL{fenced} RETURNING 1",
+                   (lease_until, state_key) + (() if fence is None else (fence,))) is not None
 
-    def holds(self, state_key: str, fence: Any) -> bool:
-        """Whether the claim of `state_key` is still the one of generation `fence`."""
-        row = self._one("SELECT 1 FROM lobster_frames WHERE state_key = %s"
-                        " AND claimed_at IS NOT NULL AND generation = %s", (state_key, fence))
-        return row is not None
 
     def repark(self, state_key: str, blob: bytes, expires_at: float | None,
                key: bytes | None = None) -> None:
@@ -358,17 +348,14 @@ class PostgresStore:
 
     def settle_claim(self, state_key: str, record: bytes, durable: bool = True,
                      fence: Any = None) -> bool:
-        """One statement: the record written and the claimed frame removed. With `fence`
-        (the holder's generation) both happen only while the claim is still that one:
-        False, and nothing written, when it is not."""
-        if fence is not None:
-            row = self._one("WITH d AS (DELETE FROM lobster_frames WHERE state_key = %s"
-                            " AND claimed_at IS NOT NULL AND generation = %s RETURNING 1) "
-                            + self._UPSERT_RECORD.format(source="FROM d") + " RETURNING 1",
-                            (state_key, fence, state_key, _record_state(record),
-                             record.decode("utf-8")))
-            return row is not None
+        """One statement: the record written, the claimed frame removed; with `fence`, only
+        while the claim is that generation (else False, nothing written)."""
         params = (state_key, state_key, _record_state(record), record.decode("utf-8"))
+        if fence is not None:
+            return self._one("WITH d AS (DELETE FROM lobster_frames WHERE state_key = %s AND"
+                             " claimed_at IS NOT NULL AND generation = %s RETURNING 1) "
+                             + self._UPSERT_RECORD.format(source="FROM d") + " RETURNING 1",
+                             (state_key, fence, *params[1:])) is not None
         drop = ("d AS (DELETE FROM lobster_frames WHERE state_key = %s"
                 " AND claimed_at IS NOT NULL)")
         if durable:
