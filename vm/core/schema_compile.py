@@ -152,7 +152,7 @@ class _Compile:
 
         try:
             js_regex.compiled(source)
-        except (js_regex.JsRegexSyntaxError, js_regex.JsRegexUnsupported):
+        except js_regex.JsRegexSyntaxError:
             raise _Stop from None
 
     def walk(self, s: Any, at: str, top: bool = False) -> None:

@@ -99,11 +99,11 @@ class _Unapplicable(Exception):
 def _iter_errors(schema: Any, value: Any, first: bool = False) -> list:
     from referencing.exceptions import Unresolvable
 
-    from vm.core.js_regex import JsRegexSyntaxError, JsRegexUnsupported
+    from vm.core.js_regex import JsRegexSyntaxError
 
     try:
         return list(_validator(json.dumps(schema), first).iter_errors(value))
-    except (Unresolvable, JsRegexSyntaxError, JsRegexUnsupported) as exc:  # a regex of a
+    except (Unresolvable, JsRegexSyntaxError) as exc:  # a regex of a
         # schema stored before regexes were read as JavaScript's, or one ours cannot apply
         raise _Unapplicable(f"the response schema cannot be applied: {exc}") from None
     except RecursionError:  # (a `$ref` that never ends is caught before, as SchemaRecursion)
