@@ -298,6 +298,13 @@ def test_rev_reads_both_versions_through_git(tmp_path):
     proc = subprocess.run([lobsterc, "diff", "--rev", "nosuch..HEAD", "flows/ship.lobster"],
                           cwd=repo, capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and "--rev nosuch..HEAD" in proc.stderr
+    # a revision that reads as an option never reaches git as one (issue 47 MEDIUM 5)
+    for rev in ("--output=stolen..HEAD", "HEAD..--output=stolen", "-p..HEAD"):
+        proc = subprocess.run([lobsterc, "diff", f"--rev={rev}", "flows/ship.lobster"],
+                              cwd=repo, capture_output=True, text=True, env=env)
+        assert proc.returncode == 2, (rev, proc.stdout, proc.stderr)
+        assert f"lobsterc: --rev {rev}: unknown revision: " in proc.stderr, proc.stderr
+        assert not (repo / "stolen").exists() and not (repo / "flows" / "stolen").exists()
 
 
 @pytest.mark.parametrize("path", sorted(str(p) for p in (ROOT / "golden").glob("*.*")

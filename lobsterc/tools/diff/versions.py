@@ -64,8 +64,21 @@ def _git(cwd: str, *args: str) -> bytes:
     except OSError as exc:
         raise RevError(f"cannot run git: {exc.strerror}") from None
     if done.returncode != 0:
-        raise RevError(done.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
+        what = done.stderr.decode("utf-8", "replace").strip()
+        if not what and "--verify" in args:
+            what = f"unknown revision: {args[-1].removesuffix('^{commit}')}"
+        raise RevError(what or f"git {args[0]} failed")
     return done.stdout
+
+
+def resolve_rev(top: str, rev: str) -> str:
+    """The commit id `rev` names, checked by `git rev-parse --verify --end-of-options`, so a
+    revision such as `--output=FILE` is a name git cannot find, never an option it obeys."""
+    found = _git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+    commit = found.decode("ascii", "replace").strip()
+    if not commit or commit.startswith("-"):
+        raise RevError(f"unknown revision: {rev}")
+    return commit
 
 
 def checkout_rev(rev: str, path: str, into: str) -> tuple[str, str]:
@@ -80,13 +93,14 @@ def checkout_rev(rev: str, path: str, into: str) -> tuple[str, str]:
     top = _git(where, "rev-parse", "--show-toplevel").decode().strip()
     rel = os.path.relpath(os.path.realpath(os.path.abspath(path)), os.path.realpath(top))
     rel = rel.replace(os.sep, "/")
+    commit = resolve_rev(top, rev)
     todo, done = [rel], set()
     while todo:
         name = todo.pop()
         if name in done or name.startswith("../"):
             continue
         done.add(name)
-        blob = _git(top, "show", f"{rev}:{name}")
+        blob = _git(top, "show", f"{commit}:{name}")  # a hex id: never read as an option
         target = os.path.join(into, *name.split("/"))
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "wb") as fh:
