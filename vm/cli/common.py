@@ -114,6 +114,7 @@ def human_error(envelope: dict, rendered: str | None = None) -> int:
 # events -------------------------------------------------------------------------------------
 _EVENT_WRITERS: list = []  # this process's `--events jsonl` callbacks, drained before exit
 EXIT_DRAIN_S = 60.0  # after the envelope, how long the process waits to write queued events
+STALLED_S = 2.0  # ... and how long stderr may take no byte before no one is taken to read it
 
 
 def _write_fd_2(text: str) -> None:
@@ -162,8 +163,23 @@ def finish_events() -> None:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.close(null)
+    import select
+    import time
+
+    deadline = time.monotonic() + EXIT_DRAIN_S
     for writer in _EVENT_WRITERS:
-        drain(writer, EXIT_DRAIN_S)
+        stalled = None  # since when stderr has taken nothing (a pipe no one reads)
+        while not drain(writer, 0.1) and time.monotonic() < deadline:
+            try:
+                _, writable, _ = select.select([], [2], [], 0)
+            except (OSError, ValueError):
+                return
+            if writable:
+                stalled = None
+            elif stalled is None:
+                stalled = time.monotonic()
+            elif time.monotonic() - stalled >= STALLED_S:
+                return  # the events left are dropped: exit rather than wait for no reader
 
 
 # the store subcommands (pending, cancel, history, gc, key) ------------------------------------
